@@ -1,0 +1,59 @@
+# burtbench: `make bench-linux` runs the suite (PROFILE=quick by default, PROFILE=paper for the
+# paper's counts); `make test` runs the tests. Both set up .venv/ first.
+PYTHON ?= python3
+PROFILE ?= quick
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.burtbench-installed
+EXT_SOURCES := $(shell find burtorch_ext -type f \( -name '*.hpp' -o -name '*.cpp' -o -name 'CMakeLists.txt' \) 2>/dev/null)
+RUN_ARGS ?=
+
+.PHONY: setup browser bench-linux bench-windows bench-macos test test-slow report perf clean
+
+setup: $(STAMP)
+
+# torch goes first and pinned, so that no later requirement pulls the multi-GB CUDA build.
+$(STAMP): pyproject.toml $(EXT_SOURCES)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[frameworks,test]"
+	touch $(STAMP)
+
+bench-linux: setup
+	$(BIN)/burtbench run --engine all --profile $(PROFILE) $(RUN_ARGS)
+
+# Windows (GNU make from cmd.exe or Git Bash; `make bench-windows PYTHON=python`): the venv keeps
+# its interpreter in Scripts\, and the quotes keep the backslashes for either shell.
+WIN_PY := "$(VENV)\Scripts\python.exe"
+bench-windows:
+	$(PYTHON) -m venv $(VENV)
+	$(WIN_PY) -m pip install --upgrade pip
+	$(WIN_PY) -m pip install torch==2.13.0
+	$(WIN_PY) -m pip install -e ".[frameworks,test]"
+	$(WIN_PY) -m harness.cli run --engine all --profile $(PROFILE) $(RUN_ARGS)
+
+bench-macos: setup
+	$(BIN)/burtbench run --engine all --profile $(PROFILE) $(RUN_ARGS)
+
+# The HTML report is tested in a real headless Chromium: install Debian's where we can (root + apt).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "note: chromium could not be installed; the HTML report test will be skipped"
+
+test: setup browser
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-slow: setup
+	$(BIN)/python -m pytest -q -m slow
+
+perf: setup
+	$(BIN)/burtbench run --engine burtorch,micrograd --workload tiny,small --profile quick $(RUN_ARGS)
+
+report: setup
+	$(BIN)/burtbench report "$$(ls -1d results/*/ | grep -v reference | sort | tail -n 1)"
+
+clean:
+	rm -rf build reports $(VENV)

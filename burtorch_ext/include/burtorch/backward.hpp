@@ -1,0 +1,225 @@
+// Reverse mode. Operands are always created before their users, so visiting nodes from the root
+// down by index is a reverse topological order: no recursion, no explicit sort. A flag per node
+// in caller-owned scratch says which nodes the root reaches; nodes it does not reach (another
+// graph, stale gradients) are skipped. The flags are cleared as they are consumed, so the scratch
+// is reused from step to step and a steady-state backward allocates nothing.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+
+#include "burtorch/reductions.hpp"
+
+namespace burtorch {
+
+class BackwardScratch {
+ public:
+  // Room for flags of `nodes` nodes; grows (allocates) only when the pool has grown.
+  bool* fit(std::size_t nodes) {
+    if (size_ < nodes) {
+      const std::size_t n = std::max(nodes, 2 * size_);
+      reached_.reset(new bool[n]());
+      size_ = n;
+    }
+    return reached_.get();
+  }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  // bool, not a byte type: a store to a byte could alias a gradient, and the compiler would
+  // reload the gradients after every flag it sets. All false between calls.
+  std::unique_ptr<bool[]> reached_;
+  std::size_t size_ = 0;
+};
+
+namespace detail {
+
+// The state of one backward sweep. It is passed by value to the out-of-line n-ary cases and
+// returned, so the main loop never takes its address and keeps it in registers.
+template <class T>
+struct Sweep {
+  T* g;
+  const T* v;
+  const Index* links;
+  bool* reached;
+  Index low;  // the lowest node flagged so far: the sweep stops there
+
+  BURTORCH_INLINE void add(Index j, T delta) noexcept {
+    g[j] += delta;
+    reached[j] = true;
+    low = std::min(low, j);
+  }
+};
+
+template <class T, class At, class F>
+BURTORCH_INLINE void addEach(Sweep<T>& s, At at, std::size_t n, F delta) noexcept {
+  for (std::size_t k = 0; k < n; ++k) s.add(at(k), delta(at(k)));
+}
+
+// d(prod)/dx_k is the product of the others: divide where no factor is zero; with one zero
+// factor only that one gets a gradient; with two or more every gradient is zero.
+template <class T>
+BURTORCH_OUTLINE Sweep<T> reduceMulBackward(Sweep<T> s, Index list, std::size_t n, T gi) noexcept {
+  visitList(s.links, list, [&](auto at) {
+    std::size_t zeros = 0;
+    T nonZero = 1;
+    for (std::size_t k = 0; k < n; ++k) {
+      const T x = s.v[at(k)];
+      if (x == T(0)) ++zeros;
+      else nonZero *= x;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      const T x = s.v[at(k)];
+      T d = 0;
+      if (zeros == 0) d = gi * nonZero / x;
+      else if (zeros == 1 && x == T(0)) d = gi * nonZero;
+      s.add(at(k), d);
+    }
+  });
+  return s;
+}
+
+template <class T>
+BURTORCH_OUTLINE Sweep<T> reduceBackward(Sweep<T> s, Op op, Index i, Index list, std::size_t n, T gi) noexcept {
+  const T count = static_cast<T>(n);
+  const T* v = s.v;
+  visitList(s.links, list, [&](auto at) {
+    switch (op) {
+      case Op::ReduceSum: addEach(s, at, n, [&](Index) { return gi; }); break;
+      case Op::ReduceSub:  // by position: x_1 may appear again among the subtrahends
+        if (n == 0) break;
+        s.add(at(0), gi);
+        addEach(s, [at](std::size_t k) { return at(k + 1); }, n - 1, [&](Index) { return -gi; });
+        break;
+      case Op::ReduceMean: addEach(s, at, n, [&](Index) { return gi / count; }); break;
+      case Op::ReduceSumOfSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j]; }); break;
+      case Op::ReduceMeanSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j] / count; }); break;
+      case Op::ReduceNegMean: addEach(s, at, n, [&](Index) { return -gi / count; }); break;
+      case Op::LogSumExp: addEach(s, at, n, [&](Index j) { return gi * std::exp(v[j] - v[i]); }); break;
+      default: break;
+    }
+  });
+  return s;
+}
+
+template <class T>
+BURTORCH_OUTLINE Sweep<T> innerProductBackward(Sweep<T> s, Index xList, Index tail, bool withBias, T gi) noexcept {
+  const std::size_t n = s.links[tail];
+  visitList(s.links, xList, [&](auto xAt) {
+    visitList(s.links, s.links[tail + 1], [&](auto wAt) {
+      for (std::size_t k = 0; k < n; ++k) {
+        const Index x = xAt(k), w = wAt(k);
+        const T xv = s.v[x], wv = s.v[w];
+        s.add(x, gi * wv);
+        s.add(w, gi * xv);
+      }
+    });
+  });
+  if (withBias) s.add(s.links[tail + 2], gi);
+  return s;
+}
+
+// Every case multiplies the incoming gradient once by a local derivative computed from values
+// alone: the values are ready long before the gradient arrives, so only that one multiply
+// (and the accumulation) lies on the chain from the root down.
+template <class T>
+BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index i, Args args, T gi) noexcept {
+  const T* v = s.v;
+  const Index a = args.a, b = args.b;
+  switch (op) {
+    case Op::Leaf: break;
+    case Op::Relu: s.add(a, v[i] > T(0) ? gi : T(0)); break;  // the indicator, not the output
+    case Op::Tanh: s.add(a, gi * (T(1) - v[i] * v[i])); break;
+    case Op::Exp: s.add(a, gi * v[i]); break;
+    case Op::NegLog: s.add(a, gi * (T(-1) / v[a])); break;
+    case Op::Sigmoid: s.add(a, gi * (v[i] * (T(1) - v[i]))); break;
+    case Op::Inv: s.add(a, gi * (-v[i] * v[i])); break;
+    case Op::Sqr: s.add(a, gi * (T(2) * v[a])); break;
+    case Op::Pow3: s.add(a, gi * (T(3) * v[a] * v[a])); break;
+    case Op::Log: s.add(a, gi * (T(1) / v[a])); break;
+    case Op::Sqrt: s.add(a, gi * (T(0.5) / v[i])); break;
+    case Op::InvSqrt: s.add(a, gi * (T(-0.5) * v[i] * v[i] * v[i])); break;
+    case Op::Neg: s.add(a, -gi); break;
+    case Op::MulConst: s.add(a, gi * loadConstant<T>(s.links, b)); break;
+    case Op::AddConst: s.add(a, gi); break;
+    case Op::PowConst: {
+      const T c = loadConstant<T>(s.links, b);
+      s.add(a, gi * (c * std::pow(v[a], c - T(1))));
+      break;
+    }
+    case Op::Add: s.add(a, gi); s.add(b, gi); break;
+    case Op::Sub: s.add(a, gi); s.add(b, -gi); break;
+    case Op::Mul: {
+      const T va = v[a], vb = v[b];
+      s.add(a, gi * vb);
+      s.add(b, gi * va);
+      break;
+    }
+    case Op::Div: {
+      const T reciprocal = T(1) / v[b];
+      s.add(a, gi * reciprocal);
+      s.add(b, gi * (-v[i] * reciprocal));
+      break;
+    }
+    case Op::Mean: s.add(a, gi * T(0.5)); s.add(b, gi * T(0.5)); break;
+    case Op::AddSquares: {
+      const T da = T(2) * v[a], db = T(2) * v[b];
+      s.add(a, gi * da);
+      s.add(b, gi * db);
+      break;
+    }
+    case Op::MeanSquares: {
+      const T va = v[a], vb = v[b];
+      s.add(a, gi * va);
+      s.add(b, gi * vb);
+      break;
+    }
+    case Op::NegMean: s.add(a, gi * T(-0.5)); s.add(b, gi * T(-0.5)); break;
+    case Op::ReduceMul: s = reduceMulBackward(s, a, b, gi); break;
+    case Op::ReduceSum:
+    case Op::ReduceSub:
+    case Op::ReduceMean:
+    case Op::ReduceSumOfSquares:
+    case Op::ReduceMeanSquares:
+    case Op::ReduceNegMean:
+    case Op::LogSumExp: s = reduceBackward(s, op, i, a, b, gi); break;
+    case Op::InnerProduct: s = innerProductBackward(s, a, b, false, gi); break;
+    case Op::InnerProductWithBias: s = innerProductBackward(s, a, b, true, gi); break;
+    default: BURTORCH_UNREACHABLE();  // every Op is handled above
+  }
+}
+
+}  // namespace detail
+
+// Adds d(root)/d(node) to the gradient of every node the root reaches, using caller-owned
+// scratch. As in micrograd, the root's own gradient is set to 1 and every other one accumulates:
+// parameters keep summing over steps until zeroGrad().
+template <class T>
+void backwardWithScratch(Value<T> root, BackwardScratch& scratch) noexcept {
+  Pool<T>& pool = Pool<T>::local();
+  const Index r = root.index();
+  BURTORCH_ASSERT(r < pool.size());
+  detail::Sweep<T> s{pool.grads(), pool.values(), pool.links(), scratch.fit(pool.capacity()), r};
+  const Op* ops = pool.ops();
+  const Args* args = pool.args();
+  s.g[r] = T(1);
+  s.reached[r] = true;
+  for (Index i = r;; --i) {
+    if (s.reached[i]) {
+      s.reached[i] = false;
+      detail::propagate(s, ops[i], i, args[i], s.g[i]);
+    }
+    if (i == s.low) break;
+  }
+}
+
+// The same with scratch kept per thread, for when memory control does not matter.
+template <class T>
+void backward(Value<T> root) noexcept {
+  static thread_local BackwardScratch scratch;
+  backwardWithScratch(root, scratch);
+}
+
+}  // namespace burtorch

@@ -1,0 +1,20 @@
+// BurTorch: scalar reverse-mode autodiff over a contiguous node pool. Include this one header.
+#pragma once
+
+#include "burtorch/config.hpp"
+#include "burtorch/ops.hpp"
+#include "burtorch/pool.hpp"
+#include "burtorch/value.hpp"
+#include "burtorch/scalar_ops.hpp"
+#include "burtorch/lists.hpp"
+#include "burtorch/reductions.hpp"
+#include "burtorch/backward.hpp"
+#include "burtorch/serialize.hpp"
+#include "burtorch/dot.hpp"
+#include "burtorch/random.hpp"
+#include "burtorch/activation.hpp"
+#include "burtorch/linear.hpp"
+#include "burtorch/embedding.hpp"
+#include "burtorch/layer_norm.hpp"
+#include "burtorch/attention.hpp"
+#include "burtorch/loss.hpp"

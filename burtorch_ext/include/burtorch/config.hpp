@@ -1,0 +1,33 @@
+// Version, and the few compiler hints the hot path needs.
+#pragma once
+
+#define BURTORCH_VERSION "0.1.0"
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#define BURTORCH_INLINE __forceinline
+#define BURTORCH_OUTLINE __declspec(noinline)
+#define BURTORCH_NOINLINE __declspec(noinline)
+#define BURTORCH_UNREACHABLE() __assume(0)
+#else
+#define BURTORCH_INLINE inline __attribute__((always_inline))
+// Kept out of a caller whose locals must stay in registers.
+#define BURTORCH_OUTLINE __attribute__((noinline))
+// Out of line and off the hot path (growth, errors).
+#define BURTORCH_NOINLINE __attribute__((noinline, cold))
+#define BURTORCH_UNREACHABLE() __builtin_unreachable()
+#endif
+
+// Index and size checks cost a branch per node, so only test builds turn them on.
+#if defined(BURTORCH_CHECKS)
+#include <cstdio>
+#include <cstdlib>
+#define BURTORCH_ASSERT(cond)                                                               \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
+      std::fprintf(stderr, "burtorch: check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+      std::abort();                                                                         \
+    }                                                                                       \
+  } while (false)
+#else
+#define BURTORCH_ASSERT(cond) ((void)0)
+#endif

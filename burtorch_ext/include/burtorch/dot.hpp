@@ -1,0 +1,101 @@
+// Graphviz DOT export of the graph a root reaches: one record per node with its label (if
+// given), operator, value, gradient and index; one edge per operand (n-ary operands included).
+#pragma once
+
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "burtorch/lists.hpp"
+#include "burtorch/scalar_ops.hpp"
+
+namespace burtorch {
+
+template <class T>
+struct NodeLabel {
+  Value<T> node;
+  std::string_view label;
+};
+
+namespace detail {
+
+inline bool isUnary(Op op) noexcept { return op >= Op::Relu && op <= Op::PowConst; }
+inline bool isBinary(Op op) noexcept { return op >= Op::Add && op <= Op::NegMean; }
+inline bool isReduce(Op op) noexcept { return op >= Op::ReduceSum && op <= Op::LogSumExp; }
+
+// Calls f(operand) for every operand of node i, in order.
+template <class T, class F>
+void forEachOperand(const Pool<T>& pool, Index i, F f) {
+  const Op op = pool.ops()[i];
+  const Args args = pool.args()[i];
+  const Index* links = pool.links();
+  if (isUnary(op)) {
+    f(args.a);
+  } else if (isBinary(op)) {
+    f(args.a);
+    f(args.b);
+  } else if (isReduce(op)) {
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < args.b; ++k) f(at(k)); });
+  } else if (op == Op::InnerProduct || op == Op::InnerProductWithBias) {
+    const std::size_t n = links[args.b];
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
+    visitList(links, links[args.b + 1], [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
+    if (op == Op::InnerProductWithBias) f(links[args.b + 2]);
+  }
+}
+
+inline void appendEscaped(std::string& out, std::string_view text) {
+  for (const char c : text) {
+    if (c == '{' || c == '}' || c == '|' || c == '<' || c == '>' || c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+}
+
+inline void appendNumber(std::string& out, double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.10g", x);
+  out += buffer;
+}
+
+}  // namespace detail
+
+template <class T>
+std::string toDot(Value<T> root, std::span<const NodeLabel<T>> labels = {}) {
+  const Pool<T>& pool = Pool<T>::local();
+  const Index r = root.index();
+  BURTORCH_ASSERT(r < pool.size());
+  std::vector<bool> reached(static_cast<std::size_t>(r) + 1, false);
+  reached[r] = true;
+  for (Index i = r + 1; i-- > 0;) {
+    if (reached[i]) detail::forEachOperand(pool, i, [&](Index j) { reached[j] = true; });
+  }
+  std::string out = "digraph burtorch {\n  rankdir=BT;\n  node [shape=record];\n";
+  for (Index i = 0; i <= r; ++i) {
+    if (!reached[i]) continue;
+    const Op op = pool.ops()[i];
+    out += "  n" + std::to_string(i) + " [label=\"{";
+    for (const NodeLabel<T>& l : labels) {
+      if (l.node.index() == i) {
+        detail::appendEscaped(out, l.label);
+        out += " | ";
+      }
+    }
+    out += opName(op);
+    if (op == Op::MulConst || op == Op::AddConst || op == Op::PowConst) {
+      out += ' ';
+      detail::appendNumber(out, detail::loadConstant<T>(pool.links(), pool.args()[i].b));
+    }
+    out += " | data ";
+    detail::appendNumber(out, pool.values()[i]);
+    out += " | grad ";
+    detail::appendNumber(out, pool.grads()[i]);
+    out += " | #" + std::to_string(i) + "}\"];\n";
+    detail::forEachOperand(pool, i, [&](Index j) { out += "  n" + std::to_string(j) + " -> n" + std::to_string(i) + ";\n"; });
+  }
+  return out + "}\n";
+}
+
+}  // namespace burtorch

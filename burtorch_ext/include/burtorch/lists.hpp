@@ -1,0 +1,133 @@
+// Operand lists of n-ary nodes. An n-ary node does not copy its operands: it records their
+// indices once in the pool's link array, as one word for a run of consecutive nodes (a layer's
+// weights) or one word per operand otherwise. The same recorded list can feed many nodes (the
+// input of every neuron of a layer), and views over Values (a head of a token's query, a column
+// of values across tokens) record straight from the caller's handles.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstring>
+#include <ranges>
+#include <span>
+#include <type_traits>
+
+#include "burtorch/value.hpp"
+
+namespace burtorch {
+
+// Every stride-th handle starting at first: a column of a row-major block of Values.
+template <class T>
+struct StridedValues {
+  using Scalar = T;
+  const Value<T>* first = nullptr;
+  std::size_t count = 0;
+  std::ptrdiff_t stride = 1;
+
+  Value<T> operator[](std::size_t k) const noexcept { return first[static_cast<std::ptrdiff_t>(k) * stride]; }
+  std::size_t size() const noexcept { return count; }
+};
+
+// A list already recorded in the pool; valid until the pool is rewound below it.
+template <class T>
+struct RecordedList {
+  using Scalar = T;
+  Index offset = 0;
+  Index count = 0;
+
+  std::size_t size() const noexcept { return count; }
+};
+
+template <class V>
+inline constexpr bool kIsValue = false;
+template <class T>
+inline constexpr bool kIsValue<Value<T>> = true;
+
+// Any contiguous container of Values: std::vector, std::array, std::span.
+template <class R>
+concept ValueRange = std::ranges::contiguous_range<const R> && kIsValue<std::ranges::range_value_t<R>>;
+
+namespace detail {
+
+// Operand k of a list stored as a run of consecutive nodes, or as one index per operand.
+struct RangeAt {
+  Index first;
+  BURTORCH_INLINE Index operator()(std::size_t k) const noexcept { return first + static_cast<Index>(k); }
+};
+struct ListedAt {
+  const Index* at;
+  BURTORCH_INLINE Index operator()(std::size_t k) const noexcept { return at[k]; }
+};
+
+template <class F>
+BURTORCH_INLINE decltype(auto) visitList(const Index* links, Index offset, F&& f) {
+  const Index word = links[offset];
+  if (word & kRangeFlag) return f(RangeAt{word & ~kRangeFlag});
+  return f(ListedAt{links + offset});
+}
+
+template <class T>
+RecordedList<T> recordRange(Index first, std::size_t count) noexcept {
+  Pool<T>& pool = Pool<T>::local();
+  const Index at = pool.appendLinks(1);
+  pool.links()[at] = kRangeFlag | first;
+  return {at, static_cast<Index>(count)};
+}
+
+}  // namespace detail
+
+template <class T>
+RecordedList<T> toList(RecordedList<T> xs) noexcept {
+  return xs;
+}
+
+template <class T>
+RecordedList<T> toList(NodeRange<T> xs) noexcept {
+  return detail::recordRange<T>(xs.first, xs.count);
+}
+
+template <class T>
+RecordedList<T> toList(StridedValues<T> xs) noexcept {
+  if (xs.count == 0) return detail::recordRange<T>(0, 0);
+  Pool<T>& pool = Pool<T>::local();
+  const Index at = pool.appendLinks(xs.count);
+  Index* out = pool.links() + at;
+  for (std::size_t k = 0; k < xs.count; ++k) out[k] = xs[k].index();
+  return {at, static_cast<Index>(xs.count)};
+}
+
+template <ValueRange R>
+auto toList(const R& xs) noexcept {
+  using T = typename std::ranges::range_value_t<R>::Scalar;
+  const std::span<const Value<T>> handles(xs);
+  if (handles.empty()) return detail::recordRange<T>(0, 0);
+  Pool<T>& pool = Pool<T>::local();
+  const Index at = pool.appendLinks(handles.size());
+  std::memcpy(pool.links() + at, handles.data(), handles.size() * sizeof(Index));
+  return RecordedList<T>{at, static_cast<Index>(handles.size())};
+}
+
+// What n-ary operators accept: anything toList() records.
+template <class L>
+concept ValueList = requires(const L& xs) { toList(xs); };
+
+template <ValueList L>
+using ListScalar = typename decltype(toList(std::declval<const L&>()))::Scalar;
+
+// Lists whose elements can be read one by one: containers of Values, NodeRange, StridedValues.
+template <class L>
+concept IndexableValues = requires(const L& xs, std::size_t k) {
+  { xs[k] } -> std::convertible_to<Value<typename std::remove_cvref_t<decltype(xs[k])>::Scalar>>;
+  { xs.size() } -> std::convertible_to<std::size_t>;
+};
+
+template <IndexableValues L>
+using ElementScalar = typename std::remove_cvref_t<decltype(std::declval<const L&>()[0])>::Scalar;
+
+// Records xs now, so that several nodes can share one copy of the indices.
+template <ValueList L>
+auto record(const L& xs) noexcept {
+  return toList(xs);
+}
+
+}  // namespace burtorch

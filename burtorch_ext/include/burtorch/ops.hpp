@@ -1,0 +1,66 @@
+// The node kinds: the operators of the paper's Table 8, plus unary minus, two operators with a
+// constant (x + c, x^c) and log-sum-exp, which softmax and cross-entropy need.
+#pragma once
+
+#include <cstdint>
+
+namespace burtorch {
+
+// Two bytes, not one: a store of a one-byte type may alias anything as far as the compiler knows,
+// so a byte-wide op code would make it reload every value after each node it creates.
+enum class Op : std::uint16_t {
+  Leaf,
+  // unary: operand a
+  Relu, Tanh, Exp, NegLog, Sigmoid, Inv, Sqr, Pow3, Log, Sqrt, InvSqrt, Neg,
+  // unary with a constant: operand a, the constant's bits at link b
+  MulConst, AddConst, PowConst,
+  // binary: operands a, b
+  Add, Sub, Mul, Div, Mean, AddSquares, MeanSquares, NegMean,
+  // n-ary over a recorded list: list at link a, b operands
+  ReduceSum, ReduceSub, ReduceMul, ReduceMean, ReduceSumOfSquares, ReduceMeanSquares,
+  ReduceNegMean, LogSumExp,
+  // inner products: x list at link a; at link b: count, weight list, then (with bias) the bias
+  InnerProduct, InnerProductWithBias,
+};
+
+constexpr const char* opName(Op op) noexcept {
+  switch (op) {
+    case Op::Leaf: return "leaf";
+    case Op::Relu: return "relu";
+    case Op::Tanh: return "tanh";
+    case Op::Exp: return "exp";
+    case Op::NegLog: return "negativeLog";
+    case Op::Sigmoid: return "sigmoid";
+    case Op::Inv: return "inv";
+    case Op::Sqr: return "sqr";
+    case Op::Pow3: return "pow3";
+    case Op::Log: return "log";
+    case Op::Sqrt: return "sqrt";
+    case Op::InvSqrt: return "invSqrt";
+    case Op::Neg: return "neg";
+    case Op::MulConst: return "mulByConstant";
+    case Op::AddConst: return "addConstant";
+    case Op::PowConst: return "powConstant";
+    case Op::Add: return "add";
+    case Op::Sub: return "sub";
+    case Op::Mul: return "mul";
+    case Op::Div: return "div";
+    case Op::Mean: return "mean";
+    case Op::AddSquares: return "addSquares";
+    case Op::MeanSquares: return "meanSquares";
+    case Op::NegMean: return "negativeMean";
+    case Op::ReduceSum: return "reduceSum";
+    case Op::ReduceSub: return "reduceSub";
+    case Op::ReduceMul: return "reduceMul";
+    case Op::ReduceMean: return "reduceMean";
+    case Op::ReduceSumOfSquares: return "reduceSumOfSquares";
+    case Op::ReduceMeanSquares: return "reduceMeanSquares";
+    case Op::ReduceNegMean: return "reduceNegativeMean";
+    case Op::LogSumExp: return "logSumExp";
+    case Op::InnerProduct: return "innerProduct";
+    case Op::InnerProductWithBias: return "innerProductWithBias";
+  }
+  return "?";
+}
+
+}  // namespace burtorch

@@ -1,0 +1,141 @@
+// N-ary operators (paper Table 8: reduce*, innerProduct*; plus logSumExp) and the derived ones
+// of Table 10. Sums use four accumulators so that the CPU can overlap the additions.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "burtorch/lists.hpp"
+#include "burtorch/scalar_ops.hpp"
+
+namespace burtorch {
+
+namespace detail {
+
+template <class T, class At, class F>
+BURTORCH_INLINE T sum4(std::size_t n, At at, F term) noexcept {
+  T s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::size_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += term(at(k));
+    s1 += term(at(k + 1));
+    s2 += term(at(k + 2));
+    s3 += term(at(k + 3));
+  }
+  for (; k < n; ++k) s0 += term(at(k));
+  return (s0 + s1) + (s2 + s3);
+}
+
+template <class T, class At>
+T logSumExpForward(const T* v, At at, std::size_t n) noexcept {
+  if (n == 0) return -std::numeric_limits<T>::infinity();
+  T peak = v[at(0)];
+  for (std::size_t k = 1; k < n; ++k) peak = std::max(peak, v[at(k)]);
+  if (std::isinf(peak)) return peak;
+  return peak + std::log(sum4<T>(n, at, [&](Index i) { return std::exp(v[i] - peak); }));
+}
+
+template <class T, class At>
+T reduceForward(Op op, const T* v, At at, std::size_t n) noexcept {
+  const auto value = [v](Index i) { return v[i]; };
+  const auto square = [v](Index i) { return v[i] * v[i]; };
+  const T count = static_cast<T>(n);
+  switch (op) {
+    case Op::ReduceSum: return sum4<T>(n, at, value);
+    case Op::ReduceSub: return n == 0 ? T(0) : v[at(0)] - sum4<T>(n - 1, [at](std::size_t k) { return at(k + 1); }, value);
+    case Op::ReduceMul: {
+      T product = 1;
+      for (std::size_t k = 0; k < n; ++k) product *= v[at(k)];
+      return product;
+    }
+    case Op::ReduceMean: return sum4<T>(n, at, value) / count;
+    case Op::ReduceSumOfSquares: return sum4<T>(n, at, square);
+    case Op::ReduceMeanSquares: return sum4<T>(n, at, square) / count;
+    case Op::ReduceNegMean: return -sum4<T>(n, at, value) / count;
+    case Op::LogSumExp: return logSumExpForward(v, at, n);
+    default: return T(0);
+  }
+}
+
+template <class T>
+Value<T> reduce(Op op, RecordedList<T> xs) noexcept {
+  Pool<T>& pool = Pool<T>::local();
+  const T* v = pool.values();
+  const T data = visitList(pool.links(), xs.offset, [&](auto at) { return reduceForward(op, v, at, xs.count); });
+  return node(data, op, xs.offset, xs.count);
+}
+
+// The tail of an inner-product node: [count, offset of the weight list, bias index].
+template <class T>
+Value<T> innerProductNode(RecordedList<T> x, RecordedList<T> w, Value<T> bias, bool withBias) noexcept {
+  BURTORCH_ASSERT(x.count == w.count);
+  Pool<T>& pool = Pool<T>::local();
+  const Index tail = pool.appendLinks(withBias ? 3 : 2);
+  Index* links = pool.links();
+  links[tail] = x.count;
+  links[tail + 1] = w.offset;
+  const T* v = pool.values();
+  T data = visitList(links, x.offset, [&](auto xAt) {
+    return visitList(links, w.offset, [&](auto wAt) {
+      return sum4<T>(x.count, [](std::size_t k) { return k; },
+                     [&](std::size_t k) { return v[xAt(k)] * v[wAt(k)]; });
+    });
+  });
+  if (withBias) {
+    links[tail + 2] = bias.index();
+    data += bias.data();
+  }
+  return node(data, withBias ? Op::InnerProductWithBias : Op::InnerProduct, x.offset, tail);
+}
+
+}  // namespace detail
+
+template <ValueList L> auto reduceSum(const L& xs) noexcept { return detail::reduce(Op::ReduceSum, toList(xs)); }
+// x_1 - x_2 - ... - x_n
+template <ValueList L> auto reduceSub(const L& xs) noexcept { return detail::reduce(Op::ReduceSub, toList(xs)); }
+template <ValueList L> auto reduceMul(const L& xs) noexcept { return detail::reduce(Op::ReduceMul, toList(xs)); }
+template <ValueList L> auto reduceMean(const L& xs) noexcept { return detail::reduce(Op::ReduceMean, toList(xs)); }
+template <ValueList L> auto reduceSumOfSquares(const L& xs) noexcept { return detail::reduce(Op::ReduceSumOfSquares, toList(xs)); }
+template <ValueList L> auto reduceMeanSquares(const L& xs) noexcept { return detail::reduce(Op::ReduceMeanSquares, toList(xs)); }
+template <ValueList L> auto reduceNegativeMean(const L& xs) noexcept { return detail::reduce(Op::ReduceNegMean, toList(xs)); }
+// log(sum exp x_i), computed around the largest x_i so that it does not overflow.
+template <ValueList L> auto logSumExp(const L& xs) noexcept { return detail::reduce(Op::LogSumExp, toList(xs)); }
+
+template <ValueList X, ValueList W>
+auto innerProduct(const X& x, const W& w) noexcept {
+  using T = ListScalar<X>;
+  return detail::innerProductNode<T>(toList(x), toList(w), Value<T>(), false);
+}
+
+template <ValueList X, ValueList W>
+auto innerProductWithBias(const X& x, const W& w, Value<ListScalar<X>> bias) noexcept {
+  using T = ListScalar<X>;
+  return detail::innerProductNode<T>(toList(x), toList(w), bias, true);
+}
+
+// Table 10. One recorded list feeds both reductions.
+template <ValueList L>
+auto reduceMeanAndMeanSquares(const L& xs) noexcept {
+  const auto list = toList(xs);
+  return std::pair{reduceMean(list), reduceMeanSquares(list)};
+}
+
+// mean(x^2) - mean(x)^2
+template <ValueList L>
+auto varianceBiased(const L& xs) noexcept {
+  const auto [m, ms] = reduceMeanAndMeanSquares(xs);
+  return ms - sqr(m);
+}
+
+// The unbiased variance, n/(n-1) times the biased one.
+template <ValueList L>
+auto variance(const L& xs) noexcept {
+  const auto list = toList(xs);
+  using T = ListScalar<L>;
+  const T n = static_cast<T>(list.count);
+  return mulByConstant(varianceBiased(list), n / (n - T(1)));
+}
+
+}  // namespace burtorch

@@ -1,0 +1,284 @@
+// `import burtorch`: the micrograd API over the C++ engine (Value itself: value_type.hpp). burtorch.Value and the functions at
+// the top level are FP64 (burtorch.fp64); burtorch.fp32 has the same names in FP32. Each Python
+// Value is a handle to a node of this thread's pool, so everything made after a mark() is invalid
+// after the matching rewind(); operations check that the nodes they are given still exist.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "burtorch/burtorch.hpp"
+#include "value_type.hpp"
+
+namespace py = pybind11;
+using namespace burtorch;
+
+namespace {
+
+template <class T>
+Value<T> live(Value<T> v) {
+  if (!v.valid()) throw py::index_error("this Value's node no longer exists (the pool was rewound below it)");
+  return v;
+}
+
+template <class T>
+const std::vector<Value<T>>& live(const std::vector<Value<T>>& values) {
+  for (const Value<T>& v : values) live(v);
+  return values;
+}
+
+template <class T>
+std::vector<Value<T>> handles(NodeRange<T> range) {
+  std::vector<Value<T>> out(range.size());
+  for (std::size_t k = 0; k < range.size(); ++k) out[k] = range[k];
+  return out;
+}
+
+[[noreturn]] void throwOSError(const std::string& message) {
+  PyErr_SetString(PyExc_OSError, message.c_str());
+  throw py::error_already_set();
+}
+
+Activation activationNamed(const std::string& name) {
+  if (name == "identity" || name == "linear" || name.empty()) return Activation::Identity;
+  if (name == "relu") return Activation::Relu;
+  if (name == "tanh") return Activation::Tanh;
+  if (name == "sigmoid") return Activation::Sigmoid;
+  throw py::value_error("activation must be one of identity, relu, tanh, sigmoid; got '" + name + "'");
+}
+
+Part partNamed(const std::string& name) {
+  if (name == "values") return Part::Values;
+  if (name == "grads") return Part::Grads;
+  if (name == "values_and_grads") return Part::ValuesAndGrads;
+  throw py::value_error("part must be 'values', 'grads' or 'values_and_grads'; got '" + name + "'");
+}
+
+template <class T>
+void bindValue(py::module_& m, const char* qualifiedName) {
+  PyTypeObject* type = python::makeValueType<T>(qualifiedName);
+  if (!type) throw py::error_already_set();
+  m.attr("Value") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(type));
+}
+
+template <class T>
+void bindFunctions(py::module_& m) {
+  using V = Value<T>;
+  using Vs = std::vector<V>;
+  m.def("relu", [](V x) { return relu(live(x)); });
+  m.def("tanh", [](V x) { return burtorch::tanh(live(x)); });
+  m.def("exp", [](V x) { return burtorch::exp(live(x)); });
+  m.def("negative_log", [](V x) { return negativeLog(live(x)); });
+  m.def("sigmoid", [](V x) { return sigmoid(live(x)); });
+  m.def("inv", [](V x) { return inv(live(x)); });
+  m.def("sqr", [](V x) { return sqr(live(x)); });
+  m.def("pow3", [](V x) { return pow3(live(x)); });
+  m.def("log", [](V x) { return burtorch::log(live(x)); });
+  m.def("sqrt", [](V x) { return burtorch::sqrt(live(x)); });
+  m.def("inv_sqrt", [](V x) { return invSqrt(live(x)); });
+  m.def("mul_by_constant", [](V x, T c) { return mulByConstant(live(x), c); });
+  m.def("add_constant", [](V x, T c) { return addConstant(live(x), c); });
+  m.def("pow", [](V x, T c) { return burtorch::pow(live(x), c); }, "x ** c as one node (no special cases).");
+
+  m.def("add", [](V x, V y) { return add(live(x), live(y)); });
+  m.def("sub", [](V x, V y) { return sub(live(x), live(y)); });
+  m.def("mul", [](V x, V y) { return mul(live(x), live(y)); });
+  m.def("div", [](V x, V y) { return div(live(x), live(y)); });
+  m.def("mean", [](V x, V y) { return mean(live(x), live(y)); });
+  m.def("add_squares", [](V x, V y) { return addSquares(live(x), live(y)); });
+  m.def("mean_squares", [](V x, V y) { return meanSquares(live(x), live(y)); });
+  m.def("negative_mean", [](V x, V y) { return negativeMean(live(x), live(y)); });
+
+  m.def("reduce_sum", [](const Vs& xs) { return reduceSum(live(xs)); });
+  m.def("reduce_sub", [](const Vs& xs) { return reduceSub(live(xs)); });
+  m.def("reduce_mul", [](const Vs& xs) { return reduceMul(live(xs)); });
+  m.def("reduce_mean", [](const Vs& xs) { return reduceMean(live(xs)); });
+  m.def("reduce_sum_of_squares", [](const Vs& xs) { return reduceSumOfSquares(live(xs)); });
+  m.def("reduce_mean_squares", [](const Vs& xs) { return reduceMeanSquares(live(xs)); });
+  m.def("reduce_negative_mean", [](const Vs& xs) { return reduceNegativeMean(live(xs)); });
+  m.def("log_sum_exp", [](const Vs& xs) { return logSumExp(live(xs)); });
+  m.def("variance_biased", [](const Vs& xs) { return varianceBiased(live(xs)); });
+  m.def("variance", [](const Vs& xs) {
+    if (xs.size() < 2) throw py::value_error("variance needs at least two values");
+    return variance(live(xs));
+  });
+  m.def("reduce_mean_and_mean_squares", [](const Vs& xs) { return reduceMeanAndMeanSquares(live(xs)); });
+  const auto sameLength = [](const Vs& x, const Vs& w) {
+    if (x.size() != w.size()) throw py::value_error("inner product of lists of different lengths");
+  };
+  m.def("inner_product", [sameLength](const Vs& x, const Vs& w) {
+    sameLength(x, w);
+    return innerProduct(live(x), live(w));
+  });
+  m.def("inner_product_with_bias", [sameLength](const Vs& x, const Vs& w, V bias) {
+    sameLength(x, w);
+    return innerProductWithBias(live(x), live(w), live(bias));
+  });
+  m.def("softmax", [](const Vs& xs) {
+    Vs out(xs.size());
+    softmax(live(xs), std::span<V>(out));
+    return out;
+  });
+  m.def("cross_entropy", [](const Vs& logits, std::size_t target) {
+    if (target >= logits.size()) throw py::index_error("target is not an index of the logits");
+    return crossEntropy(live(logits), target);
+  }, py::arg("logits"), py::arg("target"));
+
+  m.def("backward", [](V root) { backward(live(root)); });
+  m.def("mark", [] { return Pool<T>::local().mark(); }, "The pool's current position, for rewind().");
+  m.def("rewind", [](Mark mark) {
+    Pool<T>& pool = Pool<T>::local();
+    if (mark.nodes > pool.size() || mark.links > pool.linkCount()) throw py::value_error("the pool is already behind this mark");
+    pool.rewind(mark);
+  }, "Drops every node made since the mark; those made before (parameters) keep values and gradients.");
+  m.def("pool_size", [] { return Pool<T>::local().size(); });
+  m.def("reserve", [](std::size_t nodes, std::size_t links) { Pool<T>::local().reserve(nodes, links); },
+        py::arg("nodes"), py::arg("links") = 0);
+  m.def("zero_grad", [](V first, V last) {
+    if (live(first).index() > live(last).index()) throw py::value_error("first comes after last");
+    zeroGrad(first, last);
+  }, "Zeroes the gradients of the nodes first..last, both included.");
+  m.def("zero_grad", [](const Vs& values) {
+    for (const V& v : live(values)) v.setGrad(T(0));
+  });
+  m.def("save", [](const std::string& path, V first, V last, const std::string& part) {
+    if (live(first).index() > live(last).index()) throw py::value_error("first comes after last");
+    if (!save(path.c_str(), first, last, partNamed(part))) throwOSError("cannot write " + path);
+  }, py::arg("path"), py::arg("first"), py::arg("last"), py::arg("part") = "values",
+        "Writes the nodes first..last as raw bytes: values, grads, or values then grads.");
+  m.def("load", [](const std::string& path, V first, V last, const std::string& part) {
+    if (live(first).index() > live(last).index()) throw py::value_error("first comes after last");
+    if (!load(path.c_str(), first, last, partNamed(part))) throwOSError("cannot read " + path + " into these nodes (missing, or not exactly their size)");
+  }, py::arg("path"), py::arg("first"), py::arg("last"), py::arg("part") = "values");
+  m.def("to_dot", [](V root, const std::map<std::string, V>& labels) {
+    std::vector<NodeLabel<T>> named;
+    for (const auto& [name, v] : labels) named.push_back({live(v), name});
+    return toDot(live(root), std::span<const NodeLabel<T>>(named));
+  }, py::arg("root"), py::arg("labels") = std::map<std::string, V>{}, "Graphviz DOT of the graph the root reaches.");
+}
+
+template <class T>
+void bindLayers(py::module_& m) {
+  using V = Value<T>;
+  using Vs = std::vector<V>;
+  const auto flat = [](const std::vector<T>& v) { return std::span<const T>(v); };
+
+  py::class_<Neuron<T>>(m, "Neuron")
+      .def(py::init([](std::size_t inputs, bool bias, const std::string& activation, std::uint64_t seed) {
+             Rng rng(seed);
+             return Neuron<T>::create(inputs, bias, activationNamed(activation), rng);
+           }),
+           py::arg("inputs"), py::arg("bias") = true, py::arg("activation") = "identity", py::arg("seed") = 0)
+      .def("__call__", [](const Neuron<T>& n, const Vs& x) {
+        if (x.size() != n.weights.size()) throw py::value_error("wrong number of inputs");
+        return n(live(x));
+      })
+      .def("parameters", [](const Neuron<T>& n) {
+        Vs out = handles(n.weights);
+        if (n.hasBias()) out.push_back(n.bias);
+        return out;
+      });
+
+  py::class_<Linear<T>>(m, "Linear")
+      .def(py::init([](std::size_t inputs, std::size_t outputs, bool bias, const std::string& activation, std::uint64_t seed) {
+             Rng rng(seed);
+             return Linear<T>(inputs, outputs, bias, activationNamed(activation), rng);
+           }),
+           py::arg("inputs"), py::arg("outputs"), py::arg("bias") = true, py::arg("activation") = "identity", py::arg("seed") = 0)
+      .def("__call__", [](const Linear<T>& layer, const Vs& x) {
+        if (x.size() != layer.inputs()) throw py::value_error("wrong number of inputs");
+        return layer(live(x));
+      })
+      .def("parameters", [](const Linear<T>& layer) { return handles(layer.parameters()); })
+      .def_property_readonly("weights", [](const Linear<T>& layer) { return handles(layer.weights()); }, "Row-major [outputs][inputs].")
+      .def_property_readonly("biases", [](const Linear<T>& layer) { return handles(layer.biases()); })
+      .def("load", [flat](Linear<T>& layer, const std::vector<T>& weight, const std::vector<T>& bias) {
+        if (!layer.load(flat(weight), flat(bias))) throw py::value_error("weight must have inputs*outputs values (row-major) and bias outputs values, or none without bias");
+      }, py::arg("weight"), py::arg("bias") = std::vector<T>{});
+
+  py::class_<Embedding<T>>(m, "Embedding")
+      .def(py::init([](std::size_t count, std::size_t dim, std::uint64_t seed) {
+             Rng rng(seed);
+             return Embedding<T>(count, dim, rng);
+           }),
+           py::arg("count"), py::arg("dim"), py::arg("seed") = 0)
+      .def("__getitem__", [](const Embedding<T>& table, std::size_t row) {
+        if (row >= table.count()) throw py::index_error("no such row");
+        return handles(table[row]);
+      })
+      .def("parameters", [](const Embedding<T>& table) { return handles(table.parameters()); })
+      .def("load", [flat](Embedding<T>& table, const std::vector<T>& values) {
+        if (!table.load(flat(values))) throw py::value_error("the table needs count*dim values, row-major");
+      });
+
+  py::class_<LayerNorm<T>>(m, "LayerNorm")
+      .def(py::init<std::size_t, bool, T>(), py::arg("dim"), py::arg("affine") = true, py::arg("eps") = T(1e-5))
+      .def("__call__", [](const LayerNorm<T>& norm, const Vs& x) {
+        if (x.size() != norm.dim()) throw py::value_error("wrong number of inputs");
+        Vs out(x.size());
+        norm.forward(live(x), std::span<V>(out));
+        return out;
+      })
+      .def("parameters", [](const LayerNorm<T>& norm) { return handles(norm.parameters()); })
+      .def_property_readonly("gamma", [](const LayerNorm<T>& norm) { return handles(norm.gamma()); })
+      .def_property_readonly("beta", [](const LayerNorm<T>& norm) { return handles(norm.beta()); })
+      .def("load", [flat](LayerNorm<T>& norm, const std::vector<T>& gamma, const std::vector<T>& beta) {
+        if (!norm.load(flat(gamma), flat(beta))) throw py::value_error("gamma and beta need dim values each (affine layers only)");
+      });
+
+  py::class_<CausalSelfAttention<T>>(m, "CausalSelfAttention")
+      .def(py::init([](std::size_t dModel, std::size_t heads, bool bias, std::uint64_t seed) {
+             if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
+             Rng rng(seed);
+             return CausalSelfAttention<T>(dModel, heads, bias, rng);
+           }),
+           py::arg("d_model"), py::arg("heads"), py::arg("bias") = true, py::arg("seed") = 0)
+      .def("__call__", [](CausalSelfAttention<T>& attention, const std::vector<Vs>& tokens) {
+        const std::size_t d = attention.dModel();
+        Vs x;
+        for (const Vs& token : tokens) {
+          if (token.size() != d) throw py::value_error("every token needs d_model values");
+          for (const V& v : token) x.push_back(live(v));
+        }
+        Vs out(x.size());
+        attention.forward(x, tokens.size(), std::span<V>(out));
+        std::vector<Vs> rows;
+        for (std::size_t t = 0; t < tokens.size(); ++t) rows.emplace_back(out.begin() + t * d, out.begin() + (t + 1) * d);
+        return rows;
+      })
+      .def("parameters", [](const CausalSelfAttention<T>& a) { return handles(a.parameters()); })
+      .def_readonly("query", &CausalSelfAttention<T>::query)
+      .def_readonly("key", &CausalSelfAttention<T>::key)
+      .def_readonly("value", &CausalSelfAttention<T>::value)
+      .def_readonly("proj", &CausalSelfAttention<T>::proj);
+}
+
+template <class T>
+void bindScalarType(py::module_& m, const char* valueName) {
+  bindValue<T>(m, valueName);
+  bindFunctions<T>(m);
+  bindLayers<T>(m);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(burtorch, m) {
+  m.doc() = "BurTorch: scalar autodiff in C++ with the micrograd API (FP64 here, FP32 in burtorch.fp32).";
+  m.attr("__version__") = BURTORCH_VERSION;
+  py::class_<Mark>(m, "Mark", "A position in a pool, from mark(); pass it to rewind().")
+      .def_readonly("nodes", &Mark::nodes)
+      .def_readonly("links", &Mark::links)
+      .def("__repr__", [](const Mark& mark) {
+        return "Mark(nodes=" + std::to_string(mark.nodes) + ", links=" + std::to_string(mark.links) + ")";
+      });
+  auto fp64 = m.def_submodule("fp64", "FP64 values (also at the top level of burtorch)");
+  auto fp32 = m.def_submodule("fp32", "FP32 values");
+  bindScalarType<double>(fp64, "burtorch.fp64.Value");
+  bindScalarType<float>(fp32, "burtorch.fp32.Value");
+  for (const auto& item : fp64.attr("__dict__").cast<py::dict>()) {
+    const auto name = item.first.cast<std::string>();
+    if (name.rfind("__", 0) != 0) m.attr(name.c_str()) = item.second;
+  }
+}

@@ -1,0 +1,167 @@
+// Layers: Neuron/Linear, Embedding, LayerNorm, causal self-attention, softmax cross-entropy.
+// Gradients against finite differences here; against torch.autograd in tests/test_burtorch_module.py.
+#include <cmath>
+#include <vector>
+
+#include "burtorch/burtorch.hpp"
+#include "check.hpp"
+#include "gradcheck.hpp"
+
+using namespace burtorch;
+using V = Value<double>;
+
+namespace {
+
+// Leaves made before the graph, so that expectNodeGradients can nudge them.
+NodeRange<double> inputLeaves(std::size_t n, std::uint64_t seed) {
+  Rng rng(seed);
+  const NodeRange<double> x = leaves<double>(n);
+  for (std::size_t k = 0; k < n; ++k) x[k].setData(rng.uniform(-1.0, 1.0));
+  return x;
+}
+
+// Every node of a block: parameters and inputs, which were made one after the other.
+NodeRange<double> span(Index first, Index end) { return {first, end - first}; }
+
+// sum_k c_k y_k with fixed distinct c_k, so that every output matters to the scalar.
+V weightedSum(std::span<const V> y) {
+  V total = y[0] * 0.3;
+  for (std::size_t k = 1; k < y.size(); ++k) total = total + y[k] * (0.3 + 0.17 * static_cast<double>(k));
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("Linear: PyTorch layout, loaded weights, forward values") {
+  Pool<double>::local().rewind(Mark{});
+  Rng rng(1);
+  Linear<double> layer(2, 3, true, Activation::Identity, rng);
+  CHECK(layer.parameters().size() == 9);
+  const std::vector<double> w{1, 2, 3, 4, 5, 6}, b{0.5, -0.5, 1};
+  CHECK(layer.load(w, b));
+  CHECK(!layer.load(b, w));  // wrong sizes are refused
+  const std::vector<V> x{V(1.0), V(-1.0)};
+  const auto y = layer(x);
+  CHECK(y.size() == 3 && y[0].data() == -0.5 && y[1].data() == -1.5 && y[2].data() == 0.0);
+  CHECK(layer.neuron(1).weights.first == layer.parameters().first + 2);
+  CHECK(layer.biases()[2].data() == 1.0);
+  Pool<double>::local().rewind(Mark{});
+}
+
+TEST_CASE("Linear: gradients for every activation, with and without bias") {
+  for (const Activation act : {Activation::Identity, Activation::Relu, Activation::Tanh, Activation::Sigmoid}) {
+    for (const bool bias : {true, false}) {
+      Pool<double>::local().rewind(Mark{});
+      Rng rng(3);
+      const Linear<double> layer(4, 3, bias, act, rng);
+      const NodeRange<double> x = inputLeaves(4, 9);
+      EXPECT_NODE_GRADIENTS("linear", span(0, x.first + x.count), [&] { return weightedSum(layer(x)); });
+    }
+  }
+  Pool<double>::local().rewind(Mark{});
+}
+
+TEST_CASE("Neuron::create owns its parameters") {
+  Pool<double>::local().rewind(Mark{});
+  Rng rng(5);
+  const auto n = Neuron<double>::create(3, true, Activation::Tanh, rng);
+  CHECK(n.hasBias() && n.bias.index() == 3 && n.weights.first == 0);
+  const NodeRange<double> x = inputLeaves(3, 2);
+  EXPECT_NODE_GRADIENTS("neuron", span(0, x.first + x.count), [&] { return n(x); });
+  Pool<double>::local().rewind(Mark{});
+}
+
+TEST_CASE("Embedding: a lookup is a view of the row") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  Rng rng(2);
+  Embedding<double> table(5, 3, rng);
+  std::vector<double> values(15);
+  for (std::size_t k = 0; k < values.size(); ++k) values[k] = static_cast<double>(k);
+  CHECK(table.load(values));
+  const std::size_t before = pool.size();
+  const NodeRange<double> row = table[3];
+  CHECK(pool.size() == before);  // no node made
+  CHECK(row[0].data() == 9.0 && row[2].data() == 11.0);
+  backward(reduceSumOfSquares(row));
+  CHECK(table[3][1].grad() == 20.0 && table[2][1].grad() == 0.0);
+  pool.rewind(Mark{});
+}
+
+TEST_CASE("LayerNorm: zero mean, unit variance, gradients") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  const LayerNorm<double> plain(5, false, 0.0);
+  const NodeRange<double> x = inputLeaves(5, 4);
+  std::vector<V> y(5);
+  plain.forward(x, std::span<V>(y));
+  CHECK(std::abs(reduceMean(y).data()) < 1e-15);
+  CHECK_CLOSE(reduceMeanSquares(y).data(), 1.0, 1e-13);
+  pool.rewind(Mark{});
+
+  LayerNorm<double> affine(4);
+  Rng rng(8);
+  std::vector<double> gamma(4), beta(4);
+  for (double& g : gamma) g = rng.uniform(0.5, 1.5);
+  for (double& b : beta) b = rng.uniform(-0.5, 0.5);
+  CHECK(affine.load(gamma, beta));
+  const NodeRange<double> in = inputLeaves(4, 6);
+  EXPECT_NODE_GRADIENTS("layer norm", span(0, in.first + in.count), [&] {
+    std::vector<V> out(4);
+    affine.forward(in, std::span<V>(out));
+    return weightedSum(out);
+  });
+  pool.rewind(Mark{});
+}
+
+TEST_CASE("softmax and cross-entropy") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  const NodeRange<double> logits = inputLeaves(5, 12);
+  double z = 0;
+  for (std::size_t k = 0; k < 5; ++k) z += std::exp(logits[k].data());
+  CHECK_CLOSE(crossEntropy(logits, 2).data(), -std::log(std::exp(logits[2].data()) / z), 1e-14);
+  std::vector<V> p(5);
+  softmax(logits, std::span<V>(p));
+  CHECK_CLOSE(reduceSum(p).data(), 1.0, 1e-15);
+  CHECK_CLOSE(p[4].data(), std::exp(logits[4].data()) / z, 1e-14);
+  EXPECT_NODE_GRADIENTS("cross-entropy", logits, [&] { return crossEntropy(logits, 2); });
+  EXPECT_NODE_GRADIENTS("softmax", logits, [&] {
+    std::vector<V> q(5);
+    softmax(logits, std::span<V>(q));
+    return weightedSum(q);
+  });
+  pool.rewind(Mark{});
+}
+
+TEST_CASE("causal self-attention: gradients of inputs and parameters") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  Rng rng(21);
+  CausalSelfAttention<double> attention(4, 2, true, rng);
+  const NodeRange<double> x = inputLeaves(3 * 4, 17);
+  std::vector<V> handles(12), out(12);
+  for (std::size_t k = 0; k < 12; ++k) handles[k] = x[k];
+  EXPECT_NODE_GRADIENTS("attention", span(0, x.first + x.count), [&] {
+    attention.forward(handles, 3, std::span<V>(out));
+    return weightedSum(out);
+  });
+  pool.rewind(Mark{});
+}
+
+TEST_CASE("causal self-attention: a token does not see later tokens") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  Rng rng(4);
+  CausalSelfAttention<double> attention(6, 3, false, rng);
+  const NodeRange<double> x = inputLeaves(4 * 6, 3);
+  std::vector<V> handles(24), out(24);
+  for (std::size_t k = 0; k < 24; ++k) handles[k] = x[k];
+  attention.forward(handles, 4, std::span<V>(out));
+  backward(reduceSum(std::span<const V>(out).subspan(6, 6)));  // token 1's outputs
+  bool early = false, late = true;
+  for (std::size_t k = 0; k < 12; ++k) early = early || x[k].grad() != 0.0;
+  for (std::size_t k = 12; k < 24; ++k) late = late && x[k].grad() == 0.0;
+  CHECK(early && late);
+  pool.rewind(Mark{});
+}

@@ -1,0 +1,39 @@
+"""Engine registry. Engine modules are imported to read their ENGINES; none imports its framework then.
+
+Extra engine modules (the tests' fault engines) are named in BURTBENCH_ENGINE_MODULES,
+comma-separated; the worker child inherits the variable and so sees the same registry.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+from engines.base import EngineSpec
+
+ENGINE_MODULES = (
+    "engines.burtorch",
+    "engines.torch",
+    "engines.tensorflow",
+    "engines.tflite",
+    "engines.jax",
+    "engines.autograd",
+    "engines.micrograd",
+    "engines.mlx",
+)
+
+
+def _modules() -> list[str]:
+    extra = [m.strip() for m in os.environ.get("BURTBENCH_ENGINE_MODULES", "").split(",") if m.strip()]
+    return [*ENGINE_MODULES, *extra]
+
+
+def all_engines() -> dict[str, EngineSpec]:
+    engines: dict[str, EngineSpec] = {}
+    for name in _modules():
+        for spec in importlib.import_module(name).ENGINES:
+            engines[spec.id] = spec
+    return engines
+
+
+def module_of(spec: EngineSpec):
+    return importlib.import_module(spec.module)

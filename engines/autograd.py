@@ -1,0 +1,31 @@
+"""HIPS autograd on the tiny and small graphs: value_and_grad over the pair (a, b), Python floats (FP64)."""
+from __future__ import annotations
+
+from engines.base import EngineSpec
+from engines.graphs import GRAPHS, GradientProgram
+
+ENGINES = [
+    EngineSpec("autograd", "eager", "python", "cpu", workloads=("tiny", "small"), module="engines.autograd",
+               requires=("autograd",)),
+]
+
+
+def build(spec: EngineSpec, workload: str, params: dict) -> GradientProgram:
+    import autograd
+    import autograd.numpy as anp
+    from importlib.metadata import version
+
+    fn = GRAPHS[workload]
+
+    def relu(x):
+        return anp.maximum(x, 0.0)
+
+    # autograd differentiates with respect to one argument; a tuple argument gives both gradients at once.
+    value_and_grad = autograd.value_and_grad(lambda ab: fn(ab[0], ab[1], relu))
+    leaves = (float(params["a"]), float(params["b"]))
+
+    def compute():
+        g, (dg_da, dg_db) = value_and_grad(leaves)
+        return g, dg_da, dg_db
+
+    return GradientProgram(compute, version("autograd"))

@@ -1,0 +1,69 @@
+"""What an engine is, and the small contract between an engine module and the worker.
+
+An engine is (framework, mode, language, device). A Python engine module declares its engines in
+`ENGINES` and implements `build(spec, workload, params) -> Program`; it imports its framework
+only inside `build`, so that listing engines and planning runs never imports one.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol
+
+
+class Program(Protocol):
+    """One prepared workload inside a worker process."""
+
+    def step(self) -> None:
+        """One iteration: rebuild the graph (or run one SGD step) and compute gradients."""
+
+    def outputs(self) -> dict[str, float]:
+        """Plain floats read back after the loop; checked against the workload's reference."""
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    framework: str
+    mode: str
+    language: str
+    device: str
+    workloads: tuple[str, ...]
+    # "python": run by harness.worker importing `module`; "native": an executable speaking the same protocol.
+    kind: str = "python"
+    module: str = ""
+    # Top-level Python modules that must be importable for the engine to be available.
+    requires: tuple[str, ...] = ()
+    executable: str = ""
+    # Precision the engine computes in when it cannot use the workload's (TF Lite has no FP64 ops).
+    precision: str | None = None
+    note: str = ""
+    # An extra availability condition beyond `requires`: returns None when fine, else the reason.
+    condition: Callable[[], str | None] | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.framework}/{self.mode}/{self.language}/{self.device}"
+
+    def unavailable_reason(self) -> str | None:
+        """Why this engine cannot run here, or None. Never imports the framework."""
+        for name in self.requires:
+            if importlib.util.find_spec(name) is None:
+                return f"python module '{name}' is not installed"
+        if self.kind == "native" and find_executable(self.executable) is None:
+            return f"executable '{self.executable}' not found (build the project: make setup)"
+        if self.condition is not None:
+            return self.condition()
+        return None
+
+
+def find_executable(name: str) -> str | None:
+    """A native driver installed beside this interpreter (the venv's bin/) or on PATH."""
+    scripts = Path(sys.executable).parent
+    for candidate in (scripts / name, scripts / f"{name}.exe"):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which(name)

@@ -1,0 +1,45 @@
+"""BurTorch: our C++20 engine (burtorch_ext/), as the native driver and as the pybind11 module."""
+from engines.base import EngineSpec
+
+ENGINES = [
+    EngineSpec("burtorch", "eager", "cpp", "cpu", workloads=("tiny", "small"),
+               kind="native", executable="burtorch-bench"),
+    EngineSpec("burtorch", "eager", "python", "cpu", workloads=("tiny", "small"),
+               module="engines.burtorch", requires=("burtorch",)),
+]
+
+
+class GraphProgram:
+    """The leaves a and b are made once, then the pool is marked. Every step rewinds the pool to
+    that mark (dropping the previous graph, reusing its memory), zeroes the leaves' gradients,
+    rebuilds the graph and backpropagates."""
+
+    def __init__(self, burtorch, fn, a: float, b: float):
+        self._a = burtorch.Value(a)
+        self._b = burtorch.Value(b)
+        self._mark = burtorch.mark()
+        self._rewind = burtorch.rewind
+        self._relu = burtorch.relu
+        self._fn = fn
+        self._g = None
+        self.version = f"burtorch {burtorch.__version__}"
+
+    def step(self) -> None:
+        self._rewind(self._mark)
+        a, b = self._a, self._b
+        a.grad = 0.0
+        b.grad = 0.0
+        g = self._fn(a, b, self._relu)
+        g.backward()
+        self._g = g
+
+    def outputs(self) -> dict[str, float]:
+        return {"g": self._g.data, "dg_da": self._a.grad, "dg_db": self._b.grad}
+
+
+def build(spec, workload, params):
+    import burtorch
+
+    from engines.graphs import GRAPHS
+
+    return GraphProgram(burtorch, GRAPHS[workload], float(params["a"]), float(params["b"]))

@@ -1,0 +1,56 @@
+"""The tiny and small graphs, written once over operator overloading, and the Program the scalar engines share.
+
+Every framework here overloads +, -, *, /, ** and unary minus on its scalar type (Python numbers
+on either side), so one definition serves all of them; only ReLU is spelled differently, and is
+passed in. `x = x + y` rather than `x += y`: a new node each time, as in micrograd and the paper.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+
+def tiny(a, b, relu):
+    c = a + b
+    d = a * b + b**3
+    e = c - d
+    f = e**2
+    return f / 2
+
+
+def small(a, b, relu):
+    c = a + b
+    d = a * b + b**3
+    c = c + (c + 1)
+    c = c + (1 + c + (-a))
+    d = d + (d * 2 + relu(b + a))
+    d = d + (3 * d + relu(b - a))
+    e = c - d
+    f = e**2
+    g = f / 2.0
+    return g + 10.0 / f
+
+
+GRAPHS = {"tiny": tiny, "small": small}
+
+
+class GradientProgram:
+    """A Program whose step is `compute() -> (g, dg/da, dg/db)` in the framework's own types.
+
+    The last triple is kept as is and turned into Python floats only by outputs(), after the
+    timed loop, so no conversion (and no device round trip) is timed that the engine does not need.
+    """
+
+    def __init__(self, compute: Callable[[], tuple], version: str,
+                 sync: Callable[[], None] | None = None, extra: dict | None = None):
+        self._compute = compute
+        self._last: tuple | None = None
+        self.version = version
+        self.sync = sync
+        self.extra = extra or {}
+
+    def step(self) -> None:
+        self._last = self._compute()
+
+    def outputs(self) -> dict[str, float]:
+        g, dg_da, dg_db = self._last
+        return {"g": float(g), "dg_da": float(dg_da), "dg_db": float(dg_db)}

@@ -1,0 +1,62 @@
+"""The Program the MLP and GPT engines share: one SGD step per step(), batches prepared untimed.
+
+An engine supplies two functions in its framework's terms:
+  to_batch(x, y)     numpy token ids -> the framework's tensors (called from prepare(), untimed)
+  train_step(batch)  forward + backward + SGD update of the parameters it holds; returns the loss
+The losses of the first CHECKED_STEPS steps (warm-up steps included) are kept as returned and
+turned into floats only in outputs(), after the timed loop.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from workloads import gpt, inputs, mlp
+from workloads.training import CHECKED_STEPS
+
+WORKLOADS = {"mlp": mlp, "gpt": gpt}
+
+
+def load(workload: str, folder: Path | None) -> inputs.Inputs:
+    if folder is None:
+        raise ValueError(f"the {workload} workload needs --inputs (the folder its prepare() wrote)")
+    loaded = inputs.read(folder)
+    if loaded.config["workload"] != workload:
+        raise ValueError(f"{folder} holds inputs for {loaded.config['workload']}, not {workload}")
+    return loaded
+
+
+def first_batch(workload: str, data: inputs.Inputs) -> tuple:
+    """Step 0's (x, y) in numpy: the example a tracing or compiling engine builds its graph on."""
+    return WORKLOADS[workload].split_rows(data.batch_rows(0))
+
+
+class TrainingProgram:
+    def __init__(self, workload: str, data: inputs.Inputs, to_batch: Callable, train_step: Callable,
+                 version: str, sync: Callable[[], None] | None = None):
+        self._split_rows = WORKLOADS[workload].split_rows
+        self._data = data
+        self._to_batch = to_batch
+        self._train_step = train_step
+        self._step = 0
+        self._batch = None
+        self._losses: list = []
+        self.version = version
+        self.sync = sync
+        self.extra = {"param_count": int(data.config["param_count"])}
+
+    def prepare(self) -> None:
+        """The next step's batch, gathered and converted; the worker calls this outside the timer."""
+        self._batch = self._to_batch(*self._split_rows(self._data.batch_rows(self._step)))
+
+    def step(self) -> None:
+        if self._batch is None:  # a timed block of several steps: only its first batch was prepared
+            self.prepare()
+        loss = self._train_step(self._batch)
+        if self._step < CHECKED_STEPS:
+            self._losses.append(loss)
+        self._batch = None
+        self._step += 1
+
+    def outputs(self) -> dict[str, float]:
+        return {f"loss_{i}": float(loss) for i, loss in enumerate(self._losses)}

@@ -1,0 +1,195 @@
+"""The paper's figures redrawn from the report's tables (matplotlib, Agg), as PNG and PDF.
+
+- Fig. 3/5/6 style: time per iteration per engine, log scale, ×factor over BurTorch on each bar,
+  with the paper's bar beside ours.
+- Fig. 7 style: energy per engine (task + OS), where the run has energy readings.
+- MLP: time and memory against parameter count, one column per batch size.
+- GPT: time and memory against batch size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.report.tables import MB, PAPER_MEMORY, Table, factor
+
+OURS_COLOR = "#1f77b4"
+PAPER_COLOR = "#bbbbbb"
+FAILED_COLOR = "#d62728"
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    title: str
+    png: Path
+    pdf: Path
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, folder: Path, name: str, title: str) -> Figure:
+    folder.mkdir(parents=True, exist_ok=True)
+    png, pdf = folder / f"{name}.png", folder / f"{name}.pdf"
+    fig.savefig(png, dpi=110, bbox_inches="tight")
+    fig.savefig(pdf, bbox_inches="tight")
+    _pyplot().close(fig)
+    return Figure(name, title, png, pdf)
+
+
+def time_bars(table: Table, folder: Path) -> Figure | None:
+    """Per-iteration time per engine on a log axis, ours beside the paper's, ×factor on our bars."""
+    rows = [r for r in table.rows if r["in_run"] and r.get("time_per_iter_s")]
+    if not rows:
+        return None
+    rows.sort(key=lambda r: r["time_per_iter_s"])
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 0.55 * len(rows) + 1.6))
+    height = 0.38
+    paper_labelled = False
+    for i, row in enumerate(rows):
+        failed = row["check_ok"] is False
+        ours = row["time_per_iter_s"] * 1e6
+        ax.barh(i + height / 2, ours, height, color=FAILED_COLOR if failed else OURS_COLOR,
+                label="this run" if i == 0 else None)
+        label = factor(row.get("rel_time_per_iter_s")) + ("  check FAILED" if failed else "")
+        ax.text(ours, i + height / 2, f" {label}", va="center", fontsize=8)
+        paper_value = row.get("paper_time_per_iter_s")
+        if paper_value:
+            ax.barh(i - height / 2, paper_value * 1e6, height, color=PAPER_COLOR, hatch="//",
+                    label=None if paper_labelled else "paper")
+            paper_labelled = True
+            ax.text(paper_value * 1e6, i - height / 2, f" {factor(row.get('paper_rel_time_per_iter_s'))}",
+                    va="center", fontsize=7, color="#555555")
+    ax.set_yticks(range(len(rows)), [r["engine"] for r in rows], fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("time per iteration (µs, log scale)")
+    title = f"{table.title.split(':')[0]}: time per iteration"
+    ax.set_title(f"{title}\n(×N = relative to BurTorch)", fontsize=10)
+    ax.margins(x=0.25)
+    ax.legend(loc="lower right", fontsize=8)
+    return _save(fig, folder, f"fig_{table.name}_time", title)
+
+
+def energy_bars(table: Table, folder: Path) -> Figure | None:
+    """Total, task and OS energy per engine side by side (a log axis cannot stack), the paper's total as ◆."""
+    rows = [r for r in table.rows if r["in_run"] and r.get("energy_total_j") is not None]
+    if not rows:
+        return None
+    rows.sort(key=lambda r: r["energy_total_j"])
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 0.8 * len(rows) + 1.6))
+    height = 0.25
+    parts = (("energy_total_j", "total", OURS_COLOR), ("energy_task_j", "task", "#2ca02c"),
+             ("energy_os_j", "OS / idle", "#ff7f0e"))
+    for offset, (key, label, color) in zip((height, 0, -height), parts):
+        ys = [i + offset for i, r in enumerate(rows) if r.get(key)]
+        ax.barh(ys, [r[key] / 3.6 for r in rows if r.get(key)], height, color=color, label=label)
+    paper_totals = [(i, r["paper_energy_total_j"] / 3.6) for i, r in enumerate(rows) if r.get("paper_energy_total_j")]
+    if paper_totals:
+        ax.scatter([v for _, v in paper_totals], [i + height for i, _ in paper_totals], marker="D",
+                   color="black", zorder=3, label="paper total")
+    for i, row in enumerate(rows):
+        right = max(row["energy_total_j"], row.get("paper_energy_total_j") or 0) / 3.6
+        ax.text(right, i + height, f"  {row['energy_total_j'] / 3.6:,.3g} mWh {factor(row.get('rel_energy_total_j'))}",
+                va="center", fontsize=8)
+    ax.set_yticks(range(len(rows)), [r["engine"] for r in rows], fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("energy (mWh, log scale)")
+    ax.set_title(f"{table.title}\n(×N = total relative to BurTorch)", fontsize=10)
+    ax.margins(x=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, folder, "fig_energy", table.title)
+
+
+def _series(rows: list[dict], x_key, y_key: str) -> dict[str, list[tuple]]:
+    """engine -> sorted (x, y) points where both exist."""
+    series: dict[str, list[tuple]] = {}
+    for row in rows:
+        x, y = x_key(row), row.get(y_key)
+        if x and y:
+            series.setdefault(row["engine"], []).append((x, y))
+    return {engine: sorted(points) for engine, points in series.items()}
+
+
+def _plot_lines(ax, rows: list[dict], x_key, y_key: str, scale: float, colors: dict) -> None:
+    ours = _series([r for r in rows if r["in_run"]], x_key, y_key)
+    papers = _series([r for r in rows if r["paper_row"]], x_key, f"paper_{y_key}")
+    for engine in sorted(set(ours) | set(papers)):
+        color = colors.setdefault(engine, f"C{len(colors) % 10}")
+        if engine in ours:
+            xs, ys = zip(*ours[engine])
+            ax.plot(xs, [y * scale for y in ys], "o-", color=color, label=engine)
+        if engine in papers:
+            xs, ys = zip(*papers[engine])
+            ax.plot(xs, [y * scale for y in ys], "s--", color=color, alpha=0.55, label=f"{engine} (paper)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def mlp_lines(tables: list[Table], os_name: str, folder: Path) -> Figure | None:
+    tables = [t for t in tables if t.name.startswith("mlp_b")]
+    if not tables:
+        return None
+    memory_key, memory_title, _ = PAPER_MEMORY[os_name]
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, len(tables), figsize=(6 * len(tables), 8), squeeze=False)
+    colors: dict = {}
+    for col, table in enumerate(tables):
+        batch = table.name.removeprefix("mlp_b")
+        time_ax, mem_ax = axes[0][col], axes[1][col]
+        _plot_lines(time_ax, table.rows, lambda r: r.get("param_count"), "time_per_step_s", 1e3, colors)
+        _plot_lines(mem_ax, table.rows, lambda r: r.get("param_count"), memory_key, 1 / MB, colors)
+        time_ax.set_title(f"MLP, batch {batch}: compute per step", fontsize=10)
+        time_ax.set_ylabel("ms per SGD step")
+        mem_ax.set_title(f"MLP, batch {batch}: {memory_title}", fontsize=10)
+        mem_ax.set_ylabel("MB")
+        mem_ax.set_xlabel("trainable parameters d")
+        time_ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, folder, "fig_mlp", "MLP: time and memory against parameter count")
+
+
+def _batch(row: dict):
+    return row["params"].get("batch")
+
+
+def gpt_lines(tables: list[Table], os_name: str, folder: Path) -> Figure | None:
+    table = next((t for t in tables if t.name == "gpt"), None)
+    if table is None:
+        return None
+    memory_key, memory_title, _ = PAPER_MEMORY[os_name]
+    plt = _pyplot()
+    fig, (time_ax, mem_ax) = plt.subplots(1, 2, figsize=(12, 4.5))
+    colors: dict = {}
+    _plot_lines(time_ax, table.rows, _batch, "time_per_step_s", 1e3, colors)
+    _plot_lines(mem_ax, table.rows, _batch, memory_key, 1 / MB, colors)
+    time_ax.set_title("Mini-GPT: compute per step", fontsize=10)
+    time_ax.set_ylabel("ms per SGD step")
+    mem_ax.set_title(f"Mini-GPT: {memory_title}", fontsize=10)
+    mem_ax.set_ylabel("MB")
+    for ax in (time_ax, mem_ax):
+        ax.set_xlabel("batch size")
+    time_ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, folder, "fig_gpt", "Mini-GPT: time and memory against batch size")
+
+
+def draw_all(tables: list[Table], os_name: str, folder: Path) -> list[Figure]:
+    figures = []
+    for table in tables:
+        if table.name in ("tiny", "small"):
+            figures.append(time_bars(table, folder))
+        if table.name == "energy":
+            figures.append(energy_bars(table, folder))
+    figures.append(mlp_lines(tables, os_name, folder))
+    figures.append(gpt_lines(tables, os_name, folder))
+    return [f for f in figures if f is not None]

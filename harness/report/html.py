@@ -1,0 +1,162 @@
+"""index.html: one self-contained page (figures embedded as data URIs) with the manifest summary,
+every table and every figure. A small script marks on <body> how many images decoded, so a
+headless browser can check the page (data-images-loaded="N/M").
+"""
+from __future__ import annotations
+
+import base64
+import html
+from collections import Counter
+from pathlib import Path
+
+from harness.report.figures import Figure
+from harness.report.summary import Run
+from harness.report.tables import Table
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1500px;
+       padding: 0 1rem; color: #222; }
+h1 { font-size: 1.5rem; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2rem; margin-top: 2rem; }
+table { border-collapse: collapse; font-size: .8rem; margin: .5rem 0; }
+th, td { border-bottom: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+td { white-space: nowrap; } td:last-child { white-space: normal; min-width: 18rem; }
+th { background: #f3f3f3; }
+tr.failed td { background: #fde8e8; }
+tr.absent td { color: #888; font-style: italic; }
+.scroll { overflow-x: auto; }
+.notes { font-size: .8rem; color: #444; }
+.warn, .warning { color: #a15c00; } .error { color: #b00020; }
+figure { margin: 1.5rem 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: .85rem; color: #444; }
+code { font-size: .85em; }
+"""
+
+CHECK_IMAGES = """
+window.addEventListener("load", function () {
+  var images = Array.prototype.slice.call(document.images);
+  var loaded = images.filter(function (img) { return img.complete && img.naturalWidth > 0; });
+  document.body.setAttribute("data-images-loaded", loaded.length + "/" + images.length);
+});
+"""
+
+MACHINE_KEYS = ["cpu_model", "cpu_mhz", "logical_cores", "physical_cores", "governor", "turbo", "smt",
+                "kernel", "os", "platform", "virtualized", "memory_total_bytes"]
+
+
+def esc(value) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def key_value_table(pairs: list[tuple[str, object]]) -> str:
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in pairs)
+    return f"<table class='kv'>{rows}</table>"
+
+
+def plain(key: str, value) -> str:
+    """A manifest value as one line: bytes in GiB, dicts and lists flattened."""
+    if key.endswith("_bytes") and isinstance(value, (int, float)):
+        return f"{value / 2**30:.1f} GiB"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {plain(k, v)}" for k, v in value.items() if v is not None)
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return "n/a" if value is None else str(value)
+
+
+def run_section(run: Run) -> str:
+    m = run.manifest
+    statuses = Counter(t.get("status") or "ok" for t in run.trials)
+    pairs = [("run", run.run_id), ("status", m.get("status", "unknown")), ("profile", m.get("profile")),
+             ("created", m.get("created_at")), ("finished", m.get("finished_at")),
+             ("command", " ".join(m.get("argv") or [])), ("git commit", m.get("git_commit")),
+             ("python", plain("python", m.get("python"))), ("native engine", plain("native", m.get("native"))),
+             ("core used", m.get("cpu")),
+             ("trials", ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none")]
+    unavailable = m.get("unavailable") or {}
+    pairs += [(f"unavailable: {engine}", reason) for engine, reason in sorted(unavailable.items())]
+    planned = set(m.get("engines") or [])
+    without = sorted(planned - {t["engine"] for t in run.trials} - set(unavailable))
+    if without:
+        pairs.append(("planned engines with no trial", ", ".join(without)))
+    shown = [(k, v) for k, v in pairs if v not in (None, "", "n/a")]
+    return f"<section id='run'><h2>Run</h2>{key_value_table(shown)}</section>"
+
+
+def machine_section(run: Run) -> str:
+    machine = run.manifest.get("machine") or {}
+    keys = [k for k in MACHINE_KEYS if k in machine]
+    keys += sorted(k for k in machine if k not in MACHINE_KEYS and not k.endswith("_source"))
+    pairs = []
+    for key in keys:
+        # A missing reading is shown with the reason the machine module recorded for it.
+        source = machine.get(f"{key}_source") if machine[key] is None else None
+        pairs.append((key, plain(key, machine[key]) + (f" ({source})" if source else "")))
+    body = key_value_table(pairs) if pairs else "<p>The manifest records no machine.</p>"
+    return f"<section id='machine'><h2>Machine</h2>{body}</section>"
+
+
+def frameworks_section(run: Run) -> str:
+    frameworks = run.manifest.get("frameworks") or {}
+    pairs = [(name, version or "not installed") for name, version in sorted(frameworks.items())]
+    body = key_value_table(pairs) if pairs else "<p>The manifest records no framework versions.</p>"
+    return f"<section id='frameworks'><h2>Frameworks</h2>{body}</section>"
+
+
+def doctor_section(run: Run) -> str:
+    items = [d for d in run.manifest.get("doctor") or [] if isinstance(d, dict) and d.get("level") != "ok"]
+    # Warnings and errors first: they say why numbers may be noisy.
+    items.sort(key=lambda d: d.get("level") == "info")
+    if not items:
+        return "<section id='doctor'><h2>Warnings from doctor</h2><p>None recorded.</p></section>"
+    lines = "".join(
+        f"<li class='{esc(d.get('level'))}'><b>{esc(d.get('level'))}</b> {esc(d.get('topic'))}: "
+        f"{esc(d.get('message'))}" + (f" <i>Fix: {esc(d.get('fix'))}</i>" if d.get("fix") else "") + "</li>"
+        for d in items)
+    return f"<section id='doctor'><h2>Warnings from doctor</h2><ul>{lines}</ul></section>"
+
+
+def _row_class(row: dict) -> str:
+    if row["check_ok"] is False:
+        return " class='failed'"
+    return "" if row["in_run"] else " class='absent'"
+
+
+def table_html(table: Table) -> str:
+    head = "".join(f"<th>{esc(c.title)}</th>" for c in table.columns)
+    body = "".join(
+        f"<tr{_row_class(row)}>" + "".join(f"<td>{esc(cell)}</td>" for cell in cells) + "</tr>"
+        for row, cells in zip(table.rows, table.cells()))
+    notes = "".join(f"<li>{esc(n)}</li>" for n in table.notes)
+    links = " · ".join(f"<a href='tables/{table.name}.{ext}'>{ext}</a>" for ext in ("md", "tex", "csv"))
+    return (f"<article id='table-{esc(table.name)}'><h3>{esc(table.title)}</h3><p>{esc(table.caption)}</p>"
+            f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+            f"<ul class='notes'>{notes}</ul><p class='notes'>Download: {links}</p></article>")
+
+
+def figure_html(figure: Figure, folder: Path) -> str:
+    data = base64.b64encode(figure.png.read_bytes()).decode("ascii")
+    pdf = figure.pdf.relative_to(folder).as_posix()
+    return (f"<figure id='{esc(figure.name)}'><img src='data:image/png;base64,{data}' alt='{esc(figure.title)}'>"
+            f"<figcaption>{esc(figure.title)} · <a href='{esc(pdf)}'>PDF</a></figcaption></figure>")
+
+
+def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path) -> str:
+    tables_html = "".join(table_html(t) for t in tables) or "<p>No trials in this run yet.</p>"
+    figures_html = "".join(figure_html(f, folder) for f in figures) or "<p>No figure: no measured trials.</p>"
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>burtbench report: {esc(run.run_id)}</title><style>{STYLE}</style></head>"
+        "<body data-images-loaded='pending'>"
+        f"<h1>burtbench report: {esc(run.run_id)}</h1>"
+        "<p>BurTorch paper (arXiv 2503.13795) workloads on one CPU core: this machine's figures beside the paper's.</p>"
+        f"{run_section(run)}{machine_section(run)}{frameworks_section(run)}{doctor_section(run)}"
+        f"<section id='tables'><h2>Tables</h2>{tables_html}</section>"
+        f"<section id='figures'><h2>Figures</h2>{figures_html}</section>"
+        f"<script>{CHECK_IMAGES}</script></body></html>\n"
+    )
+
+
+def write_index(run: Run, tables: list[Table], figures: list[Figure], folder: Path) -> Path:
+    path = folder / "index.html"
+    path.write_text(page(run, tables, figures, folder), encoding="utf-8")
+    return path

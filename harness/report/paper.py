@@ -1,0 +1,149 @@
+"""The paper's own numbers (paper_results.csv, copied from the paper's tables) and how our engines map to its rows.
+
+The CSV has one row per printed cell: table, os, workload, framework, version, mode, language,
+device, batch, hidden_dim, params, metric, value, std, unit, note.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+# Our engine id -> the paper's (framework, mode, language, device). Engines absent here
+# (torch.compile, MLX compile, the BurTorch Python module) have no counterpart in the paper.
+PAPER_ROW = {
+    "burtorch/eager/cpp/cpu": ("burtorch", "eager", "cpp", "cpu"),
+    "tensorflow/eager/python/cpu": ("tensorflow", "eager", "python", "cpu"),
+    "tensorflow/graph/python/cpu": ("tensorflow", "graph", "semi_python", "cpu"),
+    "tflite/graph/interpreter/cpu": ("tflite", "graph", "tflite_interpreter", "cpu"),
+    "autograd/eager/python/cpu": ("autograd", "eager", "python", "cpu"),
+    "torch/eager/python/gpu": ("pytorch", "eager", "python", "gpu"),
+    "torch/eager/python/cpu": ("pytorch", "eager", "python", "cpu"),
+    "torch/torchscript/python/cpu": ("pytorch", "graph", "torchscript", "cpu"),
+    "libtorch/eager/cpp/cpu": ("libtorch", "eager", "cpp", "cpu"),
+    "jax/eager/python/cpu": ("jax", "eager", "python", "cpu"),
+    "jax/jit/python/cpu": ("jax", "graph", "semi_python", "cpu"),
+    "micrograd/eager/python/cpu": ("micrograd", "eager", "python", "cpu"),
+    "mlx/eager/python/cpu": ("mlx", "eager", "python", "cpu"),
+}
+ENGINE_OF_ROW = {row: engine for engine, row in PAPER_ROW.items()}
+BASELINE_ENGINE = "burtorch/eager/cpp/cpu"
+
+# Iterations behind the paper's total times; its MLP/GPT numbers are already per step.
+PAPER_ITERATIONS = {"tiny": 100_000, "small": 20_000, "save_load": 5_000, "energy": 200_000}
+
+# Our workload name -> the CSV's.
+CSV_WORKLOAD = {"energy": "energy_small"}
+
+OS_NAMES = {"windows": "Windows", "linux": "Linux", "macos": "macOS"}
+
+_FRAMEWORK_NAMES = {
+    "burtorch": "BurTorch", "pytorch": "PyTorch", "libtorch": "LibTorch", "tensorflow": "TensorFlow",
+    "tflite": "TF Lite", "jax": "JAX", "autograd": "Autograd", "micrograd": "Micrograd",
+    "mlx": "Apple MLX", "theory": "In theory (registers only)",
+}
+_LANGUAGE_NAMES = {
+    "cpp": "C++", "python": "Python", "semi_python": "Semi-Python", "torchscript": "TorchScript",
+    "tflite_interpreter": "TF Lite Interpreter",
+}
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """One printed row of a paper table: its cells by metric name."""
+    table: str
+    os: str
+    workload: str
+    key: tuple  # (framework, mode, language, device)
+    version: str
+    batch: int | None
+    hidden_dim: int | None
+    params: int | None
+    values: dict  # metric -> value
+    stds: dict  # metric -> std (only where printed)
+    # A second way the paper ran the same framework (Table 4: "PyTorch -> NumPy -> Bytes"); no engine of ours.
+    variant: str | None = None
+
+    @property
+    def engine(self) -> str | None:
+        return None if self.variant else ENGINE_OF_ROW.get(self.key)
+
+    @property
+    def label(self) -> str:
+        framework, mode, language, device = self.key
+        if framework == "theory":
+            return _FRAMEWORK_NAMES[framework]
+        parts = [_FRAMEWORK_NAMES.get(framework, framework), mode.capitalize(),
+                 _LANGUAGE_NAMES.get(language, language), device.upper()]
+        label = ", ".join(p for p in parts if p)
+        return f"{label} ({self.variant})" if self.variant else label
+
+
+def _int_or_none(text: str) -> int | None:
+    return int(float(text)) if text.strip() else None
+
+
+@lru_cache(maxsize=1)
+def load_rows() -> tuple[PaperRow, ...]:
+    """Every paper row, cells grouped, in the order the paper prints them."""
+    text = resources.files("harness.report").joinpath("paper_results.csv").read_text(encoding="utf-8")
+    grouped: dict[tuple, dict] = {}
+    for cell in csv.DictReader(io.StringIO(text)):
+        row_key = (cell["table"], cell["os"], cell["workload"], cell["framework"], cell["mode"],
+                   cell["language"], cell["device"], cell["batch"], cell["hidden_dim"], cell["params"],
+                   _printed_row_number(cell["note"]))
+        row = grouped.setdefault(row_key, {"cell": cell, "values": {}, "stds": {}})
+        row["values"][cell["metric"]] = float(cell["value"])
+        if cell["std"].strip():
+            row["stds"][cell["metric"]] = float(cell["std"])
+        if not row["cell"]["version"]:  # the version is printed on some cells of a row only
+            row["cell"] = cell
+    return tuple(_paper_row(row_key, row) for row_key, row in grouped.items())
+
+
+def _printed_row_number(note: str) -> str | None:
+    """Table 4 prints two PyTorch eager rows; the note's 'row N' tells them apart."""
+    match = re.match(r"row (\d+)", note)
+    return match.group(1) if match else None
+
+
+def _paper_row(row_key: tuple, row: dict) -> PaperRow:
+    table, os_name, workload, framework, mode, language, device = row_key[:7]
+    cell = row["cell"]
+    variant = re.search(r"serialization path ([^;]+)", cell["note"])
+    return PaperRow(
+        table=table, os=os_name, workload=workload, key=(framework, mode, language, device),
+        version=cell["version"], batch=_int_or_none(cell["batch"]), hidden_dim=_int_or_none(cell["hidden_dim"]),
+        params=_int_or_none(cell["params"]), values=row["values"], stds=row["stds"],
+        variant=variant.group(1).strip() if variant else None,
+    )
+
+
+def rows_for(workload: str, os_name: str) -> list[PaperRow]:
+    """The paper's rows for a workload on an OS; Windows' when the paper ran it there only."""
+    csv_workload = CSV_WORKLOAD.get(workload, workload)
+    by_os = {}
+    for row in load_rows():
+        if row.workload == csv_workload:
+            by_os.setdefault(row.os, []).append(row)
+    return by_os.get(os_name) or by_os.get("windows") or []
+
+
+def table_names(rows: list[PaperRow]) -> str:
+    """'Table 12' or 'Table 12, Table 13': the tables a selection of rows comes from."""
+    return ", ".join(dict.fromkeys(row.table for row in rows))
+
+
+def run_os(manifest: dict) -> str:
+    """'linux', 'windows' or 'macos' from the manifest; linux when it does not say."""
+    machine = manifest.get("machine") or {}
+    text = " ".join(str(v) for v in (machine.get("os"), machine.get("platform"), manifest.get("platform")) if v)
+    text = text.lower()
+    if "darwin" in text or "macos" in text or "mac os" in text:
+        return "macos"
+    if "windows" in text or "win32" in text:
+        return "windows"
+    return "linux"

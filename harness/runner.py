@@ -1,0 +1,291 @@
+"""The parent side of a run: spawn one pinned child per trial, collect, validate, append.
+
+The runner imports no framework (a parent that had imported one would also inflate what its
+children report), holds a lock on the run folder, and writes every finished trial to disk
+before starting the next, so a crash, a hang or Ctrl-C loses at most the trial in flight.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness import results
+from harness.measure import affinity, clocks
+from harness.plan import PlannedTrial
+from harness.results import Trial
+from harness.worker import EXIT_UNAVAILABLE
+
+# Single-threaded settings every child gets, whatever its framework.
+SINGLE_THREAD_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "VECLIB_MAXIMUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    "JAX_PLATFORMS": "cpu",
+    "PYTHONHASHSEED": "0",
+}
+STDERR_TAIL_CHARS = 2000
+OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory", "OutOfMemory")
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class ChildRun:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    wall_s: float
+    cpu_time_s: float | None
+    timed_out: bool = False
+
+
+@dataclass
+class RunOptions:
+    cpu: int
+    python: str = sys.executable
+    mem_limit_bytes: int | None = None
+    sample_private: bool = False
+    env: dict = field(default_factory=dict)
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM reached the runner."""
+
+
+class ChildSpawner:
+    """Runs one child at a time; a signal to the runner stops the child in flight."""
+
+    def __init__(self, options: RunOptions):
+        self.options = options
+        self.current: subprocess.Popen | None = None
+        self.interrupted = False
+        self.pin_problem: str | None = None
+
+    def interrupt(self) -> None:
+        self.interrupted = True
+        if self.current is not None:
+            kill_tree(self.current)
+
+    def run(self, cmd: list[str], timeout_s: float) -> ChildRun:
+        if self.interrupted:
+            raise Interrupted
+        env = {**os.environ, **SINGLE_THREAD_ENV, **self.options.env}
+        start = time.perf_counter()
+        with affinity.pinned_spawning(self.options.cpu):
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                    stdin=subprocess.DEVNULL, **self._platform_kwargs())
+        self.current = proc
+        self.pin_problem = None if hasattr(os, "sched_setaffinity") else affinity.pin_process(proc.pid, self.options.cpu)
+        out, err = _drain(proc.stdout), _drain(proc.stderr)
+        try:
+            returncode, cpu_time_s, timed_out = _wait(proc, timeout_s)
+        finally:
+            self.current = None
+        wall_s = time.perf_counter() - start
+        out.join()
+        err.join()
+        if self.interrupted:
+            raise Interrupted
+        return ChildRun(returncode, out.text(), err.text(), wall_s, cpu_time_s, timed_out)
+
+    def _platform_kwargs(self) -> dict:
+        if os.name == "nt":
+            return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        # A session of its own: a Ctrl-C at the terminal reaches only the runner, which then
+        # stops the child (and anything it spawned) itself.
+        kwargs = {"start_new_session": True}
+        limit = self.options.mem_limit_bytes
+        if limit:
+            # The cap must hold from the child's first allocation, which only a preexec_fn can give.
+            import resource
+
+            kwargs["preexec_fn"] = lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        return kwargs
+
+
+class _drain(threading.Thread):
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream, self.chunks = stream, []
+        self.start()
+
+    def run(self):
+        for chunk in iter(lambda: self.stream.read1(65536), b""):
+            self.chunks.append(chunk)
+        self.stream.close()
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", errors="replace")
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[int, float | None, bool]:
+    """Wait for the child with a deadline; POSIX takes its rusage from wait4 on the way."""
+    if os.name == "nt":
+        try:
+            return proc.wait(timeout=timeout_s), None, False
+        except subprocess.TimeoutExpired:
+            kill_tree(proc)
+            return proc.wait(), None, True
+    reaped: dict = {}
+
+    def reap():
+        _, status, usage = os.wait4(proc.pid, 0)
+        reaped["status"], reaped["usage"] = status, usage
+
+    waiter = threading.Thread(target=reap, daemon=True)
+    waiter.start()
+    waiter.join(timeout_s)
+    timed_out = waiter.is_alive()
+    if timed_out:
+        kill_tree(proc)
+        waiter.join()
+    proc.returncode = os.waitstatus_to_exitcode(reaped["status"])
+    usage = reaped["usage"]
+    return proc.returncode, usage.ru_utime + usage.ru_stime, timed_out
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    try:
+        if os.name == "nt":
+            proc.kill()
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOptions,
+                  inputs: Path | None) -> list[str]:
+    counts = ["--iterations", str(iterations), "--warmup", str(warmup),
+              "--blocks", str(pt.workload.timing_blocks(iterations))]
+    shared = ["--inputs", str(inputs)] if inputs else []
+    if pt.engine.kind == "native":
+        from engines.base import find_executable
+
+        cmd = [find_executable(pt.engine.executable) or pt.engine.executable, pt.workload.name, *counts, *shared]
+        for name, value in pt.params.items():
+            cmd += ["--param", f"{name}={value!r}"]
+        return cmd
+    cmd = [options.python, "-m", "harness.worker", "--engine", pt.engine.id, "--workload", pt.workload.name,
+           "--params", json.dumps(pt.params), *counts, *shared]
+    return cmd + ["--sample-private"] if options.sample_private else cmd
+
+
+def prepare_inputs(pt: PlannedTrial, run_dir: Path) -> Path | None:
+    """The workload point's shared inputs, written once per run (a resumed run reuses them)."""
+    if pt.workload.prepare is None:
+        return None
+    point = "-".join(f"{k}{v}" for k, v in pt.params.items())
+    folder = Path(run_dir) / "inputs" / f"{pt.workload.name}-{point}-{pt.warmup + pt.iterations}"
+    if not (folder / ".ready").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        pt.workload.prepare(pt.params, pt.warmup + pt.iterations, folder)
+        (folder / ".ready").touch()
+    return folder
+
+
+def parse_payload(stdout: str) -> dict | None:
+    """The child's result: its last non-empty stdout line, which must be a JSON object."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        return None
+    try:
+        payload = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def classify(child: ChildRun, timeout_s: float, mem_limited: bool) -> tuple[str, str | None, dict | None]:
+    """(status, reason, payload) of one child run."""
+    if child.timed_out:
+        return "timeout", f"killed after the {timeout_s:g} s per-trial timeout", None
+    payload = parse_payload(child.stdout)
+    if child.returncode == EXIT_UNAVAILABLE and payload and payload.get("status") == "unavailable":
+        return "unavailable", str(payload.get("reason")), payload
+    if child.returncode != 0:
+        if any(marker in child.stderr for marker in OOM_MARKERS) or (mem_limited and child.returncode < 0):
+            return "oom", f"out of memory (exit code {child.returncode})", None
+        if child.returncode < 0:
+            return "failed", f"killed by signal {signal_name(-child.returncode)}", None
+        return "failed", f"exit code {child.returncode}", None
+    if payload is None or payload.get("status") != "ok":
+        shown = (child.stdout.strip().splitlines() or [""])[-1][:200]
+        return "failed", f"unparseable result line from the child: {shown!r}", None
+    return "ok", None, payload
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+TRIAL_FIELDS = set(Trial.__dataclass_fields__)
+
+
+def fill_from_payload(trial: Trial, payload: dict, tsc: tuple[float | None, str]) -> None:
+    for name, value in clocks.estimate_cycles(payload, *tsc).items():
+        if name in ("status", "outputs", "cpu_time_s"):
+            continue
+        if name in TRIAL_FIELDS:
+            setattr(trial, name, value)
+        else:
+            trial.extra[name] = value
+
+
+def new_trial(pt: PlannedTrial, cpu: int) -> Trial:
+    e = pt.engine
+    return Trial(engine=e.id, framework=e.framework, mode=e.mode, language=e.language, device=e.device,
+                 workload=pt.workload.name, params=dict(pt.params), trial=pt.trial, cpu=cpu,
+                 started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, str],
+            inputs: Path | None = None) -> Trial:
+    """Init run (1 iteration, end to end) then the measured run, in two fresh children."""
+    opts = spawner.options
+    trial = new_trial(pt, opts.cpu)
+    mem_limited = opts.mem_limit_bytes is not None
+    init = spawner.run(child_command(pt, 1, 0, opts, inputs), pt.timeout_s)
+    status, reason, _ = classify(init, pt.timeout_s, mem_limited)
+    if status != "ok":
+        return _record_failure(trial, status, f"init run: {reason}", init)
+    trial.init_time_s = init.wall_s
+    main = spawner.run(child_command(pt, pt.iterations, pt.warmup, opts, inputs),
+                       pt.timeout_s)
+    status, reason, payload = classify(main, pt.timeout_s, mem_limited)
+    if status != "ok":
+        return _record_failure(trial, status, reason, main)
+    trial.wall_time_s = main.wall_s
+    trial.cpu_time_s = main.cpu_time_s if main.cpu_time_s is not None else payload.get("cpu_time_s")
+    fill_from_payload(trial, payload, tsc)
+    if spawner.pin_problem:
+        trial.extra["not_pinned"] = spawner.pin_problem
+    precision = payload.get("precision") or pt.workload.precision
+    trial.check = pt.workload.check(pt.params, payload.get("outputs"), precision, inputs).as_dict()
+    return trial
+
+
+def _record_failure(trial: Trial, status: str, reason: str | None, child: ChildRun) -> Trial:
+    trial.status, trial.reason = status, reason
+    trial.exit_code = child.returncode
+    if child.returncode is not None and child.returncode < 0:
+        trial.signal = -child.returncode
+    trial.stderr_tail = child.stderr[-STDERR_TAIL_CHARS:] or None
+    trial.wall_time_s = child.wall_s
+    return trial

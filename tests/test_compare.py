@@ -1,0 +1,156 @@
+"""`burtbench compare` on synthetic runs: a planted 2x slowdown is found, an unchanged engine is not flagged."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.compare import compare_runs, exit_status, format_comparison, regressions, t_quantile
+from harness.results import MANIFEST_FILE, Trial, append_trial
+
+MB = 2**20
+
+
+def noisy_trials(engine: str, workload: str, per_iter: float, seed: int, *, memory: int = 100 * MB,
+                 trials: int = 3, blocks: int = 50) -> list[Trial]:
+    """Trials whose blocks scatter 3% around a per-trial level that itself drifts 2% between processes."""
+    rng = random.Random(seed)
+    out = []
+    for index in range(trials):
+        level = per_iter * rng.gauss(1, 0.02)
+        samples = [level * rng.gauss(1, 0.03) for _ in range(blocks)]
+        mean = sum(samples) / blocks
+        framework, mode, language, device = engine.split("/")
+        out.append(Trial(engine=engine, framework=framework, mode=mode, language=language, device=device,
+                         workload=workload, params={"a": -41.0, "b": 2.0}, trial=index, iterations=blocks * 10,
+                         samples_s=samples, loop_time_s=mean * blocks * 10,
+                         per_iter_s={"mean": mean, "std": 0.0, "min": min(samples), "median": mean, "n": blocks},
+                         peak_resident_bytes=memory + rng.randrange(0, 4096)))
+    return out
+
+
+def write_run(folder: Path, trials: list[Trial], *, cpu_model: str = "Synthetic CPU", profile: str = "quick") -> Path:
+    folder.mkdir(parents=True)
+    manifest = {"run_id": folder.name, "profile": profile, "status": "complete",
+                "machine": {"cpu_model": cpu_model, "governor": "performance"}}
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest), encoding="utf-8")
+    for trial in trials:
+        append_trial(folder, trial)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("compare")
+    a = write_run(root / "run-a", [
+        *noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=1),
+        *noisy_trials("torch/eager/python/cpu", "tiny", 1.5e-4, seed=2),
+        *noisy_trials("burtorch/eager/cpp/cpu", "small", 4e-7, seed=3),
+        *noisy_trials("jax/jit/python/cpu", "tiny", 1e-4, seed=4),
+    ])
+    timed_out = Trial(engine="mlx/eager/python/cpu", framework="mlx", mode="eager", language="python", device="cpu",
+                      workload="tiny", params={"a": -41.0, "b": 2.0}, trial=0, status="timeout", reason="300 s")
+    b = write_run(root / "run-b", [
+        *noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=11),  # unchanged
+        *noisy_trials("torch/eager/python/cpu", "tiny", 3e-4, seed=12, memory=150 * MB),  # planted 2x slowdown
+        *noisy_trials("burtorch/eager/cpp/cpu", "small", 4e-7, seed=13),  # unchanged
+        *noisy_trials("micrograd/eager/python/cpu", "tiny", 2.5e-5, seed=14),  # only in B
+        timed_out,
+    ], cpu_model="Other CPU", profile="paper")
+    return a, b
+
+
+def row(result: dict, workload: str, engine: str) -> dict:
+    return next(r for r in result["rows"] if r["workload"] == workload and r["engine"] == engine)
+
+
+def test_planted_slowdown_is_found(runs):
+    result = compare_runs(*runs)
+    torch = row(result, "tiny", "torch/eager/python/cpu")
+    assert torch["time_verdict"] == "slower"
+    assert torch["time_ratio"] == pytest.approx(2.0, rel=0.05)
+    assert 1.8 < torch["time_ci"][0] < torch["time_ratio"] < torch["time_ci"][1] < 2.2
+    assert torch["mem_verdict"] == "larger"
+    assert torch["mem_ratio"] == pytest.approx(1.5, rel=0.01)
+
+
+def test_unchanged_engines_are_no_significant_change(runs):
+    result = compare_runs(*runs)
+    for workload in ("tiny", "small"):
+        burtorch = row(result, workload, "burtorch/eager/cpp/cpu")
+        assert burtorch["time_verdict"] == "no significant change"
+        assert burtorch["time_ci"][0] < 1 < burtorch["time_ci"][1]
+        assert burtorch["mem_verdict"] == "no significant change"
+    assert result["geomean"]["small"]["verdict"] == "no significant change"
+
+
+def test_geometric_mean_per_workload(runs):
+    tiny = compare_runs(*runs)["geomean"]["tiny"]
+    assert tiny["n"] == 2
+    assert tiny["ratio"] == pytest.approx(2 ** 0.5, rel=0.05)
+    assert tiny["verdict"] == "slower"
+
+
+def test_engines_in_one_run_only_and_unmeasured(runs):
+    result = compare_runs(*runs)
+    assert {(g["workload"], g["engine"]) for g in result["only_in_a"]} == {("tiny", "jax/jit/python/cpu")}
+    assert {(g["workload"], g["engine"]) for g in result["only_in_b"]} == {
+        ("tiny", "micrograd/eager/python/cpu"), ("tiny", "mlx/eager/python/cpu")}
+
+
+def test_manifest_differences_are_warned(runs):
+    warnings = compare_runs(*runs)["warnings"]
+    assert any("CPU model" in w and "Other CPU" in w for w in warnings)
+    assert any("profile" in w for w in warnings)
+    assert not any("governor" in w for w in warnings)
+
+
+def test_comparison_is_deterministic_and_a_run_equals_itself(runs):
+    a, _ = runs
+    assert json.dumps(compare_runs(*runs)) == json.dumps(compare_runs(*runs))
+    same = compare_runs(a, a)
+    assert {r["time_verdict"] for r in same["rows"]} == {"no significant change"}
+    assert same["warnings"] == []
+    assert exit_status(same, 0) == 0
+
+
+def test_fail_if_slower_gate(runs):
+    result = compare_runs(*runs)
+    assert [(r["workload"], r["engine"]) for r in regressions(result, 10)] == [("tiny", "torch/eager/python/cpu")]
+    assert exit_status(result, 10) == 1
+    assert exit_status(result, 150) == 0  # 2x is a 100% slowdown, under the 150% limit
+    assert exit_status(result, None) == 0
+
+
+def test_output_formats(runs, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "220")  # the terminal table wraps to the terminal's width
+    result = compare_runs(*runs)
+    assert json.loads(format_comparison(result, "json")) == json.loads(json.dumps(result))
+    md = format_comparison(result, "md")
+    assert "| Workload | Engine |" in md
+    torch_lines = [line for line in md.splitlines() if line.startswith("| tiny | torch/eager/python/cpu |")]
+    assert len(torch_lines) == 1 and "| slower |" in torch_lines[0]
+    table = format_comparison(result, "table")
+    assert "WARNING: CPU model differs" in table
+    assert "geometric mean of 2" in table and "slower" in table
+    with pytest.raises(ValueError):
+        format_comparison(result, "xml")
+
+
+def test_single_trials_fall_back_to_timing_blocks_and_say_so(tmp_path):
+    a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=21, trials=1))
+    b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1.5e-7, seed=22, trials=1))
+    result = compare_runs(a, b)
+    only = result["rows"][0]
+    assert only["time_unit"].startswith("timing blocks")
+    assert only["time_verdict"] == "slower"
+    assert "slower *" in format_comparison(result, "md")
+    assert "rerun with --trials 2 or more" in format_comparison(result, "md")
+
+
+def test_t_quantiles_match_the_tables():
+    # Student's t, two-sided 95%: the textbook values the intervals depend on.
+    for df, expected in ((1, 12.706), (4, 2.776), (30, 2.042), (1e6, 1.960)):
+        assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-3)

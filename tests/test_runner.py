@@ -1,0 +1,176 @@
+"""The runner survives misbehaving engines and records each with its status; nothing finished is lost."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import results
+from harness.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*argv):
+    return main(["run", "--workload", "tiny", "--profile", "smoke", *argv])
+
+
+def only_run(out: Path) -> Path:
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def by_engine(run_dir: Path) -> dict:
+    return {t["engine"]: t for t in results.read_trials(run_dir)}
+
+
+def test_faulty_engines_are_recorded_and_the_rest_still_run(fake_engines, tmp_path):
+    code = run_cli("--engine", "fake/ok,fake/wrong,fake/crash,fake/garbage,fake/missing,fake/absent",
+                   "--timeout", "60", "--out", str(tmp_path))
+    assert code == 0
+    run_dir = only_run(tmp_path)
+    trials = by_engine(run_dir)
+
+    ok = trials["fake/ok/python/cpu"]
+    assert ok["status"] == "ok" and ok["check"]["ok"] is True
+    assert ok["per_iter_s"]["n"] > 0 and ok["loop_time_s"] > 0
+    assert ok["init_time_s"] > 0 and ok["wall_time_s"] > 0 and ok["cpu_time_s"] > 0
+    assert ok["peak_resident_bytes"] > 1 << 20 and ok["peak_virtual_bytes"] >= ok["peak_resident_bytes"]
+    assert ok["cpu_clocks"] is None or ok["cpu_clocks"] > 0
+    assert ok["cpu_clocks_source"]
+
+    wrong = trials["fake/wrong/python/cpu"]
+    assert wrong["status"] == "ok" and wrong["check"]["ok"] is False
+    assert wrong["check"]["max_rel_err"] > 1e-12
+
+    crash = trials["fake/crash/python/cpu"]
+    assert crash["status"] == "failed" and crash["signal"] == signal.SIGKILL
+    assert "SIGKILL" in crash["reason"]
+
+    garbage = trials["fake/garbage/native/cpu"]
+    assert garbage["status"] == "failed" and "unparseable" in garbage["reason"]
+
+    missing = trials["fake/missing/python/cpu"]
+    assert missing["status"] == "unavailable" and "no_such_framework_xyz" in missing["reason"]
+
+    manifest = results.read_manifest(run_dir)
+    assert "fake/absent/python/cpu" not in trials
+    assert "not installed" in manifest["unavailable"]["fake/absent/python/cpu"]
+    assert manifest["status"] == "complete"
+
+
+def test_hang_is_killed_at_the_timeout(fake_engines, tmp_path):
+    start = time.monotonic()
+    assert run_cli("--engine", "fake/hang,fake/ok", "--timeout", "4", "--out", str(tmp_path)) == 0
+    assert time.monotonic() - start < 60
+    trials = by_engine(only_run(tmp_path))
+    assert trials["fake/hang/python/cpu"]["status"] == "timeout"
+    assert trials["fake/ok/python/cpu"]["status"] == "ok"
+
+
+def test_memory_cap_records_oom(fake_engines, tmp_path):
+    assert run_cli("--engine", "fake/hog", "--mem-limit", "2G", "--out", str(tmp_path)) == 0
+    (trial,) = results.read_trials(only_run(tmp_path))
+    assert trial["status"] == "oom"
+
+
+def test_trials_are_interleaved_across_engines(fake_engines, tmp_path):
+    assert run_cli("--engine", "fake/ok,fake/wrong", "--trials", "2", "--out", str(tmp_path)) == 0
+    order = [(t["engine"].split("/")[1], t["trial"]) for t in results.read_trials(only_run(tmp_path))]
+    assert order == [("ok", 0), ("wrong", 0), ("ok", 1), ("wrong", 1)]
+
+
+def test_every_trial_is_pinned_to_the_requested_core(fake_engines, tmp_path):
+    cpu = max(os.sched_getaffinity(0))
+    assert run_cli("--engine", "fake/ok", "--cpu", str(cpu), "--out", str(tmp_path)) == 0
+    run_dir = only_run(tmp_path)
+    assert results.read_trials(run_dir)[0]["cpu"] == cpu
+    assert results.read_manifest(run_dir)["cpu"] == cpu
+
+
+def test_resume_runs_only_missing_trials(fake_engines, tmp_path):
+    assert run_cli("--engine", "fake/ok,fake/wrong", "--trials", "2", "--out", str(tmp_path)) == 0
+    run_dir = only_run(tmp_path)
+    path = run_dir / results.TRIALS_FILE
+    lines = path.read_text().splitlines(keepends=True)
+    # Power loss: the last trial is gone and the one before it is torn mid-line.
+    path.write_text("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])
+    assert main(["run", "--resume", str(run_dir)]) == 0
+    keys = [(t["engine"], t["trial"]) for t in results.read_trials(run_dir)]
+    assert len(keys) == len(set(keys)) == 4
+
+
+def test_torn_last_line_is_reported_once_and_ignored(tmp_path, capsys):
+    good = results.Trial(engine="e/m/l/d", framework="e", mode="m", language="l", device="d",
+                         workload="tiny", params={}, trial=0)
+    (tmp_path / results.TRIALS_FILE).write_text(good.to_json() + "\n" + good.to_json()[:40])
+    assert len(results.read_trials(tmp_path)) == 1
+    assert capsys.readouterr().err.count("incomplete trial line") == 1
+
+
+def test_a_full_disk_stops_the_run_with_a_clear_error(fake_engines, tmp_path, monkeypatch, capsys):
+    real_fsync, calls = os.fsync, []
+
+    def disk_fills_after_the_manifest(fd):
+        calls.append(fd)
+        if len(calls) > 1:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", disk_fills_after_the_manifest)
+    assert run_cli("--engine", "fake/ok,fake/wrong", "--trials", "3", "--out", str(tmp_path)) == 1
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and err.count("\n") == 1
+    assert len(calls) == 2, "the run went on measuring after the disk filled"
+
+
+def test_sigterm_stops_the_run_keeps_finished_trials_and_marks_the_manifest(fake_engines, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--workload", "tiny,small",
+                             "--profile", "smoke", "--engine", "fake/ok,fake/hang", "--timeout", "300",
+                             "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    trials_file = None
+    while time.monotonic() < deadline:
+        found = list(tmp_path.glob("*/trials.jsonl"))
+        if found and found[0].read_text().strip():
+            trials_file = found[0]
+            break
+        time.sleep(0.2)
+    assert trials_file is not None, "the first trial never reached disk"
+    time.sleep(1)  # the hang engine's trial is now in flight
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    run_dir = trials_file.parent
+    assert results.read_manifest(run_dir)["status"] == "interrupted"
+    assert [t["engine"] for t in results.read_trials(run_dir)] == ["fake/ok/python/cpu"]
+    assert not (run_dir / ".lock").exists()
+
+
+def test_manifest_says_where_and_how_the_run_was_made(fake_engines, tmp_path):
+    assert run_cli("--engine", "fake/ok", "--out", str(tmp_path)) == 0
+    manifest = results.read_manifest(only_run(tmp_path))
+    assert manifest["profile"] == "smoke" and manifest["argv"]
+    assert manifest["machine"]["cpu_model"] and manifest["machine"]["logical_cores"] >= 1
+    assert "governor" in manifest["machine"] and "smt" in manifest["machine"]
+    assert manifest["frameworks"]["burtbench"] and "torch" in manifest["frameworks"]
+    assert manifest["python"]["runner_version"].count(".") == 2
+    assert manifest["plan"]["engines"] == ["fake/ok/python/cpu"]
+    assert any(f["topic"] for f in manifest["doctor"])
+    assert manifest["finished_at"] and manifest["status"] == "complete"
+
+
+def test_adaptive_adds_trials_to_noisy_points_up_to_the_cap(fake_engines, tmp_path):
+    # A 0.0001% threshold no real timing meets: every point gets trials up to --max-trials.
+    assert run_cli("--engine", "fake/ok", "--trials", "2", "--adaptive", "--max-trials", "4",
+                   "--noise-threshold", "0.0001", "--out", str(tmp_path)) == 0
+    assert sorted(t["trial"] for t in results.read_trials(only_run(tmp_path))) == [0, 1, 2, 3]
+
+
+def test_adaptive_stops_when_the_interval_is_tight(fake_engines, tmp_path):
+    assert run_cli("--engine", "fake/ok", "--trials", "2", "--adaptive", "--max-trials", "6",
+                   "--noise-threshold", "1000", "--out", str(tmp_path)) == 0
+    assert len(results.read_trials(only_run(tmp_path))) == 2

@@ -1,0 +1,83 @@
+"""What a workload is: its parameter grid, its iteration counts per profile, and its reference outputs.
+
+A workload says WHAT is run; engines say HOW. Nothing here imports a framework: the runner
+process that plans and checks trials stays lean.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+PROFILES = ("smoke", "quick", "paper")
+
+# Relative tolerance of the numerical check, per precision the engine computed in.
+TOLERANCE = {"fp64": 1e-12, "fp32": 1e-5}
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    max_rel_err: float | None
+    expected: dict
+    got: dict
+    reason: str | None = None
+
+    def as_dict(self) -> dict:
+        out = {"ok": self.ok, "max_rel_err": self.max_rel_err, "expected": self.expected, "got": self.got}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    title: str
+    precision: str
+    iterations: Mapping[str, int]
+    trials: Mapping[str, int]
+    warmup: Mapping[str, int]
+    timeout_s: Mapping[str, float]
+    # Each parameter's allowed values; a run covers their cartesian product unless --param narrows it.
+    grid: Mapping[str, tuple] = field(default_factory=dict)
+    # Timed blocks per loop: each block's time / its size is one per-iteration sample.
+    # A workload whose steps are long (MLP, GPT) times every step: blocks = iterations.
+    blocks: int | None = 100
+    # reference(params, inputs) -> expected outputs; `inputs` is the folder prepare() wrote, or None.
+    reference: Callable[[Mapping, Path | None], dict] | None = None
+    # prepare(params, steps, folder): writes what every engine loads (initial weights, batches) once
+    # per run and point, so that all engines start from the same state and see the same data.
+    prepare: Callable[[Mapping, int, Path], None] | None = None
+    tolerance: Mapping[str, float] = field(default_factory=lambda: dict(TOLERANCE))
+
+    def timing_blocks(self, iterations: int) -> int:
+        return iterations if self.blocks is None else self.blocks
+
+    def points(self, narrow: Mapping[str, tuple] | None = None) -> list[dict]:
+        narrow = narrow or {}
+        names = list(self.grid)
+        values = [narrow.get(n, self.grid[n]) for n in names]
+        return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+
+    def check(self, params: Mapping, outputs: Mapping | None, precision: str, inputs: Path | None = None) -> Check:
+        expected = self.reference(params, inputs) if self.reference else {}
+        got = dict(outputs or {})
+        if not expected:
+            return Check(True, None, {}, got)
+        missing = [k for k in expected if not isinstance(got.get(k), (int, float))]
+        if missing:
+            return Check(False, None, expected, got, f"missing outputs: {', '.join(missing)}")
+        errors = [relative_error(got[k], v) for k, v in expected.items()]
+        worst = max(errors)
+        limit = self.tolerance[precision]
+        ok = worst <= limit
+        return Check(ok, worst, expected, got, None if ok else f"relative error {worst:.3g} > {limit:g}")
+
+
+def relative_error(got: float, want: float) -> float:
+    if not math.isfinite(got):
+        return math.inf
+    return abs(got - want) / max(abs(want), 1e-300)
