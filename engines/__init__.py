@@ -13,6 +13,7 @@ from engines.base import EngineSpec
 ENGINE_MODULES = (
     "engines.burtorch",
     "engines.torch",
+    "engines.libtorch",
     "engines.tensorflow",
     "engines.tflite",
     "engines.jax",

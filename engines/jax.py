@@ -1,24 +1,31 @@
-"""JAX on the tiny and small graphs: value_and_grad op by op (eager) and under jax.jit, FP64 on the CPU.
+"""JAX: value_and_grad op by op (eager) and under jax.jit, on the CPU.
 
+Tiny and small graphs in FP64; MLP and GPT training in FP32 (engines/models_jax.py).
 Every step blocks until the value and gradients are computed: JAX dispatches asynchronously,
 and a loop that did not wait would time the dispatch, not the work.
 """
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from engines.base import EngineSpec
 from engines.graphs import GRAPHS, GradientProgram
 
 ENGINES = [
-    EngineSpec("jax", mode, "python", "cpu", workloads=("tiny", "small"), module="engines.jax", requires=("jax",))
+    EngineSpec("jax", mode, "python", "cpu", workloads=("tiny", "small", "mlp", "gpt"), module="engines.jax",
+               requires=("jax",))
     for mode in ("eager", "jit")
 ]
 
 
-def build(spec: EngineSpec, workload: str, params: dict) -> GradientProgram:
+def build(spec: EngineSpec, workload: str, params: dict, inputs: Path | None = None):
     # Read by JAX when it first picks its backends: a CPU engine must not land on a visible GPU.
     os.environ["JAX_PLATFORMS"] = "cpu"
+    if workload in ("mlp", "gpt"):
+        from engines import models_jax
+
+        return models_jax.build(spec.mode, workload, inputs)
     import jax
     import jax.numpy as jnp
 

@@ -1,20 +1,28 @@
-"""Apple MLX on the tiny and small graphs: value_and_grad op by op (eager) and under mx.compile, on the CPU.
+"""Apple MLX: value_and_grad op by op (eager) and under mx.compile, on the CPU.
 
 MLX computes lazily: every step evaluates the value and both gradients, or nothing would be timed.
-MLX has float64 on its CPU device (not on the GPU), so these graphs run in FP64 as in every other engine.
+MLX has float64 on its CPU device (not on the GPU), so the tiny and small graphs run in FP64 as in
+every other engine; MLP and GPT training runs in FP32 (engines/models_mlx.py).
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 from engines.base import EngineSpec
 from engines.graphs import GRAPHS, GradientProgram
 
 ENGINES = [
-    EngineSpec("mlx", mode, "python", "cpu", workloads=("tiny", "small"), module="engines.mlx", requires=("mlx",))
+    EngineSpec("mlx", mode, "python", "cpu", workloads=("tiny", "small", "mlp", "gpt"), module="engines.mlx",
+               requires=("mlx",))
     for mode in ("eager", "compile")
 ]
 
 
-def build(spec: EngineSpec, workload: str, params: dict) -> GradientProgram:
+def build(spec: EngineSpec, workload: str, params: dict, inputs: Path | None = None):
+    if workload in ("mlp", "gpt"):
+        from engines import models_mlx
+
+        return models_mlx.build(spec.mode, workload, inputs)
     import mlx.core as mx
 
     mx.set_default_device(mx.cpu)

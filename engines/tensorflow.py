@@ -1,16 +1,19 @@
-"""TensorFlow on the tiny and small graphs: eager (GradientTape) and graph (tf.function), FP64, one thread.
+"""TensorFlow: eager (GradientTape) and graph (tf.function), one thread.
 
-Both modes record the graph on a fresh GradientTape every step; in graph mode that happens
-inside one traced tf.function (traced once, in the first step) that returns the value and the gradients.
+Tiny and small graphs in FP64: both modes record the graph on a fresh GradientTape every step;
+in graph mode that happens inside one traced tf.function (traced once, in the first step) that
+returns the value and the gradients. MLP and GPT training in FP32: engines/models_tf.py.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 from engines.base import EngineSpec
 from engines.graphs import GRAPHS, GradientProgram
 
 ENGINES = [
-    EngineSpec("tensorflow", mode, "python", "cpu", workloads=("tiny", "small"), module="engines.tensorflow",
-               requires=("tensorflow",))
+    EngineSpec("tensorflow", mode, "python", "cpu", workloads=("tiny", "small", "mlp", "gpt", "energy", "save_load"),
+               module="engines.tensorflow", requires=("tensorflow",))
     for mode in ("eager", "graph")
 ]
 
@@ -45,8 +48,16 @@ def value_and_gradients(tf, fn):
     return run
 
 
-def build(spec: EngineSpec, workload: str, params: dict) -> GradientProgram:
+def build(spec: EngineSpec, workload: str, params: dict, inputs: Path | None = None):
+    if workload in ("mlp", "gpt"):
+        from engines import models_tf
+
+        return models_tf.build(spec.mode, workload, inputs)
     tf = import_single_threaded()
+    if workload == "save_load":
+        from engines import save_load
+
+        return save_load.tensorflow_program(tf, spec.mode, params)
     run = value_and_gradients(tf, GRAPHS[workload])
     if spec.mode == "graph":
         scalar = tf.TensorSpec(shape=(), dtype=tf.float64)

@@ -2,7 +2,8 @@
 
 Tiny and small graphs: every mode rebuilds the autograd graph each step and runs backward();
 the traced and compiled modes only change how the forward is executed. FP64 leaves, one thread.
-MLP and GPT (CPU modes): FP32 SGD training, in engines/models_torch.py.
+MLP and GPT (CPU modes): FP32 SGD training, in engines/models_torch.py. Save/load of the small
+graph's activations (eager, TorchScript, and the NumPy bytes path as mode "numpy"): engines/save_load.py.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def nvidia_driver_missing() -> str | None:
     return "no NVIDIA driver visible (no /proc/driver/nvidia/version, no nvidia-smi)"
 
 
-GRAPHS_AND_TRAINING = ("tiny", "small", "mlp", "gpt")
+GRAPHS_AND_TRAINING = ("tiny", "small", "energy", "mlp", "gpt")
 
 
 def _spec(mode: str, device: str = "cpu", condition=None, workloads=GRAPHS_AND_TRAINING) -> EngineSpec:
@@ -30,10 +31,12 @@ def _spec(mode: str, device: str = "cpu", condition=None, workloads=GRAPHS_AND_T
 
 
 ENGINES = [
-    _spec("eager"),
-    _spec("torchscript"),
+    _spec("eager", workloads=(*GRAPHS_AND_TRAINING, "save_load")),
+    _spec("torchscript", workloads=(*GRAPHS_AND_TRAINING, "save_load")),
     _spec("compile"),
-    _spec("eager", "gpu", nvidia_driver_missing, workloads=("tiny", "small")),
+    _spec("eager", "gpu", nvidia_driver_missing, workloads=("tiny", "small", "energy")),
+    # The paper's "PyTorch -> NumPy -> Bytes" row of Table 4 (engines/save_load.py): save/load only.
+    _spec("numpy", workloads=("save_load",)),
 ]
 
 
@@ -74,6 +77,10 @@ def build(spec: EngineSpec, workload: str, params: dict, inputs: Path | None = N
         from engines import models_torch
 
         return models_torch.build(spec.mode, workload, inputs)
+    if workload == "save_load":
+        from engines import save_load
+
+        return save_load.torch_program(torch, spec.mode, params)
     device = _device(torch, spec)
     fn = GRAPHS[workload]
     a = torch.tensor(params["a"], dtype=torch.float64, device=device, requires_grad=True)

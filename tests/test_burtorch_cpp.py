@@ -5,22 +5,23 @@ binary registers exactly those names, so none is silently left out.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
 import pytest
 
 try:
-    from tests.test_burtorch_build import SOURCE, build_targets
+    from tests.test_burtorch_build import SOURCE, built_executable
 except ImportError:
-    from test_burtorch_build import SOURCE, build_targets
+    from test_burtorch_build import SOURCE, built_executable
 
 CASE = re.compile(r'^TEST_CASE\("((?:[^"\\]|\\.)*)"\)', re.MULTILINE)
 NAMES = sorted(name for path in (SOURCE / "tests").glob("test_*.cpp") for name in CASE.findall(path.read_text()))
 
 
 def binary():
-    return build_targets("burtorch-tests") / "burtorch-tests"
+    return built_executable("burtorch-tests")
 
 
 def test_every_cpp_test_is_collected():
@@ -32,6 +33,6 @@ def test_every_cpp_test_is_collected():
 @pytest.mark.parametrize("name", NAMES)
 def test_cpp(name, tmp_path):
     run = subprocess.run([binary(), name], capture_output=True, text=True,
-                         env={"BURTORCH_TEST_TMP": str(tmp_path)})
+                         env={**os.environ, "BURTORCH_TEST_TMP": str(tmp_path)})
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"ok   {name}" in run.stdout

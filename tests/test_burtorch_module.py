@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -19,9 +20,9 @@ from engines.base import EngineSpec
 from workloads import WORKLOADS
 
 try:
-    from tests.test_burtorch_build import BUILD, ROOT, import_burtorch
+    from tests.test_burtorch_build import ROOT, import_burtorch
 except ImportError:
-    from test_burtorch_build import BUILD, ROOT, import_burtorch
+    from test_burtorch_build import ROOT, import_burtorch
 
 
 @pytest.fixture(scope="module")
@@ -440,15 +441,13 @@ def test_engine_program_rebuilds_each_step(bt, workload):
     assert program.version == f"burtorch {bt.__version__}"
 
 
-def test_worker_runs_the_python_engine():
+def test_worker_runs_the_python_engine(bt):
     from engines import burtorch as engine
 
     spec: EngineSpec = next(s for s in engine.ENGINES if s.language == "python")
-    env = dict(os.environ)
-    try:
-        import burtorch  # noqa: F401  (installed: the child finds it too)
-    except ImportError:
-        env["PYTHONPATH"] = os.pathsep.join([str(BUILD), str(ROOT), env.get("PYTHONPATH", "")])
+    # The child imports the same module this process did, installed or built here.
+    module_dir = str(Path(bt.__file__).parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([module_dir, str(ROOT), os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run([sys.executable, "-m", "harness.worker", "--engine", spec.id, "--workload", "small",
                           "--params", json.dumps({"a": -4.0, "b": 2.0}), "--iterations", "200", "--blocks", "4"],
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)

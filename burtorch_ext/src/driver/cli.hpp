@@ -65,14 +65,12 @@ inline std::optional<std::string> parseOptions(int argc, char** argv, Options& o
       options.workload = arg;
       continue;
     }
+    // --name value or --name=value (the value of --param itself holds an '=')
     std::string_view name = arg;
     std::string_view value;
-    if (const auto eq = arg.find('='); eq != std::string_view::npos && arg.substr(0, 8) != "--param=") {
+    if (const auto eq = arg.find('='); eq != std::string_view::npos) {
       name = arg.substr(0, eq);
       value = arg.substr(eq + 1);
-    } else if (arg.substr(0, 8) == "--param=") {
-      name = "--param";
-      value = arg.substr(8);
     } else {
       if (k + 1 >= argc) return std::string(arg) + " needs a value";
       value = argv[++k];

@@ -1,7 +1,8 @@
-// `import burtorch`: the micrograd API over the C++ engine (Value itself: value_type.hpp). burtorch.Value and the functions at
+// `import burtorch`: the micrograd API over the C++ engine. burtorch.Value and the functions at
 // the top level are FP64 (burtorch.fp64); burtorch.fp32 has the same names in FP32. Each Python
 // Value is a handle to a node of this thread's pool, so everything made after a mark() is invalid
 // after the matching rewind(); operations check that the nodes they are given still exist.
+// Value itself is in value_type.hpp; the functions, the pool and the layers are bound here.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -42,11 +43,11 @@ std::vector<Value<T>> handles(NodeRange<T> range) {
 }
 
 Activation activationNamed(const std::string& name) {
-  if (name == "identity" || name == "linear" || name.empty()) return Activation::Identity;
+  if (name == "identity") return Activation::Identity;
   if (name == "relu") return Activation::Relu;
   if (name == "tanh") return Activation::Tanh;
   if (name == "sigmoid") return Activation::Sigmoid;
-  throw py::value_error("activation must be one of identity, relu, tanh, sigmoid; got '" + name + "'");
+  throw py::value_error("activation must be identity, relu, tanh or sigmoid; got '" + name + "'");
 }
 
 Part partNamed(const std::string& name) {

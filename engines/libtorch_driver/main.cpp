@@ -1,0 +1,303 @@
+// libtorch-bench: the paper's "PyTorch, Eager, LibTorch, C++" rows. Runs one workload with
+// PyTorch's C++ API and prints ONE JSON line on stdout, the protocol of harness/worker.py and
+// burtorch-bench (whose command line, JSON writer, block timer and process counters it shares),
+// so the harness runs it as the engine libtorch/eager/cpp/cpu. FP64, one thread.
+//
+//   libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...]
+//
+// Workloads: tiny, small, energy (the small graph, run end to end) and save_load.
+#include <ATen/Parallel.h>
+#include <torch/serialize.h>
+#include <torch/types.h>
+#include <torch/version.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#if defined(_WIN32)
+#include <process.h>
+#define BURTBENCH_GETPID _getpid
+#else
+#include <unistd.h>
+#define BURTBENCH_GETPID getpid
+#endif
+
+#include "cli.hpp"
+#include "json_line.hpp"
+#include "process_stats.hpp"
+#include "timing.hpp"
+
+namespace {
+
+using burtorch::driver::JsonLine;
+using burtorch::driver::Options;
+using burtorch::driver::Param;
+using Output = std::pair<std::string_view, double>;
+using Params = std::array<Param, 2>;
+
+constexpr int kExitUsage = 2;
+
+int usageError(const std::string& message) {
+  std::fprintf(stderr, "libtorch-bench: error: %s (try --help)\n", message.c_str());
+  return kExitUsage;
+}
+
+torch::Tensor leaf(double value) {
+  return torch::scalar_tensor(value, torch::TensorOptions().dtype(torch::kFloat64).requires_grad(true));
+}
+
+// Paper Fig. 1, as engines/graphs.py writes it.
+struct TinyGraph {
+  static constexpr Params kDefaults{{{"a", -41.0}, {"b", 2.0}}};
+
+  static torch::Tensor build(const torch::Tensor& a, const torch::Tensor& b) {
+    const auto c = a + b;
+    const auto d = a * b + b.pow(3);
+    const auto e = c - d;
+    const auto f = e.pow(2);
+    return f / 2.0;
+  }
+};
+
+// Paper Fig. 2 (micrograd's example), as engines/graphs.py writes it: `x = x + y` makes a new node.
+struct SmallGraph {
+  static constexpr Params kDefaults{{{"a", -4.0}, {"b", 2.0}}};
+
+  struct Nodes {
+    torch::Tensor c, d, e, f, g;
+  };
+
+  static Nodes nodes(const torch::Tensor& a, const torch::Tensor& b) {
+    auto c = a + b;
+    auto d = a * b + b.pow(3);
+    c = c + (c + 1);
+    c = c + (1 + c + (-a));
+    d = d + (d * 2 + torch::relu(b + a));
+    d = d + (3 * d + torch::relu(b - a));
+    auto e = c - d;
+    auto f = e.pow(2);
+    auto g = f / 2.0;
+    g = g + 10.0 / f;
+    return {c, d, e, f, g};
+  }
+
+  static torch::Tensor build(const torch::Tensor& a, const torch::Tensor& b) { return nodes(a, b).g; }
+};
+
+// Every step rebuilds the autograd graph from the persistent leaves and backpropagates, as the
+// Python eager engine does (its gradients are reset to undefined, like `a.grad = None`).
+template <class Graph>
+class GradientWorkload {
+ public:
+  static constexpr Params kDefaults = Graph::kDefaults;
+
+  explicit GradientWorkload(const Params& params) : a_(leaf(params[0].value)), b_(leaf(params[1].value)) {}
+
+  void operator()() {
+    a_.mutable_grad().reset();
+    b_.mutable_grad().reset();
+    const auto g = Graph::build(a_, b_);
+    g.backward();
+    g_ = g.detach();
+  }
+
+  std::vector<Output> outputs() const {
+    return {{"g", g_.item<double>()}, {"dg_da", a_.grad().item<double>()}, {"dg_db", b_.grad().item<double>()}};
+  }
+
+ private:
+  torch::Tensor a_, b_, g_;
+};
+
+// workloads/save_load.py: the small graph's seven activations (leaves a, b; final c, d, e, f, g),
+// computed with their gradients once; each step writes them to a file with torch::save and reads
+// them back with torch::load. Save and load are timed apart and summed over the steps.
+class SaveLoadWorkload {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr Params kDefaults = SmallGraph::kDefaults;
+  static constexpr std::array<std::string_view, 7> kNames{"a", "b", "c", "d", "e", "f", "g"};
+
+  explicit SaveLoadWorkload(const Params& params)
+      : path_(std::filesystem::temp_directory_path() /
+              ("burtbench-libtorch-save-load-" + std::to_string(BURTBENCH_GETPID()) + ".pt")) {
+    const auto a = leaf(params[0].value);
+    const auto b = leaf(params[1].value);
+    const auto n = SmallGraph::nodes(a, b);
+    n.g.backward();
+    for (const auto& node : {a, b, n.c, n.d, n.e, n.f, n.g}) activations_.push_back(node.detach());
+    // One untimed round trip: the file exists and the serializer is warm before the first step,
+    // as in the Python engines (the workload runs no warm-up steps, so the sums cover the loop only).
+    (*this)();
+    save_ = load_ = Clock::duration::zero();
+  }
+
+  SaveLoadWorkload(const SaveLoadWorkload&) = delete;
+  SaveLoadWorkload& operator=(const SaveLoadWorkload&) = delete;
+
+  ~SaveLoadWorkload() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+
+  void operator()() {
+    const auto start = Clock::now();
+    torch::save(activations_, path_.string());
+    const auto saved = Clock::now();
+    std::vector<torch::Tensor> loaded;
+    torch::load(loaded, path_.string());
+    const auto done = Clock::now();
+    save_ += saved - start;
+    load_ += done - saved;
+    loaded_ = std::move(loaded);
+  }
+
+  // A short read (a broken file) leaves names out, and the harness's check reports them missing.
+  std::vector<Output> outputs() const {
+    std::vector<Output> out;
+    for (std::size_t k = 0; k < kNames.size() && k < loaded_.size(); ++k) {
+      out.emplace_back(kNames[k], loaded_[k].item<double>());
+    }
+    return out;
+  }
+
+  void extra(JsonLine& json) const {
+    json.field("save_s", seconds(save_))
+        .field("load_s", seconds(load_))
+        .field("file_size_bytes", static_cast<std::int64_t>(std::filesystem::file_size(path_)))
+        .field("save_load_dir", path_.parent_path().string());
+  }
+
+ private:
+  static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+  std::filesystem::path path_;
+  std::vector<torch::Tensor> activations_;
+  std::vector<torch::Tensor> loaded_;
+  Clock::duration save_{}, load_{};
+};
+
+template <class W>
+std::optional<std::string> resolveParams(const Options& options, Params& params) {
+  params = W::kDefaults;
+  for (const Param& given : options.params) {
+    bool known = false;
+    for (Param& p : params) {
+      if (p.name == given.name) {
+        p.value = given.value;
+        known = true;
+      }
+    }
+    if (!known) return "this workload has no parameter '" + std::string(given.name) + "' (has: a b)";
+  }
+  return std::nullopt;
+}
+
+template <class W>
+int run(const Options& options) {
+  Params params{};
+  if (const auto error = resolveParams<W>(options, params)) return usageError(*error);
+
+  W step(params);
+  for (std::int64_t k = 0; k < options.warmup; ++k) step();
+  const auto cpuBefore = burtorch::driver::cpuTimeSeconds();
+  const auto loop = burtorch::driver::timeBlocks(step, options.iterations, options.blocks);
+  const auto cpuAfter = burtorch::driver::cpuTimeSeconds();
+  const auto summary = burtorch::driver::summarize(loop.samples);
+
+  JsonLine json;
+  json.field("status", "ok").beginObject("outputs");
+  for (const auto& [name, value] : step.outputs()) json.field(name, value);
+  json.endObject()
+      .field("precision", "fp64")
+      .field("iterations", options.iterations)
+      .field("warmup", options.warmup)
+      .field("loop_time_s", loop.totalSeconds)
+      .beginObject("per_iter_s")
+      .field("mean", summary.mean)
+      .field("std", summary.std)
+      .field("min", summary.min)
+      .field("median", summary.median)
+      .field("n", summary.n)
+      .endObject()
+      .array("samples_s", loop.samples)
+      .field("framework_version", TORCH_VERSION)
+      .null("cpu_clocks")
+      .field("cpu_clocks_source", "not measured by the native driver");
+  if constexpr (requires { step.extra(json); }) step.extra(json);
+  std::optional<double> loopCpu;
+  if (cpuBefore && cpuAfter) loopCpu = *cpuAfter - *cpuBefore;
+  json.field("loop_cpu_time_s", loopCpu).field("cpu_time_s", burtorch::driver::cpuTimeSeconds());
+
+  // Read last, just before exit, so the peaks cover the whole run.
+  const auto peak = burtorch::driver::peakMemory();
+  json.field("peak_resident_bytes", peak.residentBytes)
+      .field("peak_virtual_bytes", peak.virtualBytes)
+      .field("peak_private_bytes", peak.privateBytes);
+  if (peak.residentSource) json.field("peak_resident_source", peak.residentSource);
+  if (peak.virtualSource) json.field("peak_virtual_source", peak.virtualSource);
+  if (peak.privateSource) json.field("peak_private_source", peak.privateSource);
+
+  const std::string line = json.finish();
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+struct Entry {
+  std::string_view name;
+  int (*run)(const Options&);
+};
+
+const std::array kWorkloads{
+    Entry{"tiny", &run<GradientWorkload<TinyGraph>>},
+    Entry{"small", &run<GradientWorkload<SmallGraph>>},
+    Entry{"energy", &run<GradientWorkload<SmallGraph>>},
+    Entry{"save_load", &run<SaveLoadWorkload>},
+};
+
+void printHelp() {
+  std::printf(
+      "usage: libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...]\n"
+      "Runs WORKLOAD with LibTorch (PyTorch's C++ API) and prints one JSON line (see harness/worker.py).\n"
+      "workloads:");
+  for (const Entry& e : kWorkloads) std::printf(" %.*s", static_cast<int>(e.name.size()), e.name.data());
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (const auto error = burtorch::driver::parseOptions(argc, argv, options)) return usageError(*error);
+  if (options.help) {
+    printHelp();
+    return 0;
+  }
+  if (options.version) {
+    std::printf("libtorch %s\n", TORCH_VERSION);
+    return 0;
+  }
+  // Both are settable once, before any parallel work.
+  at::set_num_threads(1);
+  at::set_num_interop_threads(1);
+  for (const Entry& e : kWorkloads) {
+    if (e.name != options.workload) continue;
+    try {
+      return e.run(options);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "libtorch-bench: %s\n", error.what());
+      return 1;
+    }
+  }
+  std::string names;
+  for (const Entry& e : kWorkloads) names += (names.empty() ? "" : ", ") + std::string(e.name);
+  return usageError("unknown workload '" + std::string(options.workload) + "' (have: " + names + ")");
+}
