@@ -50,6 +50,7 @@ class ChildRun:
     wall_s: float
     cpu_time_s: float | None
     timed_out: bool = False
+    spawn_error: str | None = None
 
 
 @dataclass
@@ -84,9 +85,13 @@ class ChildSpawner:
             raise Interrupted
         env = {**os.environ, **SINGLE_THREAD_ENV, **self.options.env}
         start = time.perf_counter()
-        with affinity.pinned_spawning(self.options.cpu):
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                    stdin=subprocess.DEVNULL, **self._platform_kwargs())
+        try:
+            with affinity.pinned_spawning(self.options.cpu):
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                        stdin=subprocess.DEVNULL, **self._platform_kwargs())
+        except OSError as exc:
+            return ChildRun(None, "", "", time.perf_counter() - start, None,
+                            spawn_error=f"cannot start {cmd[0]}: {exc.strerror or exc}")
         self.current = proc
         self.pin_problem = None if hasattr(os, "sched_setaffinity") else affinity.pin_process(proc.pid, self.options.cpu)
         out, err = _drain(proc.stdout), _drain(proc.stderr)
@@ -211,6 +216,8 @@ def parse_payload(stdout: str) -> dict | None:
 
 def classify(child: ChildRun, timeout_s: float, mem_limited: bool) -> tuple[str, str | None, dict | None]:
     """(status, reason, payload) of one child run."""
+    if child.spawn_error:
+        return "failed", child.spawn_error, None
     if child.timed_out:
         return "timeout", f"killed after the {timeout_s:g} s per-trial timeout", None
     payload = parse_payload(child.stdout)

@@ -33,7 +33,7 @@ BAD_INPUTS = [
     (["run", "--timeout", "-3"], "a number > 0"),
     (["run", "--timeout", "soon"], "a number > 0"),
     (["run", "--mem-limit", "lots"], "size like"),
-    (["run", "--param", "hidden_dim=4"], "no selected workload"),
+    (["run", "--workload", "tiny", "--param", "hidden_dim=4"], "no selected workload"),
     (["run", "--workload", "tiny", "--param", "a=7"], "not in the workload's grid"),
     (["run", "--param", "a"], "NAME=V1,V2"),
     (["run", "--python", "/nonexistent/python"], "not an executable"),

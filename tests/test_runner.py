@@ -29,7 +29,7 @@ def by_engine(run_dir: Path) -> dict:
 
 
 def test_faulty_engines_are_recorded_and_the_rest_still_run(fake_engines, tmp_path):
-    code = run_cli("--engine", "fake/ok,fake/wrong,fake/crash,fake/garbage,fake/missing,fake/absent",
+    code = run_cli("--engine", "fake/ok,fake/wrong,fake/crash,fake/garbage,fake/missing,fake/absent,fake/unstartable",
                    "--timeout", "60", "--out", str(tmp_path))
     assert code == 0
     run_dir = only_run(tmp_path)
@@ -53,6 +53,9 @@ def test_faulty_engines_are_recorded_and_the_rest_still_run(fake_engines, tmp_pa
 
     garbage = trials["fake/garbage/native/cpu"]
     assert garbage["status"] == "failed" and "unparseable" in garbage["reason"]
+
+    unstartable = trials["fake/unstartable/native/cpu"]
+    assert unstartable["status"] == "failed" and "cannot start" in unstartable["reason"]
 
     missing = trials["fake/missing/python/cpu"]
     assert missing["status"] == "unavailable" and "no_such_framework_xyz" in missing["reason"]

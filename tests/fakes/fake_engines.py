@@ -22,6 +22,8 @@ ENGINES = [
     EngineSpec("fake", "hog", "python", "cpu", workloads=BOTH, module="fake_engines"),
     EngineSpec("fake", "garbage", "native", "cpu", workloads=BOTH, kind="native",
                executable=str(HERE / "garbage_driver.sh")),
+    EngineSpec("fake", "unstartable", "native", "cpu", workloads=BOTH, kind="native",
+               executable=str(HERE / "unstartable_driver.sh")),
     EngineSpec("fake", "absent", "python", "cpu", workloads=BOTH, module="fake_engines",
                requires=("no_such_framework_xyz",)),
 ]

@@ -1,0 +1,2 @@
+#!/nonexistent/interpreter
+# An executable whose interpreter is gone: the runner cannot even start it.
