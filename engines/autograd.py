@@ -5,7 +5,7 @@ from engines.base import EngineSpec
 from engines.graphs import GRAPHS, GradientProgram
 
 ENGINES = [
-    EngineSpec("autograd", "eager", "python", "cpu", workloads=("tiny", "small"), module="engines.autograd",
+    EngineSpec("autograd", "eager", "python", "cpu", workloads=("tiny", "small", "energy"), module="engines.autograd",
                requires=("autograd",)),
 ]
 

@@ -13,7 +13,7 @@ from engines.base import EngineSpec
 from engines.graphs import GRAPHS, GradientProgram
 
 ENGINES = [
-    EngineSpec("jax", mode, "python", "cpu", workloads=("tiny", "small", "mlp", "gpt"), module="engines.jax",
+    EngineSpec("jax", mode, "python", "cpu", workloads=("tiny", "small", "mlp", "gpt", "energy"), module="engines.jax",
                requires=("jax",))
     for mode in ("eager", "jit")
 ]

@@ -99,13 +99,13 @@ def _run_logged(cmd: list[str], log) -> int:
 
 def _first_error(log_text: str) -> str:
     lines = [line.strip() for line in log_text.splitlines()]
-    errors = [line for line in lines if "error" in line.lower()]
+    errors = [line for line in lines if "error:" in line.lower() or "cmake error" in line.lower()]
     return (errors or [line for line in lines if line] or ["no output"])[0][:300]
 
 
 def _configure_command(prefix: Path) -> list[str]:
     cmd = ["cmake", "-S", str(SOURCE_DIR), "-B", str(BUILD_DIR), f"-DCMAKE_PREFIX_PATH={prefix}",
-           "-DCMAKE_BUILD_TYPE=Release"]
+           f"-DBURTORCH_DRIVER_DIR={DRIVER_HEADERS}", "-DCMAKE_BUILD_TYPE=Release"]
     return cmd + ["-G", "Ninja"] if shutil.which("ninja") else cmd
 
 

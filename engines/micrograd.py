@@ -5,7 +5,7 @@ from engines.base import EngineSpec
 from engines.graphs import GRAPHS, GradientProgram
 
 ENGINES = [
-    EngineSpec("micrograd", "eager", "python", "cpu", workloads=("tiny", "small"), module="engines.micrograd",
+    EngineSpec("micrograd", "eager", "python", "cpu", workloads=("tiny", "small", "energy"), module="engines.micrograd",
                requires=("micrograd",)),
 ]
 

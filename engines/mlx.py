@@ -12,7 +12,7 @@ from engines.base import EngineSpec
 from engines.graphs import GRAPHS, GradientProgram
 
 ENGINES = [
-    EngineSpec("mlx", mode, "python", "cpu", workloads=("tiny", "small", "mlp", "gpt"), module="engines.mlx",
+    EngineSpec("mlx", mode, "python", "cpu", workloads=("tiny", "small", "mlp", "gpt", "energy"), module="engines.mlx",
                requires=("mlx",))
     for mode in ("eager", "compile")
 ]

@@ -3,7 +3,9 @@
 The model is a function of (parameters..., x, y) -> loss, written with torch.nn.functional as
 makemore and Karpathy's gpt.py would; TorchScript traces it on the first batch and
 torch.compile compiles it (forward and backward) on the first call, which is a warm-up step.
-The update is torch.optim.SGD over the same leaf tensors in every mode.
+The update is torch.optim.SGD over the same leaf tensors in every mode, with its multi-tensor
+(foreach) implementation: on the CPU the default is one Python-level update per tensor, which
+costs the GPT's 84 tensors about 0.25 ms a step against 0.15 ms.
 """
 from __future__ import annotations
 
@@ -69,7 +71,7 @@ def forward_of(mode: str, loss, example: tuple):
 def build(mode: str, workload: str, folder: Path | None) -> TrainingProgram:
     data = load(workload, folder)
     params = [torch.tensor(t, requires_grad=True) for t in data.tensors()]
-    optimizer = torch.optim.SGD(params, lr=data.config["learning_rate"])
+    optimizer = torch.optim.SGD(params, lr=data.config["learning_rate"], foreach=True)
     forward = forward_of(mode, LOSSES[workload], (*params, *to_batch(*first_batch(workload, data))))
 
     def train_step(batch):

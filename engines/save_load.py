@@ -48,7 +48,8 @@ class SaveLoadProgram:
     """step(): one save and one load of the activations; extra: their totals and the file's size.
 
     Building does one untimed round trip, so the totals cover the timed loop alone (the workload
-    runs no warm-up steps) and the first timed step finds the file and the serializer ready.
+    runs no warm-up steps) and the first timed step finds the serializer ready. Each step deletes
+    the file after loading it, untimed, so that every save writes a new file (workloads/save_load.py says why).
     """
 
     def __init__(self, save: Callable[[object], None], load: Callable[[object], object],
@@ -61,7 +62,7 @@ class SaveLoadProgram:
         self._save, self._load, self._to_floats = save, load, to_floats
         self.version = version
         self._save_ns = self._load_ns = 0
-        self.step()
+        self.step()  # the untimed round trip
         self._save_ns = self._load_ns = 0
 
     def step(self) -> None:
@@ -73,6 +74,8 @@ class SaveLoadProgram:
         done = clock()
         self._save_ns += saved - start
         self._load_ns += done - saved
+        self._file_size = self._path.stat().st_size
+        self._path.unlink()
 
     def outputs(self) -> dict[str, float]:
         return dict(zip(ACTIVATIONS, self._to_floats(self._loaded)))
@@ -80,7 +83,7 @@ class SaveLoadProgram:
     @property
     def extra(self) -> dict:
         return {"save_s": self._save_ns / 1e9, "load_s": self._load_ns / 1e9,
-                "file_size_bytes": self._path.stat().st_size, "save_load_dir": self._folder.name}
+                "file_size_bytes": self._file_size, "save_load_dir": self._folder.name}
 
 
 # ---- PyTorch ------------------------------------------------------------------------------

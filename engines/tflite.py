@@ -15,7 +15,7 @@ from engines.graphs import GRAPHS
 NOTE = "TF Lite built-in ops have no FP64: FP32"
 
 ENGINES = [
-    EngineSpec("tflite", "graph", "interpreter", "cpu", workloads=("tiny", "small"), module="engines.tflite",
+    EngineSpec("tflite", "graph", "interpreter", "cpu", workloads=("tiny", "small", "energy"), module="engines.tflite",
                requires=("tensorflow",), precision="fp32", note=NOTE),
 ]
 

@@ -71,6 +71,10 @@ def build_parser() -> Parser:
     run.add_argument("--cpu", type=int, metavar="N", help="core to pin every trial to (default: the last core)")
     run.add_argument("--timeout", type=_positive_float, metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
     run.add_argument("--mem-limit", type=_size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
+    run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",
+                     help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
+    run.add_argument("--idle-seconds", type=_positive_float, default=10.0, metavar="S",
+                     help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
     run.add_argument("--sample-private", action="store_true",
                      help="also sample peak private memory from a thread in each Python worker (it shares the pinned core)")
     run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's) to compare framework versions")
@@ -348,7 +352,9 @@ def cmd_run(args, console: Console) -> int:
     unavailable = {}
     for pt in plan:
         if pt.engine.id not in unavailable:
-            unavailable[pt.engine.id] = pt.engine.unavailable_reason()
+            # An engine built on first use (the LibTorch driver) is built here, before the first trial.
+            prepare = getattr(pt.engine, "prepare", None)
+            unavailable[pt.engine.id] = pt.engine.unavailable_reason() or (prepare() if prepare else None)
     unavailable = {k: v for k, v in unavailable.items() if v}
     plan = [pt for pt in plan if pt.engine.id not in unavailable]
     for eid, reason in unavailable.items():
@@ -394,8 +400,15 @@ def _run_locked(args, console, run_dir, manifest, spec, plan, unavailable, cpu, 
                          env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent)} if args.python else {})
     console.print(f"burtbench: {len(plan)} trials ({spec['profile']} profile) pinned to core {cpu} → {run_dir}",
                   highlight=False)
+    meter = None
+    if "energy" in spec["workloads"]:
+        from harness.measure import energy
+
+        console.print(f"measuring idle power for {args.idle_seconds:g} s …", highlight=False)
+        meter, manifest["energy"] = energy.suite_meter(args.energy, args.idle_seconds)
+        manifest_mod.save(run_dir, manifest)
     adaptive = spec.get("adaptive") and orchestrator.Adaptive(spec["adaptive"]["max_trials"], spec["noise_threshold"])
-    code = orchestrator.execute(plan, run_dir, manifest, options, tsc, console, adaptive or None)
+    code = orchestrator.execute(plan, run_dir, manifest, options, tsc, console, adaptive or None, meter)
     console.print(summary.summary_table(results.read_trials(run_dir), spec.get("noise_threshold", 0.05)))
     console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)
     return code

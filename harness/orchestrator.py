@@ -56,7 +56,8 @@ def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, ski
 
 
 def execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
-            tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None = None) -> int:
+            tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None = None,
+            meter=None) -> int:
     todo = pending(plan, run_dir)
     if results.drop_torn_tail(run_dir):
         console.print(f"[yellow]warning[/]: dropped an incomplete last line of {run_dir / results.TRIALS_FILE}; "
@@ -72,7 +73,8 @@ def execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: Ru
                     progress.update(task, description=pt.label())
                     if pt.engine.id not in skipped:
                         try:
-                            trial = measure(pt, spawner, tsc, prepare_inputs(pt, run_dir))
+                            trial = measure(pt, spawner, tsc, prepare_inputs(pt, run_dir),
+                                            meter if pt.workload.name == "energy" else None)
                         except Interrupted:
                             return _finish(run_dir, manifest, "interrupted", console)
                         results.append_trial(run_dir, trial)

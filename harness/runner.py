@@ -245,14 +245,19 @@ def signal_name(number: int) -> str:
 TRIAL_FIELDS = set(Trial.__dataclass_fields__)
 
 
-def fill_from_payload(trial: Trial, payload: dict, tsc: tuple[float | None, str]) -> None:
-    for name, value in clocks.estimate_cycles(payload, *tsc).items():
-        if name in ("status", "outputs", "cpu_time_s"):
-            continue
+def assign(trial: Trial, fields: dict) -> None:
+    """Known trial fields go where they belong; anything else a child reports goes to `extra`."""
+    for name, value in fields.items():
         if name in TRIAL_FIELDS:
             setattr(trial, name, value)
         else:
             trial.extra[name] = value
+
+
+def fill_from_payload(trial: Trial, payload: dict, tsc: tuple[float | None, str]) -> None:
+    # The parent's own readings of CPU time and the check take precedence over what the child says.
+    measured = clocks.estimate_cycles(payload, *tsc)
+    assign(trial, {k: v for k, v in measured.items() if k not in ("status", "outputs", "cpu_time_s", "check")})
 
 
 def new_trial(pt: PlannedTrial, cpu: int) -> Trial:
@@ -263,8 +268,12 @@ def new_trial(pt: PlannedTrial, cpu: int) -> Trial:
 
 
 def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, str],
-            inputs: Path | None = None) -> Trial:
-    """Init run (1 iteration, end to end) then the measured run, in two fresh children."""
+            inputs: Path | None = None, meter=None) -> Trial:
+    """Init run (1 iteration, end to end) then the measured run, in two fresh children.
+
+    An energy meter, when given, reads its counter right before the measured child starts and
+    right after it exits: the energy of the whole process life, imports included.
+    """
     opts = spawner.options
     trial = new_trial(pt, opts.cpu)
     mem_limited = opts.mem_limit_bytes is not None
@@ -273,14 +282,17 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     if status != "ok":
         return _record_failure(trial, status, f"init run: {reason}", init)
     trial.init_time_s = init.wall_s
-    main = spawner.run(child_command(pt, pt.iterations, pt.warmup, opts, inputs),
-                       pt.timeout_s)
+    if meter is not None:
+        meter.start()
+    main = spawner.run(child_command(pt, pt.iterations, pt.warmup, opts, inputs), pt.timeout_s)
+    reading = meter.stop() if meter is not None else {}
     status, reason, payload = classify(main, pt.timeout_s, mem_limited)
     if status != "ok":
         return _record_failure(trial, status, reason, main)
     trial.wall_time_s = main.wall_s
     trial.cpu_time_s = main.cpu_time_s if main.cpu_time_s is not None else payload.get("cpu_time_s")
     fill_from_payload(trial, payload, tsc)
+    assign(trial, reading)
     if spawner.pin_problem:
         trial.extra["not_pinned"] = spawner.pin_problem
     precision = payload.get("precision") or pt.workload.precision

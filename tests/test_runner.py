@@ -177,3 +177,29 @@ def test_adaptive_stops_when_the_interval_is_tight(fake_engines, tmp_path):
     assert run_cli("--engine", "fake/ok", "--trials", "2", "--adaptive", "--max-trials", "6",
                    "--noise-threshold", "1000", "--out", str(tmp_path)) == 0
     assert len(results.read_trials(only_run(tmp_path))) == 2
+
+
+def test_energy_reading_brackets_the_measured_child(fake_engines):
+    from engines import all_engines
+    from harness.measure import affinity
+    from harness.plan import make_plan
+    from harness.runner import ChildSpawner, RunOptions, measure
+    from workloads import WORKLOADS
+
+    class Meter:
+        calls = []
+
+        def start(self):
+            self.calls.append("start")
+
+        def stop(self):
+            self.calls.append("stop")
+            return {"energy_total_j": 3.0, "energy_os_j": 1.0, "energy_task_j": 2.0,
+                    "energy_source": "fake", "energy_window_s": 0.5}
+
+    (pt,) = make_plan([all_engines()["fake/ok/python/cpu"]], [WORKLOADS["small"]], "smoke")
+    spawner = ChildSpawner(RunOptions(cpu=affinity.default_cpu()))
+    trial = measure(pt, spawner, (None, "no rate"), None, Meter())
+    assert Meter.calls == ["start", "stop"]
+    assert (trial.energy_total_j, trial.energy_task_j, trial.energy_os_j) == (3.0, 2.0, 1.0)
+    assert trial.energy_source == "fake" and trial.extra["energy_window_s"] == 0.5

@@ -52,6 +52,9 @@ class Workload:
     # per run and point, so that all engines start from the same state and see the same data.
     prepare: Callable[[Mapping, int, Path], None] | None = None
     tolerance: Mapping[str, float] = field(default_factory=lambda: dict(TOLERANCE))
+    # check() divides each error by max(|expected|, error_floor): with a floor of 1 a training loss
+    # near zero is compared absolutely, since its FP32 rounding is set by the logits' scale, not by it.
+    error_floor: float = 0.0
 
     def timing_blocks(self, iterations: int) -> int:
         return iterations if self.blocks is None else self.blocks
@@ -70,14 +73,14 @@ class Workload:
         missing = [k for k in expected if not isinstance(got.get(k), (int, float))]
         if missing:
             return Check(False, None, expected, got, f"missing outputs: {', '.join(missing)}")
-        errors = [relative_error(got[k], v) for k, v in expected.items()]
+        errors = [relative_error(got[k], v, self.error_floor) for k, v in expected.items()]
         worst = max(errors)
         limit = self.tolerance[precision]
         ok = worst <= limit
         return Check(ok, worst, expected, got, None if ok else f"relative error {worst:.3g} > {limit:g}")
 
 
-def relative_error(got: float, want: float) -> float:
+def relative_error(got: float, want: float, floor: float = 0.0) -> float:
     if not math.isfinite(got):
         return math.inf
-    return abs(got - want) / max(abs(want), 1e-300)
+    return abs(got - want) / max(abs(want), floor, 1e-300)

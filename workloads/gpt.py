@@ -24,7 +24,7 @@ from typing import Mapping
 
 import numpy as np
 
-from workloads import data, training
+from workloads import data, mlp, training
 from workloads.base import TOLERANCE, Workload
 from workloads.mlp import logsumexp
 
@@ -32,10 +32,10 @@ LAYERS, HEADS, BLOCK_SIZE, D_MODEL = 6, 6, 8, 24
 HEAD_SIZE = D_MODEL // HEADS
 VOCAB = len(data.TEXT_ALPHABET)
 LN_EPS = 1e-5
-# The step size of the MLP: one SGD setting for both workloads and every engine.
-LEARNING_RATE = 0.1
-# See mlp.FP32_TOLERANCE; the GPT's six LayerNorms and softmaxes round a little more.
-FP32_TOLERANCE = 1e-4
+# One SGD step size and one check for both workloads and every engine (see mlp.py); measured
+# here the GPT's FP32 losses stay within 5e-7 of the reference (its LayerNorms keep logits small).
+LEARNING_RATE = mlp.LEARNING_RATE
+FP32_TOLERANCE = mlp.FP32_TOLERANCE
 
 BLOCK_TENSORS = ("ln1_g", "ln1_b", "wq", "wk", "wv", "proj_w", "proj_b", "ln2_g", "ln2_b",
                  "ff1_w", "ff1_b", "ff2_w", "ff2_b")
@@ -133,4 +133,5 @@ WORKLOAD = Workload(
     reference=training.reference,
     prepare=prepare,
     tolerance={**TOLERANCE, "fp32": FP32_TOLERANCE},
+    error_floor=mlp.ERROR_FLOOR,
 )

@@ -13,7 +13,7 @@ Folder layout
 config.txt
     ASCII, one `key=value` per line, no spaces around '=', lines in no particular order.
     A value is an integer, a float written so that it reads back exactly (Python repr, e.g.
-    `0.1`, `3.2958368660043291`), or a string without newlines. Keys:
+    `0.01`, `3.2958368660043291`), or a string without newlines. Keys:
       workload        mlp | gpt
       format          1 (this layout's version)
       seed            the seed every array below was drawn from
@@ -43,12 +43,26 @@ The .bin files
                  (out_features, in_features), so y = W x + b and each output is a contiguous
                  inner product. Values are uniform(-1, 1): numpy.random.default_rng([seed, 0])
                  .uniform(-1.0, 1.0, param_count) in float64, rounded to float32.
+                 The same seed gives the same parameters at every batch size.
     samples.bin  uint8, shape (rows, width): one sample per row, token ids.
                  MLP: width 17 = 16 context ids (oldest first) then the target id.
                  GPT: width 9 = a window of 9 consecutive ids; the inputs are columns 0..7 and
                  the targets columns 1..8 (next token at every position).
     batches.bin  int32, shape (steps, batch): row i lists the samples.bin rows of step i, in
                  the order they are stacked in the batch.
+
+Parameter order (config `params` spells it out; shapes (out, in) for weights)
+    MLP (e hidden units): wte 27x64, w1 e x 1024, b1 e, w2 27 x e, b2 27.
+        The hidden layer's input is the 16 embeddings concatenated, oldest character first:
+        input[p*64 + j] = wte[context[p], j].
+    GPT: wte 65x24, wpe 8x24, then for each block h0..h5: ln1_g 24, ln1_b 24, wq 24x24,
+        wk 24x24, wv 24x24, proj_w 24x24, proj_b 24, ln2_g 24, ln2_b 24, ff1_w 96x24, ff1_b 96,
+        ff2_w 24x96, ff2_b 24; then lnf_g 24, lnf_b 24, head_w 65x24, head_b 65.
+        Head j of a block uses rows 4j..4j+3 of wq, wk and wv; the heads' outputs are
+        concatenated in head order before proj_w. (workloads/gpt.py is the model's definition.)
+
+Token ids: MLP '.' = 0, 'a'..'z' = 1..26; GPT the index in workloads.data.TEXT_ALPHABET.
+The loss of a step is the mean cross-entropy over its samples (GPT: over samples x 8 positions).
 """
 from __future__ import annotations
 

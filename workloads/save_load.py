@@ -9,12 +9,19 @@ cover both kinds of node:
 
 Each iteration writes the seven to one file with the engine's own serializer and reads them
 back. Engines time the two halves apart: `save_s` and `load_s` are their totals over the timed
-loop, `file_size_bytes` the size of the file written. The loaded values must equal the saved
-ones exactly: the tolerance is 0.
+loop, `file_size_bytes` the size of the file written, and `save_load_dir` (optional) the folder
+it was written in, since its file system sets much of the cost. The loaded values must equal
+the saved ones exactly: the tolerance is 0.
+
+Every save writes a new file: each step deletes the file after loading it, outside the save and
+load timings. Overwriting one file would time the disk instead of the framework on Linux's
+default file system: ext4 starts writing a file back to disk when it is truncated and rewritten
+(its auto_da_alloc behaviour). On the machine this was written on that cost 0.2 to 3 ms per
+save, depending on the disk's other traffic, against some 20 µs to write a new 56-byte file.
 
 The totals cover every step after the engine built the program, so the workload runs no warm-up
-steps: each engine does one untimed round trip while building instead (the file then exists,
-and lazy initialization such as TensorFlow's tracing is done before the first timed step).
+steps: each engine does one untimed round trip while building instead (lazy initialization such
+as TensorFlow's tracing is then done before the first timed step).
 """
 from workloads import small
 from workloads.base import Workload

@@ -8,7 +8,10 @@
 
 #include "burtorch/burtorch.hpp"
 #include "check.hpp"
+#include "gpt.hpp"
+#include "mlp.hpp"
 #include "scalar_graphs.hpp"
+#include "training.hpp"
 
 #if defined(_WIN32)
 #include <malloc.h>
@@ -142,4 +145,28 @@ TEST_CASE("no allocation in steady state: attention block with layer norm") {
     attention.forward(normed, 4, std::span<V>(y));
     backwardWithScratch(reduceSumOfSquares(y), scratch);
   }) == 0);
+}
+
+namespace {
+
+// Steps of a trainer over fixed rows, from parameters drawn here.
+template <class Model>
+std::size_t trainingAllocations(const typename Model::Shape& shape, std::size_t batch) {
+  Pool<float>::local().rewind(Mark{});
+  driver::Trainer<Model> trainer(shape, batch, 0.01);
+  Rng rng(11);
+  const NodeRange<float> params = trainer.parameters();
+  for (std::size_t k = 0; k < params.size(); ++k) params[k].setData(rng.uniform<float>(-1, 1));
+  std::vector<std::uint8_t> rows(batch * shape.sampleWidth());
+  for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<std::uint8_t>((7 * k + 3) % shape.vocab);
+  const std::size_t counted = allocationsInSteadyState([&] { trainer.step(rows.data()); });
+  Pool<float>::local().rewind(Mark{});
+  return counted;
+}
+
+}  // namespace
+
+TEST_CASE("no allocation in steady state: MLP and GPT training steps, as the driver runs them") {
+  CHECK(trainingAllocations<driver::Mlp<float>>(driver::MlpShape{16, 8, 27, 12}, 4) == 0);
+  CHECK(trainingAllocations<driver::Gpt<float>>(driver::GptShape{2, 3, 5, 6, 11}, 2) == 0);
 }

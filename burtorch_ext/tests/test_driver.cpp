@@ -26,6 +26,10 @@ TEST_CASE("driver: options") {
   CHECK(!parse({"small", "--iterations", "20000", "--warmup=5", "--blocks", "10", "--param", "a=-4.5", "--param=b=2"}, o));
   CHECK(o.workload == "small" && o.iterations == 20000 && o.warmup == 5 && o.blocks == 10);
   CHECK(o.params.size() == 2 && o.params[0].name == "a" && o.params[0].value == -4.5 && o.params[1].value == 2.0);
+  CHECK(o.inputs.empty());
+  Options training;
+  CHECK(!parse({"mlp", "--iterations", "3", "--inputs", "/runs/x/inputs/mlp-1", "--param", "batch=64"}, training));
+  CHECK(training.inputs == "/runs/x/inputs/mlp-1" && training.params[0].value == 64.0);
   const std::vector<std::vector<const char*>> bad{
       {"tiny"},                                         // no --iterations
       {"tiny", "--iterations", "ten"},                  // not a number
@@ -39,6 +43,7 @@ TEST_CASE("driver: options") {
       {"tiny", "small", "--iterations", "5"},           // two workloads
       {"--iterations", "5"},                            // no workload
       {"tiny", "--iterations"},                         // value missing
+      {"mlp", "--iterations", "3", "--inputs="},        // no folder
   };
   for (const auto& args : bad) {
     Options rejected;

@@ -73,7 +73,7 @@ TEST_CASE("backwardWithScratch reuses caller scratch and leaves it clear") {
     backwardWithScratch(g, scratch);
     CHECK_CLOSE(a.grad(), 47620.0 / 343.0, 1e-13);
   }
-  const bool* flags = scratch.fit(pool.size());
+  const bool* flags = scratch.fit(pool.size(), 0);  // floor 0: every flag, leaves included
   bool clear = true;
   for (std::size_t i = 0; i < pool.size(); ++i) clear = clear && !flags[i];
   CHECK(clear);

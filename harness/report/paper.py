@@ -64,12 +64,12 @@ class PaperRow:
     params: int | None
     values: dict  # metric -> value
     stds: dict  # metric -> std (only where printed)
-    # A second way the paper ran the same framework (Table 4: "PyTorch -> NumPy -> Bytes"); no engine of ours.
+    # A second way the paper ran the same framework (Table 4: "PyTorch -> NumPy -> Bytes").
     variant: str | None = None
 
     @property
     def engine(self) -> str | None:
-        return None if self.variant else ENGINE_OF_ROW.get(self.key)
+        return ENGINE_OF_VARIANT.get(self.variant) if self.variant else ENGINE_OF_ROW.get(self.key)
 
     @property
     def label(self) -> str:
@@ -80,6 +80,9 @@ class PaperRow:
                  _LANGUAGE_NAMES.get(language, language), device.upper()]
         label = ", ".join(p for p in parts if p)
         return f"{label} ({self.variant})" if self.variant else label
+
+
+ENGINE_OF_VARIANT = {"PyTorch -> NumPy -> Bytes": "torch/numpy/python/cpu"}
 
 
 def _int_or_none(text: str) -> int | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from harness.report import paper
+from workloads import theory
 from harness.report.summary import DEFAULT_NOISE_THRESHOLD, Run, Summary, params_key, summarize_run
 
 MB = 2**20
@@ -439,14 +440,16 @@ def _graph_table(run: Run, workload: str, name: str, title: str, metrics: list[M
 
 def tiny_table(run: Run, summaries: list[Summary]) -> Table:
     return _graph_table(run, "tiny", "tiny", "Tiny graph (paper Fig. 1): compute time, mean ± std over trials",
-                        [time_metric("tiny")], summaries, [_iterations_note(summaries, "tiny")])
+                        [time_metric("tiny")], summaries,
+                        [_iterations_note(summaries, "tiny"), theory.note("tiny", run.manifest)])
 
 
 def small_table(run: Run, summaries: list[Summary]) -> Table:
     notes = [_iterations_note(summaries, "small"),
              "Min = the fastest trial. CPU clocks per iteration: ours = cpu_clocks / iterations, ≈ marks an "
              "estimate (CPU time × TSC rate); paper = its total clocks / 20,000.",
-             "MB = 2^20 bytes. Peak private and resident memory as the paper's Table 3 (Windows) defines them."]
+             "MB = 2^20 bytes. Peak private and resident memory as the paper's Table 3 (Windows) defines them.",
+             theory.note("small", run.manifest)]
     return _graph_table(run, "small", "small", "Small graph (paper Fig. 2): compute time, CPU clocks, memory",
                         small_metrics(), summaries, notes)
 

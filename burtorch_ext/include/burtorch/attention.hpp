@@ -16,11 +16,27 @@ namespace burtorch {
 template <class T>
 class CausalSelfAttention {
  public:
+  // Every projection with a bias, or none.
   CausalSelfAttention(std::size_t dModel, std::size_t heads, bool withBias, Rng& rng) noexcept
-      : query(dModel, dModel, withBias, Activation::Identity, rng),
-        key(dModel, dModel, withBias, Activation::Identity, rng),
-        value(dModel, dModel, withBias, Activation::Identity, rng),
-        proj(dModel, dModel, withBias, Activation::Identity, rng),
+      : CausalSelfAttention(dModel, heads, withBias, withBias, rng) {}
+
+  // Parameters drawn from uniform(-1, 1); GPT-2 style models have no bias on query, key and value.
+  CausalSelfAttention(std::size_t dModel, std::size_t heads, bool qkvBias, bool projBias, Rng& rng) noexcept
+      : query(dModel, dModel, qkvBias, Activation::Identity, rng),
+        key(dModel, dModel, qkvBias, Activation::Identity, rng),
+        value(dModel, dModel, qkvBias, Activation::Identity, rng),
+        proj(dModel, dModel, projBias, Activation::Identity, rng),
+        dModel_(dModel),
+        heads_(heads) {
+    BURTORCH_ASSERT(heads > 0 && dModel % heads == 0);
+  }
+
+  // Parameters zero, to be loaded.
+  CausalSelfAttention(std::size_t dModel, std::size_t heads, bool qkvBias, bool projBias) noexcept
+      : query(dModel, dModel, qkvBias, Activation::Identity),
+        key(dModel, dModel, qkvBias, Activation::Identity),
+        value(dModel, dModel, qkvBias, Activation::Identity),
+        proj(dModel, dModel, projBias, Activation::Identity),
         dModel_(dModel),
         heads_(heads) {
     BURTORCH_ASSERT(heads > 0 && dModel % heads == 0);
@@ -30,7 +46,8 @@ class CausalSelfAttention {
   std::size_t heads() const noexcept { return heads_; }
   // All four projections' parameters, consecutive: query, key, value, proj.
   NodeRange<T> parameters() const noexcept {
-    return {query.parameters().first, static_cast<Index>(4 * query.parameters().size())};
+    const NodeRange<T> last = proj.parameters();
+    return {query.parameters().first, last.first + last.count - query.parameters().first};
   }
 
   // x and out: tokens x dModel handles, row-major. Scratch buffers grow on the first call for
@@ -40,8 +57,7 @@ class CausalSelfAttention {
     const std::size_t d = dModel_, hd = d / heads_;
     fit(tokens);
     for (std::size_t t = 0; t < tokens; ++t) {
-      const auto row = x.subspan(t * d, d);
-      const auto xs = record(row);
+      const auto xs = record(x.subspan(t * d, d));
       query.forward(xs, span(q_, t * d, d));
       key.forward(xs, span(k_, t * d, d));
       value.forward(xs, span(v_, t * d, d));
@@ -54,16 +70,22 @@ class CausalSelfAttention {
 
     const T scale = T(1) / std::sqrt(static_cast<T>(hd));
     for (std::size_t t = 0; t < tokens; ++t) {
+      // Each stage over the visible positions makes consecutive nodes, so a head's attention
+      // weights are one run; then the heads' outputs follow one another, one run per token.
       for (std::size_t h = 0; h < heads_; ++h) {
         const auto qh = record(span(q_, t * d + h * hd, hd));
-        for (std::size_t u = 0; u <= t; ++u) scores_[u] = mulByConstant(innerProduct(qh, keyHeads_[u * heads_ + h]), scale);
-        const auto visible = std::span<const Value<T>>(scores_.data(), t + 1);
-        const Value<T> lse = logSumExp(visible);
-        for (std::size_t u = 0; u <= t; ++u) scores_[u] = exp(scores_[u] - lse);
-        const auto weights = record(visible);
+        const auto scores = std::span<Value<T>>(scores_.data(), t + 1);
+        for (std::size_t u = 0; u <= t; ++u) scores[u] = innerProduct(qh, keyHeads_[u * heads_ + h]);
+        for (Value<T>& s : scores) s = mulByConstant(s, scale);
+        const Value<T> lse = logSumExp(std::span<const Value<T>>(scores));
+        for (Value<T>& s : scores) s = s - lse;
+        for (Value<T>& s : scores) s = exp(s);
+        weights_[h] = record(std::span<const Value<T>>(scores));
+      }
+      for (std::size_t h = 0; h < heads_; ++h) {
         for (std::size_t j = 0; j < hd; ++j) {
           const RecordedList<T> column = valueColumns_[h * hd + j];
-          concat_[t * d + h * hd + j] = innerProduct(weights, RecordedList<T>{column.offset, static_cast<Index>(t + 1)});
+          concat_[t * d + h * hd + j] = innerProduct(weights_[h], RecordedList<T>{column.offset, static_cast<Index>(t + 1)});
         }
       }
     }
@@ -87,11 +109,12 @@ class CausalSelfAttention {
     scores_.resize(tokens);
     keyHeads_.resize(tokens * heads_);
     valueColumns_.resize(dModel_);
+    weights_.resize(heads_);
   }
 
   std::size_t dModel_, heads_;
   std::vector<Value<T>> q_, k_, v_, concat_, scores_;
-  std::vector<RecordedList<T>> keyHeads_, valueColumns_;
+  std::vector<RecordedList<T>> keyHeads_, valueColumns_, weights_;
 };
 
 }  // namespace burtorch

@@ -3,6 +3,9 @@
 // in caller-owned scratch says which nodes the root reaches; nodes it does not reach (another
 // graph, stale gradients) are skipped. The flags are cleared as they are consumed, so the scratch
 // is reused from step to step and a steady-state backward allocates nothing.
+//
+// The sweep stops at the pool's leading leaves (the parameters): a leaf passes nothing on, so a
+// model's million weights get their gradients without being visited one by one.
 #pragma once
 
 #include <algorithm>
@@ -16,40 +19,86 @@ namespace burtorch {
 
 class BackwardScratch {
  public:
-  // Room for flags of `nodes` nodes; grows (allocates) only when the pool has grown.
-  bool* fit(std::size_t nodes) {
+  // Room for flags of `nodes` nodes, all clear from `floor` up; grows (allocates) only when the
+  // pool has grown.
+  bool* fit(std::size_t nodes, std::size_t floor) {
     if (size_ < nodes) {
       const std::size_t n = std::max(nodes, 2 * size_);
       reached_.reset(new bool[n]());
       size_ = n;
+      staleLow_ = staleEnd_ = 0;
+    }
+    if (floor < staleEnd_) {  // the leading leaves shrank: those nodes may become operators
+      (void)0;
+      staleLow_ = staleEnd_ = 0;
     }
     return reached_.get();
   }
+
+  // A sweep that stopped at `floor` may have left flags on leaves in [low, floor).
+  void leftFlags(std::size_t low, std::size_t floor) noexcept {
+    if (low >= floor) return;
+    staleLow_ = staleEnd_ == 0 ? low : std::min(staleLow_, low);
+    staleEnd_ = std::max(staleEnd_, floor);
+  }
+
   std::size_t size() const noexcept { return size_; }
 
  private:
   // bool, not a byte type: a store to a byte could alias a gradient, and the compiler would
-  // reload the gradients after every flag it sets. All false between calls.
+  // reload the gradients after every flag it sets. All false between calls, except on leading
+  // leaves in [staleLow_, staleEnd_), which no sweep visits while they stay leading leaves.
   std::unique_ptr<bool[]> reached_;
   std::size_t size_ = 0;
+  std::size_t staleLow_ = 0, staleEnd_ = 0;
 };
 
 namespace detail {
 
-// The state of one backward sweep. It is passed by value to the out-of-line n-ary cases and
-// returned, so the main loop never takes its address and keeps it in registers.
+// The state of one backward sweep. The main loop keeps it in registers and never takes its
+// address. An out-of-line n-ary case gets the fields that change (flags, low, floor) as
+// arguments, finds the pool's arrays itself, and returns the new `low`: passed whole, in
+// memory, the struct would be stored field by field and read back 16 bytes at a time, and
+// each such load would wait for the stores to retire.
 template <class T>
 struct Sweep {
   T* g;
   const T* v;
   const Index* links;
   bool* reached;
-  Index low;  // the lowest node flagged so far: the sweep stops there
+  Index low;    // the lowest node flagged so far: the sweep stops there
+  Index floor;  // nodes below are leaves: never visited
+
+  static Sweep resume(bool* reached, Index low, Index floor) noexcept {
+    Pool<T>& pool = Pool<T>::local();
+    return {pool.grads(), pool.values(), pool.links(), reached, low, floor};
+  }
 
   BURTORCH_INLINE void add(Index j, T delta) noexcept {
     g[j] += delta;
     reached[j] = true;
     low = std::min(low, j);
+  }
+
+  // As add(), without the flag where j is one of the leading leaves.
+  BURTORCH_INLINE void addToLeafOrNode(Index j, T delta) noexcept {
+    if (j < floor) g[j] += delta;
+    else add(j, delta);
+  }
+
+  // Flags nodes [first, first + n), unless all of them are leading leaves.
+  BURTORCH_INLINE void reach(Index first, std::size_t n) noexcept {
+    if (first + n <= floor) return;
+    std::fill_n(reached + first, n, true);
+    low = std::min(low, first);
+  }
+
+  // The gradient of x . w over consecutive nodes x..x+n and w..w+n, a contiguous loop each.
+  BURTORCH_INLINE void addProduct(Index x, Index w, std::size_t n, T gi) noexcept {
+    kernels::axpy(g + x, gi, v + w, n);
+    kernels::axpy(g + w, gi, v + x, n);
+    reach(x, n);
+    reach(w, n);
   }
 };
 
@@ -61,7 +110,8 @@ BURTORCH_INLINE void addEach(Sweep<T>& s, At at, std::size_t n, F delta) noexcep
 // d(prod)/dx_k is the product of the others: divide where no factor is zero; with one zero
 // factor only that one gets a gradient; with two or more every gradient is zero.
 template <class T>
-BURTORCH_OUTLINE Sweep<T> reduceMulBackward(Sweep<T> s, Index list, std::size_t n, T gi) noexcept {
+BURTORCH_OUTLINE Index reduceMulBackward(bool* reached, Index low, Index floor, Index list, std::size_t n, T gi) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
   visitList(s.links, list, [&](auto at) {
     std::size_t zeros = 0;
     T nonZero = 1;
@@ -78,11 +128,12 @@ BURTORCH_OUTLINE Sweep<T> reduceMulBackward(Sweep<T> s, Index list, std::size_t 
       s.add(at(k), d);
     }
   });
-  return s;
+  return s.low;
 }
 
 template <class T>
-BURTORCH_OUTLINE Sweep<T> reduceBackward(Sweep<T> s, Op op, Index i, Index list, std::size_t n, T gi) noexcept {
+BURTORCH_OUTLINE Index reduceBackward(bool* reached, Index low, Index floor, Op op, Index i, Index list, std::size_t n, T gi) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
   const T count = static_cast<T>(n);
   const T* v = s.v;
   visitList(s.links, list, [&](auto at) {
@@ -101,24 +152,44 @@ BURTORCH_OUTLINE Sweep<T> reduceBackward(Sweep<T> s, Op op, Index i, Index list,
       default: break;
     }
   });
-  return s;
+  return s.low;
+}
+
+// d(x . w): operand by operand, or a contiguous loop per run where both lists are runs.
+template <class T, class XAt, class WAt>
+BURTORCH_INLINE void productBackward(Sweep<T>& s, XAt xAt, WAt wAt, std::size_t n, T gi) noexcept {
+  for (std::size_t k = 0; k < n; ++k) {
+    const Index x = xAt(k), w = wAt(k);
+    const T xv = s.v[x], wv = s.v[w];
+    s.add(x, gi * wv);
+    s.add(w, gi * xv);
+  }
 }
 
 template <class T>
-BURTORCH_OUTLINE Sweep<T> innerProductBackward(Sweep<T> s, Index xList, Index tail, bool withBias, T gi) noexcept {
+BURTORCH_INLINE void productBackward(Sweep<T>& s, RangeAt x, RangeAt w, std::size_t n, T gi) noexcept {
+  s.addProduct(x.first, w.first, n, gi);
+}
+
+template <class T>
+void productBackward(Sweep<T>& s, RunsAt x, RangeAt w, std::size_t n, T gi) noexcept {
+  for (std::size_t r = 0; r < n / x.length; ++r) s.addProduct(x.firsts[r], w.first + static_cast<Index>(r * x.length), x.length, gi);
+}
+
+template <class T>
+void productBackward(Sweep<T>& s, RangeAt x, RunsAt w, std::size_t n, T gi) noexcept {
+  productBackward(s, w, x, n, gi);
+}
+
+template <class T>
+BURTORCH_OUTLINE Index innerProductBackward(bool* reached, Index low, Index floor, Index xList, Index tail, bool withBias, T gi) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
   const std::size_t n = s.links[tail];
   visitList(s.links, xList, [&](auto xAt) {
-    visitList(s.links, s.links[tail + 1], [&](auto wAt) {
-      for (std::size_t k = 0; k < n; ++k) {
-        const Index x = xAt(k), w = wAt(k);
-        const T xv = s.v[x], wv = s.v[w];
-        s.add(x, gi * wv);
-        s.add(w, gi * xv);
-      }
-    });
+    visitList(s.links, s.links[tail + 1], [&](auto wAt) { productBackward(s, xAt, wAt, n, gi); });
   });
-  if (withBias) s.add(s.links[tail + 2], gi);
-  return s;
+  if (withBias) s.addToLeafOrNode(s.links[tail + 2], gi);
+  return s.low;
 }
 
 // Every case multiplies the incoming gradient once by a local derivative computed from values
@@ -177,16 +248,16 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index i, Args args, T gi) noe
       break;
     }
     case Op::NegMean: s.add(a, gi * T(-0.5)); s.add(b, gi * T(-0.5)); break;
-    case Op::ReduceMul: s = reduceMulBackward(s, a, b, gi); break;
+    case Op::ReduceMul: s.low = reduceMulBackward(s.reached, s.low, s.floor, a, b, gi); break;
     case Op::ReduceSum:
     case Op::ReduceSub:
     case Op::ReduceMean:
     case Op::ReduceSumOfSquares:
     case Op::ReduceMeanSquares:
     case Op::ReduceNegMean:
-    case Op::LogSumExp: s = reduceBackward(s, op, i, a, b, gi); break;
-    case Op::InnerProduct: s = innerProductBackward(s, a, b, false, gi); break;
-    case Op::InnerProductWithBias: s = innerProductBackward(s, a, b, true, gi); break;
+    case Op::LogSumExp: s.low = reduceBackward(s.reached, s.low, s.floor, op, i, a, b, gi); break;
+    case Op::InnerProduct: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, false, gi); break;
+    case Op::InnerProductWithBias: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, true, gi); break;
     default: BURTORCH_UNREACHABLE();  // every Op is handled above
   }
 }
@@ -201,7 +272,8 @@ void backwardWithScratch(Value<T> root, BackwardScratch& scratch) noexcept {
   Pool<T>& pool = Pool<T>::local();
   const Index r = root.index();
   BURTORCH_ASSERT(r < pool.size());
-  detail::Sweep<T> s{pool.grads(), pool.values(), pool.links(), scratch.fit(pool.capacity()), r};
+  const auto floor = static_cast<Index>(pool.leadingLeaves());
+  detail::Sweep<T> s{pool.grads(), pool.values(), pool.links(), scratch.fit(pool.capacity(), floor), r, floor};
   const Op* ops = pool.ops();
   const Args* args = pool.args();
   s.g[r] = T(1);
@@ -211,8 +283,9 @@ void backwardWithScratch(Value<T> root, BackwardScratch& scratch) noexcept {
       s.reached[i] = false;
       detail::propagate(s, ops[i], i, args[i], s.g[i]);
     }
-    if (i == s.low) break;
+    if ((i == s.low) | (i == floor)) break;
   }
+  scratch.leftFlags(s.low, floor);
 }
 
 // The same with scratch kept per thread, for when memory control does not matter.

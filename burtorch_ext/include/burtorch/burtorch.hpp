@@ -7,6 +7,7 @@
 #include "burtorch/value.hpp"
 #include "burtorch/scalar_ops.hpp"
 #include "burtorch/lists.hpp"
+#include "burtorch/kernels.hpp"
 #include "burtorch/reductions.hpp"
 #include "burtorch/backward.hpp"
 #include "burtorch/serialize.hpp"
@@ -18,3 +19,4 @@
 #include "burtorch/layer_norm.hpp"
 #include "burtorch/attention.hpp"
 #include "burtorch/loss.hpp"
+#include "burtorch/optim.hpp"

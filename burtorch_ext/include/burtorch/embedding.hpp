@@ -13,10 +13,13 @@ namespace burtorch {
 template <class T>
 class Embedding {
  public:
-  Embedding(std::size_t count, std::size_t dim, Rng& rng) noexcept : count_(count), dim_(dim) {
-    table_ = leaves<T>(count * dim);
+  // Entries drawn from uniform(-1, 1).
+  Embedding(std::size_t count, std::size_t dim, Rng& rng) noexcept : Embedding(count, dim) {
     for (std::size_t k = 0; k < table_.size(); ++k) table_[k].setData(rng.uniform<T>(-1, 1));
   }
+
+  // Entries zero, to be loaded.
+  Embedding(std::size_t count, std::size_t dim) noexcept : count_(count), dim_(dim) { table_ = leaves<T>(count * dim); }
 
   std::size_t count() const noexcept { return count_; }
   std::size_t dim() const noexcept { return dim_; }

@@ -35,6 +35,8 @@ class LayerNorm {
   }
 
   // out may be the caller's buffer for x's handles: each x[i] is read before out[i] is written.
+  // Each stage makes its dim nodes one after the other, so every stage (the output included) is
+  // a run of consecutive nodes that the next reduction or layer reads as one word.
   template <class L>
     requires IndexableValues<L> && ValueList<L>
   void forward(const L& x, std::span<Value<T>> out) const noexcept {
@@ -42,10 +44,10 @@ class LayerNorm {
     const Value<T> mu = reduceMean(x);
     for (std::size_t i = 0; i < dim_; ++i) out[i] = x[i] - mu;
     const Value<T> scale = invSqrt(addConstant(reduceMeanSquares(std::span<const Value<T>>(out)), eps_));
-    for (std::size_t i = 0; i < dim_; ++i) {
-      out[i] = out[i] * scale;
-      if (affine()) out[i] = out[i] * gamma_[i] + beta_[i];
-    }
+    for (std::size_t i = 0; i < dim_; ++i) out[i] = out[i] * scale;
+    if (!affine()) return;
+    for (std::size_t i = 0; i < dim_; ++i) out[i] = out[i] * gamma_[i];
+    for (std::size_t i = 0; i < dim_; ++i) out[i] = out[i] + beta_[i];
   }
 
  private:

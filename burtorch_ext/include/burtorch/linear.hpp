@@ -42,10 +42,16 @@ struct Neuron {
 template <class T>
 class Linear {
  public:
+  // Parameters drawn from uniform(-1, 1).
   Linear(std::size_t inputs, std::size_t outputs, bool withBias, Activation activation, Rng& rng) noexcept
+      : Linear(inputs, outputs, withBias, activation) {
+    for (std::size_t k = 0; k < params_.size(); ++k) params_[k].setData(rng.uniform<T>(-1, 1));
+  }
+
+  // Parameters zero, to be loaded.
+  Linear(std::size_t inputs, std::size_t outputs, bool withBias, Activation activation) noexcept
       : inputs_(inputs), outputs_(outputs), withBias_(withBias), activation_(activation) {
     params_ = leaves<T>(inputs * outputs + (withBias ? outputs : 0));
-    for (std::size_t k = 0; k < params_.size(); ++k) params_[k].setData(rng.uniform<T>(-1, 1));
   }
 
   std::size_t inputs() const noexcept { return inputs_; }
@@ -75,12 +81,19 @@ class Linear {
   }
 
   // out[j] = activation(w_j . x + b_j); the input's indices are recorded once for all neurons.
+  // All affine nodes come first, then all activations, so the outputs are consecutive nodes and
+  // the next layer reads them as one contiguous run.
   template <ValueList L>
   void forward(const L& x, std::span<Value<T>> out) const noexcept {
     BURTORCH_ASSERT(out.size() == outputs_);
     const auto xs = record(x);
     BURTORCH_ASSERT(xs.count == inputs_);
-    for (std::size_t j = 0; j < outputs_; ++j) out[j] = neuron(j)(xs);
+    for (std::size_t j = 0; j < outputs_; ++j) {
+      const NodeRange<T> w{static_cast<Index>(params_.first + j * inputs_), static_cast<Index>(inputs_)};
+      out[j] = withBias_ ? innerProductWithBias(xs, w, biases()[j]) : innerProduct(xs, w);
+    }
+    if (activation_ == Activation::Identity) return;
+    for (std::size_t j = 0; j < outputs_; ++j) out[j] = activate(activation_, out[j]);
   }
 
   template <ValueList L>

@@ -1,8 +1,10 @@
 // Operand lists of n-ary nodes. An n-ary node does not copy its operands: it records their
 // indices once in the pool's link array, as one word for a run of consecutive nodes (a layer's
-// weights) or one word per operand otherwise. The same recorded list can feed many nodes (the
-// input of every neuron of a layer), and views over Values (a head of a token's query, a column
-// of values across tokens) record straight from the caller's handles.
+// weights, a layer's outputs), as equal-length runs (embedding rows looked up by a context), or
+// one word per operand otherwise. The same recorded list can feed many nodes (the input of every
+// neuron of a layer), and views over Values (a head of a token's query, a column of values
+// across tokens) record straight from the caller's handles. Runs of consecutive nodes are what
+// lets inner products work on contiguous arrays of values and gradients.
 #pragma once
 
 #include <concepts>
@@ -26,6 +28,20 @@ struct StridedValues {
 
   Value<T> operator[](std::size_t k) const noexcept { return first[static_cast<std::ptrdiff_t>(k) * stride]; }
   std::size_t size() const noexcept { return count; }
+};
+
+// Equal-length runs of consecutive nodes, one after the other: the rows of an embedding table
+// that a context of tokens looks up, concatenated without copying a node.
+template <class T>
+struct Runs {
+  using Scalar = T;
+  std::span<const Index> firsts;  // the first node of each run
+  std::size_t length = 0;          // nodes per run
+
+  Value<T> operator[](std::size_t k) const noexcept {
+    return Value<T>::fromIndex(firsts[k / length] + static_cast<Index>(k % length));
+  }
+  std::size_t size() const noexcept { return firsts.size() * length; }
 };
 
 // A list already recorded in the pool; valid until the pool is rewound below it.
@@ -58,10 +74,19 @@ struct ListedAt {
   const Index* at;
   BURTORCH_INLINE Index operator()(std::size_t k) const noexcept { return at[k]; }
 };
+// Stored as [kRunsMarker, length, first of run 0, first of run 1, ...].
+struct RunsAt {
+  const Index* firsts;
+  Index length;
+  BURTORCH_INLINE Index operator()(std::size_t k) const noexcept {
+    return firsts[k / length] + static_cast<Index>(k % length);
+  }
+};
 
 template <class F>
 BURTORCH_INLINE decltype(auto) visitList(const Index* links, Index offset, F&& f) {
   const Index word = links[offset];
+  if (word == kRunsMarker) [[unlikely]] return f(RunsAt{links + offset + 2, links[offset + 1]});
   if (word & kRangeFlag) return f(RangeAt{word & ~kRangeFlag});
   return f(ListedAt{links + offset});
 }
@@ -96,11 +121,29 @@ RecordedList<T> toList(StridedValues<T> xs) noexcept {
   return {at, static_cast<Index>(xs.count)};
 }
 
+template <class T>
+RecordedList<T> toList(Runs<T> xs) noexcept {
+  if (xs.size() == 0) return detail::recordRange<T>(0, 0);
+  if (xs.firsts.size() == 1) return detail::recordRange<T>(xs.firsts[0], xs.length);
+  Pool<T>& pool = Pool<T>::local();
+  const Index at = pool.appendLinks(2 + xs.firsts.size());
+  Index* out = pool.links() + at;
+  out[0] = kRunsMarker;
+  out[1] = static_cast<Index>(xs.length);
+  std::memcpy(out + 2, xs.firsts.data(), xs.firsts.size_bytes());
+  return {at, static_cast<Index>(xs.size())};
+}
+
+// Handles of consecutive nodes (a layer's outputs) are recorded as one range word.
 template <ValueRange R>
 auto toList(const R& xs) noexcept {
   using T = typename std::ranges::range_value_t<R>::Scalar;
   const std::span<const Value<T>> handles(xs);
   if (handles.empty()) return detail::recordRange<T>(0, 0);
+  const Index first = handles[0].index();
+  std::size_t k = 1;
+  while (k < handles.size() && handles[k].index() == first + k) ++k;
+  if (k == handles.size()) return detail::recordRange<T>(first, k);
   Pool<T>& pool = Pool<T>::local();
   const Index at = pool.appendLinks(handles.size());
   std::memcpy(pool.links() + at, handles.data(), handles.size() * sizeof(Index));

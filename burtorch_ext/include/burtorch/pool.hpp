@@ -4,6 +4,9 @@
 //
 // One pool per scalar type per thread. mark()/rewind() drop a step's graph and keep whatever was
 // created before the mark (the parameters): a training step then reuses the same memory.
+//
+// The pool also knows how many nodes at its start are leaves (the parameters, made before any
+// graph). Backward propagates nothing through a leaf, so it never walks down into that prefix.
 #pragma once
 
 #include <algorithm>
@@ -22,9 +25,11 @@ namespace burtorch {
 
 using Index = std::uint32_t;
 inline constexpr Index kNoIndex = 0xFFFFFFFFu;
-// The top bit of a link word marks a range of consecutive nodes, so indices stay below it.
+// The top bit of a link word marks a range of consecutive nodes, so indices stay below it; the
+// all-ones word (a range that would start at the last index) marks a list of runs instead.
 inline constexpr Index kRangeFlag = 0x80000000u;
-inline constexpr std::size_t kMaxNodes = kRangeFlag;
+inline constexpr Index kRunsMarker = 0xFFFFFFFFu;
+inline constexpr std::size_t kMaxNodes = kRangeFlag - 1;
 
 struct Args {
   Index a;
@@ -49,12 +54,18 @@ class Pool {
   std::size_t size() const noexcept { return size_; }
   std::size_t capacity() const noexcept { return capacity_; }
   std::size_t linkCount() const noexcept { return linkSize_; }
+  // Nodes [0, leadingLeaves()) are all leaves. Found by looking past the last answer, which
+  // stays valid until a rewind below it: amortised, each node is looked at once.
+  std::size_t leadingLeaves() noexcept {
+    return leadingLeaves_;
+  }
 
   Mark mark() const noexcept { return {size_, linkSize_}; }
   void rewind(Mark m) noexcept {
     BURTORCH_ASSERT(m.nodes <= size_ && m.links <= linkSize_);
     size_ = m.nodes;
     linkSize_ = m.links;
+    leadingLeaves_ = std::min(leadingLeaves_, size_);
   }
 
   // Grows the arrays ahead of time so that building the next graphs allocates nothing.
@@ -74,6 +85,7 @@ class Pool {
     if (size_ == capacity_) [[unlikely]] growNodes(size_ + 1);
     const std::size_t i = size_++;
     if (i >= kMaxNodes) BURTORCH_UNREACHABLE();  // lets the compiler see that Index(i) == i
+    if (op == Op::Leaf && i == leadingLeaves_) leadingLeaves_ = i + 1;
     grads_[i] = T(0);
     ops_[i] = op;
     args_[i] = Args{a, b};
@@ -121,6 +133,7 @@ class Pool {
   Index* links_ = nullptr;
   std::size_t size_ = 0;
   std::size_t capacity_ = 0;
+  std::size_t leadingLeaves_ = 0;
   std::size_t linkSize_ = 0;
   std::size_t linkCapacity_ = 0;
 };
@@ -159,7 +172,7 @@ Pool<T>& Pool<T>::local() noexcept {
 template <class T>
 void Pool<T>::growNodes(std::size_t needed) noexcept {
   (void)&detail::poolReleaser<T>;  // first growth on this thread: arrange the release at thread exit
-  if (needed > kMaxNodes) detail::fail("burtorch: node pool is full (2^31 nodes)");
+  if (needed > kMaxNodes) detail::fail("burtorch: node pool is full (2^31 - 1 nodes)");
   const std::size_t cap = std::min(detail::grownCapacity(capacity_, needed, 64), kMaxNodes);
   const std::size_t valueBytes = roundUp(cap * sizeof(T));
   const std::size_t argBytes = roundUp(cap * sizeof(Args));

@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "burtorch/kernels.hpp"
 #include "burtorch/lists.hpp"
 #include "burtorch/scalar_ops.hpp"
 
@@ -67,6 +68,30 @@ Value<T> reduce(Op op, RecordedList<T> xs) noexcept {
   return node(data, op, xs.offset, xs.count);
 }
 
+// sum_k v[x(k)] * v[w(k)]: operand by operand, or over contiguous values where both lists are
+// runs of consecutive nodes.
+template <class T, class XAt, class WAt>
+BURTORCH_INLINE T dotOf(const T* v, XAt x, WAt w, std::size_t n) noexcept {
+  return sum4<T>(n, [](std::size_t k) { return k; }, [&](std::size_t k) { return v[x(k)] * v[w(k)]; });
+}
+
+template <class T>
+BURTORCH_INLINE T dotOf(const T* v, RangeAt x, RangeAt w, std::size_t n) noexcept {
+  return kernels::dot(v + x.first, v + w.first, n);
+}
+
+template <class T>
+T dotOf(const T* v, RunsAt x, RangeAt w, std::size_t n) noexcept {
+  T sum = 0;
+  for (std::size_t r = 0; r < n / x.length; ++r) sum += kernels::dot(v + x.firsts[r], v + w.first + r * x.length, x.length);
+  return sum;
+}
+
+template <class T>
+T dotOf(const T* v, RangeAt x, RunsAt w, std::size_t n) noexcept {
+  return dotOf(v, w, x, n);
+}
+
 // The tail of an inner-product node: [count, offset of the weight list, bias index].
 template <class T>
 Value<T> innerProductNode(RecordedList<T> x, RecordedList<T> w, Value<T> bias, bool withBias) noexcept {
@@ -78,10 +103,7 @@ Value<T> innerProductNode(RecordedList<T> x, RecordedList<T> w, Value<T> bias, b
   links[tail + 1] = w.offset;
   const T* v = pool.values();
   T data = visitList(links, x.offset, [&](auto xAt) {
-    return visitList(links, w.offset, [&](auto wAt) {
-      return sum4<T>(x.count, [](std::size_t k) { return k; },
-                     [&](std::size_t k) { return v[xAt(k)] * v[wAt(k)]; });
-    });
+    return visitList(links, w.offset, [&](auto wAt) { return dotOf(v, xAt, wAt, x.count); });
   });
   if (withBias) {
     links[tail + 2] = bias.index();

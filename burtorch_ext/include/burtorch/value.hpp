@@ -15,7 +15,7 @@ class Value {
 
   Value() = default;
   // A leaf: an input or a parameter.
-  explicit Value(T data) noexcept : index_(Pool<T>::local().push(data, Op::Leaf)) {}
+  BURTORCH_INLINE explicit Value(T data) noexcept : index_(Pool<T>::local().push(data, Op::Leaf)) {}
 
   static Value fromIndex(Index index) noexcept {
     Value v;

@@ -1,5 +1,5 @@
 // Command line of the native driver; it mirrors harness/worker.py's:
-//   burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...]
+//   burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...] [--inputs DIR]
 #pragma once
 
 #include <cerrno>
@@ -24,6 +24,7 @@ struct Options {
   std::int64_t warmup = 0;
   std::int64_t blocks = 100;
   std::vector<Param> params;
+  std::string_view inputs;  // the shared-inputs folder of a training workload (workloads/inputs.py)
   bool help = false;
   bool version = false;
 };
@@ -81,6 +82,9 @@ inline std::optional<std::string> parseOptions(int argc, char** argv, Options& o
       if (name == "--iterations") options.iterations = *count;
       else if (name == "--warmup") options.warmup = *count;
       else options.blocks = *count;
+    } else if (name == "--inputs") {
+      if (value.empty()) return "--inputs needs a folder";
+      options.inputs = value;
     } else if (name == "--param") {
       const auto eq = value.find('=');
       if (eq == std::string_view::npos || eq == 0) return "--param wants NAME=VALUE, got '" + std::string(value) + "'";

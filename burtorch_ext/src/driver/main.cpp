@@ -8,10 +8,15 @@
 
 #include "burtorch/burtorch.hpp"
 #include "cli.hpp"
+#include "cpu_clocks.hpp"
+#include "gpt.hpp"
 #include "json_line.hpp"
+#include "mlp.hpp"
 #include "process_stats.hpp"
+#include "save_load.hpp"
 #include "scalar_graphs.hpp"
 #include "timing.hpp"
+#include "training.hpp"
 
 namespace burtorch::driver {
 namespace {
@@ -21,6 +26,11 @@ constexpr int kExitUsage = 2;
 int usageError(const std::string& message) {
   std::fprintf(stderr, "burtorch-bench: error: %s (try --help)\n", message.c_str());
   return kExitUsage;
+}
+
+int runError(const std::string& message) {
+  std::fprintf(stderr, "burtorch-bench: error: %s\n", message.c_str());
+  return 1;
 }
 
 // The workload's parameters: its defaults, overridden by --param; unknown names are errors.
@@ -50,10 +60,19 @@ int run(const Options& options) {
   std::array<Param, W::kDefaults.size()> params{};
   if (const auto error = resolveParams<W>(options, params)) return usageError(*error);
 
-  W step(params);
-  for (std::int64_t k = 0; k < options.warmup; ++k) step();
+  W step(params, options);
+  if constexpr (requires { step.error(); }) {
+    if (!step.error().empty()) return runError(step.error());
+  }
+  for (std::int64_t k = 0; k < options.warmup; ++k) {
+    if constexpr (requires { step.prepare(); }) step.prepare();
+    step();
+  }
+  CycleCounter clocks;
   const auto cpuBefore = cpuTimeSeconds();
+  clocks.start();
   const TimedLoop loop = timeBlocks(step, options.iterations, options.blocks);
+  const ClockReading counted = clocks.stop();
   const auto cpuAfter = cpuTimeSeconds();
   const Summary summary = summarize(loop.samples);
 
@@ -74,8 +93,10 @@ int run(const Options& options) {
       .endObject()
       .array("samples_s", loop.samples)
       .field("framework_version", "burtorch " BURTORCH_VERSION)
-      .null("cpu_clocks")
-      .field("cpu_clocks_source", "not measured by the native driver");
+      .field("cpu_clocks", counted.cycles)
+      .field("instructions", counted.instructions)
+      .field("cpu_clocks_source", counted.source);
+  if constexpr (requires { step.extras(json); }) step.extras(json);
   std::optional<double> loopCpu;
   if (cpuBefore && cpuAfter) loopCpu = *cpuAfter - *cpuBefore;
   json.field("loop_cpu_time_s", loopCpu).field("cpu_time_s", cpuTimeSeconds());
@@ -100,16 +121,22 @@ struct Entry {
 };
 
 // Every workload the driver knows; a new one is a class with kName, kPrecision, kDefaults,
-// a constructor from its parameters, operator() for one step and outputs().
+// a constructor from its parameters and the options, operator() for one step and outputs().
+// Optional: error() (why it cannot run, empty if it can), prepare() (untimed work before each
+// timed block, such as reading the next batch) and extras(JsonLine&) (its own result fields).
 constexpr std::array kWorkloads{
     Entry{TinyGraph::kName, &run<ScalarGraphWorkload<TinyGraph>>},
     Entry{SmallGraph::kName, &run<ScalarGraphWorkload<SmallGraph>>},
+    Entry{SaveLoadWorkload::kName, &run<SaveLoadWorkload>},
+    Entry{Mlp<float>::kName, &run<TrainingWorkload<Mlp<float>>>},
+    Entry{Gpt<float>::kName, &run<TrainingWorkload<Gpt<float>>>},
 };
 
 void printHelp() {
   std::printf(
-      "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...]\n"
+      "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...] [--inputs DIR]\n"
       "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/worker.py).\n"
+      "mlp and gpt train on the shared-inputs folder DIR that the workload's prepare() wrote.\n"
       "workloads:");
   for (const Entry& e : kWorkloads) std::printf(" %.*s", static_cast<int>(e.name.size()), e.name.data());
   std::printf("\n");

@@ -28,8 +28,14 @@ struct SmallGraph {
   static constexpr std::string_view kName = "small";
   static constexpr std::array<Param, 2> kDefaults{{{"a", -4.0}, {"b", 2.0}}};
 
+  // The final value of each of the graph's variables after a and b (`+=` rebinds them).
   template <class T>
-  static Value<T> build(Value<T> a, Value<T> b) noexcept {
+  struct Variables {
+    Value<T> c, d, e, f, g;
+  };
+
+  template <class T>
+  BURTORCH_INLINE static Variables<T> variables(Value<T> a, Value<T> b) noexcept {
     auto c = a + b;
     auto d = a * b + pow3(b);
     c += c + Value<T>(1.0);
@@ -40,7 +46,12 @@ struct SmallGraph {
     const auto f = sqr(e);
     auto g = f / Value<T>(2.0);
     g += Value<T>(10.0) / f;
-    return g;
+    return {c, d, e, f, g};
+  }
+
+  template <class T>
+  static Value<T> build(Value<T> a, Value<T> b) noexcept {
+    return variables(a, b).g;
   }
 };
 
@@ -55,7 +66,7 @@ class ScalarGraphWorkload {
   static constexpr std::string_view kPrecision = "fp64";
   static constexpr auto kDefaults = Graph::kDefaults;
 
-  explicit ScalarGraphWorkload(std::span<const Param> params)
+  explicit ScalarGraphWorkload(std::span<const Param> params, const Options& = {})
       : pool_(Pool<T>::local()), a_(params[0].value), b_(params[1].value), mark_(pool_.mark()) {}
 
   BURTORCH_INLINE void operator()() noexcept {

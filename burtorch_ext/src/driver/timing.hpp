@@ -23,6 +23,8 @@ struct TimedLoop {
   std::vector<double> samples;  // seconds per iteration, one per block
 };
 
+// A step with prepare() (a training step reading its batch) gets it called before each block,
+// outside the timed region, as harness/measure/timer.py does.
 template <class Step>
 TimedLoop timeBlocks(Step& step, std::int64_t iterations, std::int64_t blocks) {
   using Clock = std::chrono::steady_clock;
@@ -31,6 +33,7 @@ TimedLoop timeBlocks(Step& step, std::int64_t iterations, std::int64_t blocks) {
   loop.samples.reserve(sizes.size());
   std::chrono::nanoseconds total{0};
   for (const std::int64_t size : sizes) {
+    if constexpr (requires { step.prepare(); }) step.prepare();
     const auto start = Clock::now();
     for (std::int64_t i = 0; i < size; ++i) step();
     const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);

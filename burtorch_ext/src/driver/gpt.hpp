@@ -1,0 +1,167 @@
+// The character-level mini-GPT (workloads/gpt.py), one window of block_size + 1 tokens at a time:
+//
+//   x = wte[tokens] + wpe[positions]
+//   for each block:  x = x + proj(attention(ln1(x)));  x = x + ff2(relu(ff1(ln2(x))))
+//   logits = head(ln_f(x));  loss = mean over positions of cross-entropy(logits, next token)
+//
+// Query, key and value have no bias; proj, ff1, ff2 and head do. LayerNorm: biased variance,
+// eps 1e-5. The parameters are the pool's first nodes in the inputs' order (wte, wpe, per block
+// ln1, wq, wk, wv, proj, ln2, ff1, ff2, then ln_f and head), each weight matrix (out, in)
+// row-major. Attention heads are views of the query, key and value handles.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "burtorch/burtorch.hpp"
+#include "cli.hpp"
+#include "model_shapes.hpp"
+
+namespace burtorch::driver {
+
+struct GptShape {
+  std::size_t layers = 6, heads = 6, blockSize = 8, dModel = 24, vocab = 65;
+
+  static std::optional<GptShape> from(const Config& config, std::string& error) {
+    GptShape s;
+    if (!readSizes(config, {{"layers", &s.layers}, {"heads", &s.heads}, {"block_size", &s.blockSize},
+                            {"d_model", &s.dModel}, {"vocab", &s.vocab}}, error))
+      return std::nullopt;
+    if (s.dModel % s.heads != 0) {
+      error = "config.txt: d_model is not a multiple of heads";
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  std::size_t ff() const { return 4 * dModel; }
+
+  std::vector<Tensor> tensors() const {
+    const std::size_t d = dModel;
+    std::vector<Tensor> out{{"wte", {vocab, d}}, {"wpe", {blockSize, d}}};
+    for (std::size_t l = 0; l < layers; ++l) {
+      std::string h = "h";
+      h += std::to_string(l);
+      h += '.';
+      for (Tensor t : std::initializer_list<Tensor>{
+               {"ln1_g", {d}}, {"ln1_b", {d}}, {"wq", {d, d}}, {"wk", {d, d}}, {"wv", {d, d}},
+               {"proj_w", {d, d}}, {"proj_b", {d}}, {"ln2_g", {d}}, {"ln2_b", {d}}, {"ff1_w", {ff(), d}},
+               {"ff1_b", {ff()}}, {"ff2_w", {d, ff()}}, {"ff2_b", {d}}}) {
+        t.name = h + t.name;
+        out.push_back(std::move(t));
+      }
+    }
+    out.push_back({"lnf_g", {d}});
+    out.push_back({"lnf_b", {d}});
+    out.push_back({"head_w", {vocab, d}});
+    out.push_back({"head_b", {vocab}});
+    return out;
+  }
+
+  // A sample: block_size + 1 consecutive token ids; inputs are the first block_size, targets the last.
+  std::size_t sampleWidth() const { return blockSize + 1; }
+
+  // Nodes of one sample's graph. Per token: the embedding sum (d); per block and token, two
+  // layer norms (4d + 4 each), query, key and value (3d), the heads' outputs (d), proj (d), two
+  // residual sums (2d), ff1 with its relu (2 ff) and ff2 (d); per head and query at position t,
+  // 4 (t + 1) + 1 nodes of scores and softmax; at the end a layer norm, the logits and two loss
+  // nodes per token, and their mean.
+  std::size_t graphNodes() const {
+    const std::size_t t = blockSize, d = dModel;
+    const std::size_t block = t * (2 * (4 * d + 4) + 3 * d + d + d + 2 * d + 2 * ff() + d) + heads * (2 * t * (t + 1) + t);
+    return t * d + layers * block + t * (4 * d + 4 + vocab + 2) + 1;
+  }
+};
+
+template <class T>
+class Gpt {
+ public:
+  using Scalar = T;
+  using Shape = GptShape;
+  static constexpr std::string_view kName = "gpt";
+  // NaN: as the inputs say.
+  static constexpr std::array<Param, 1> kDefaults{{{"batch", std::numeric_limits<double>::quiet_NaN()}}};
+
+  // Parameters zero (layer norms: gain 1, bias 0), to be loaded.
+  explicit Gpt(const Shape& shape)
+      : shape_(shape),
+        wte_(shape.vocab, shape.dModel),
+        wpe_(shape.blockSize, shape.dModel),
+        blocks_(makeBlocks(shape)),
+        lnf_(shape.dModel),
+        head_(shape.dModel, shape.vocab, true, Activation::Identity),
+        x_(shape.blockSize * shape.dModel),
+        normed_(x_.size()),
+        y_(x_.size()),
+        hidden_(shape.ff()),
+        logits_(shape.vocab),
+        losses_(shape.blockSize) {}
+
+  // Builds one window's graph; returns its loss.
+  Value<T> loss(const std::uint8_t* window) {
+    const std::size_t tokens = shape_.blockSize;
+    for (std::size_t t = 0; t < tokens; ++t) {
+      const NodeRange<T> token = wte_[window[t]], position = wpe_[t];
+      for (std::size_t i = 0; i < shape_.dModel; ++i) x_[t * shape_.dModel + i] = token[i] + position[i];
+    }
+    for (Block& block : blocks_) {
+      for (std::size_t t = 0; t < tokens; ++t) block.ln1.forward(row(x_, t), row(normed_, t));
+      block.attention.forward(normed_, tokens, std::span<Value<T>>(y_));
+      addInto(x_, y_);
+      for (std::size_t t = 0; t < tokens; ++t) {
+        block.ln2.forward(row(x_, t), row(normed_, t));
+        block.ff1.forward(row(normed_, t), std::span<Value<T>>(hidden_));
+        block.ff2.forward(hidden_, row(y_, t));
+      }
+      addInto(x_, y_);
+    }
+    for (std::size_t t = 0; t < tokens; ++t) {
+      lnf_.forward(row(x_, t), row(normed_, t));
+      head_.forward(row(normed_, t), std::span<Value<T>>(logits_));
+      losses_[t] = crossEntropy(logits_, window[t + 1]);
+    }
+    return reduceMean(losses_);
+  }
+
+ private:
+  struct Block {
+    LayerNorm<T> ln1;
+    CausalSelfAttention<T> attention;
+    LayerNorm<T> ln2;
+    Linear<T> ff1, ff2;
+  };
+
+  // The blocks' parameters in the inputs' order: each member in its declaration order.
+  static std::vector<Block> makeBlocks(const Shape& s) {
+    std::vector<Block> blocks;
+    blocks.reserve(s.layers);
+    for (std::size_t l = 0; l < s.layers; ++l)
+      blocks.push_back(Block{LayerNorm<T>(s.dModel), CausalSelfAttention<T>(s.dModel, s.heads, false, true),
+                             LayerNorm<T>(s.dModel), Linear<T>(s.dModel, s.ff(), true, Activation::Relu),
+                             Linear<T>(s.ff(), s.dModel, true, Activation::Identity)});
+    return blocks;
+  }
+
+  std::span<Value<T>> row(std::vector<Value<T>>& tokens, std::size_t t) const {
+    return std::span<Value<T>>(tokens).subspan(t * shape_.dModel, shape_.dModel);
+  }
+
+  // The residual connection: x <- x + y, element by element.
+  static void addInto(std::vector<Value<T>>& x, const std::vector<Value<T>>& y) {
+    for (std::size_t k = 0; k < x.size(); ++k) x[k] = x[k] + y[k];
+  }
+
+  Shape shape_;
+  Embedding<T> wte_, wpe_;
+  std::vector<Block> blocks_;
+  LayerNorm<T> lnf_;
+  Linear<T> head_;
+  std::vector<Value<T>> x_, normed_, y_, hidden_, logits_, losses_;
+};
+
+}  // namespace burtorch::driver

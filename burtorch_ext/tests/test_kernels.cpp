@@ -1,0 +1,148 @@
+// What makes layers fast: lists recorded as runs of consecutive nodes, inner products over
+// contiguous arrays, backward stopping at the leading leaves, the fused SGD step.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "burtorch/burtorch.hpp"
+#include "check.hpp"
+#include "gradcheck.hpp"
+
+using namespace burtorch;
+using V = Value<double>;
+
+namespace {
+
+NodeRange<double> filledLeaves(std::size_t n, double scale) {
+  const NodeRange<double> x = leaves<double>(n);
+  for (std::size_t k = 0; k < n; ++k) x[k].setData(scale * std::sin(1.0 + static_cast<double>(k)));
+  return x;
+}
+
+template <class T>
+void checkKernels() {
+  for (std::size_t n = 0; n <= 70; ++n) {
+    std::vector<T> x(n), y(n), z(n);
+    T plain = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      x[k] = static_cast<T>(std::cos(0.3 * static_cast<double>(k)));
+      y[k] = static_cast<T>(0.5 + 0.01 * static_cast<double>(k));
+      z[k] = y[k];
+      plain += x[k] * y[k];
+    }
+    CHECK(check::close(kernels::dot(x.data(), y.data(), n), plain, 1e-5, 1e-5));
+    kernels::axpy(z.data(), T(-2), x.data(), n);
+    bool same = true;
+    for (std::size_t k = 0; k < n; ++k) same = same && z[k] == y[k] + T(-2) * x[k];
+    CHECK(same);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("kernels: dot and axpy agree with plain loops at every length up to 70") {
+  checkKernels<float>();
+  checkKernels<double>();
+}
+
+TEST_CASE("lists: consecutive handles are recorded as one word, others one word each") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  const NodeRange<double> x = filledLeaves(6, 1.0);
+  const std::vector<V> consecutive{x[1], x[2], x[3], x[4]};
+  const std::vector<V> scattered{x[4], x[2], x[0]};
+  std::size_t before = pool.linkCount();
+  const V sum = reduceSum(consecutive);
+  CHECK(pool.linkCount() - before == 1);
+  CHECK_CLOSE(sum.data(), x[1].data() + x[2].data() + x[3].data() + x[4].data(), 1e-15);
+  before = pool.linkCount();
+  reduceSum(scattered);
+  CHECK(pool.linkCount() - before == 3);
+  pool.rewind(Mark{});
+}
+
+TEST_CASE("runs: an inner product over looked-up rows equals one over their handles, gradients too") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  const NodeRange<double> table = filledLeaves(5 * 3, 1.0);  // 5 rows of 3
+  const NodeRange<double> w = filledLeaves(3 * 3, 0.7);
+  const Index rows[3] = {table.first + 9, table.first, table.first + 9};  // rows 3, 0, 3
+  const Runs<double> runs{rows, 3};
+  std::vector<V> handles;
+  for (const Index row : rows)
+    for (Index k = 0; k < 3; ++k) handles.push_back(V::fromIndex(row + k));
+  const NodeRange<double> all{0, static_cast<Index>(pool.size())};
+  const Mark mark = pool.mark();
+
+  const V viaRuns = innerProduct(runs, w);
+  const V viaHandles = innerProduct(handles, w);
+  CHECK_CLOSE(viaRuns.data(), viaHandles.data(), 1e-15);
+  CHECK_CLOSE(reduceSum(runs).data(), reduceSum(handles).data(), 1e-15);  // generic n-ary path
+  backward(viaRuns);
+  std::vector<double> gradients;
+  for (std::size_t k = 0; k < all.size(); ++k) gradients.push_back(all[k].grad());
+  zeroGrad(all);
+  backward(viaHandles);
+  bool same = true;
+  for (std::size_t k = 0; k < all.size(); ++k) same = same && std::abs(all[k].grad() - gradients[k]) <= 1e-15;
+  CHECK(same);
+  CHECK(table[9].grad() != 0.0 && table[3].grad() == 0.0);  // row 3 used twice, row 1 not at all
+  pool.rewind(mark);
+  EXPECT_NODE_GRADIENTS("runs", all, [&] { return tanh(innerProductWithBias(runs, w, table[14])); });
+  pool.rewind(Mark{});
+}
+
+TEST_CASE("inner products of ranges: gradients, operands shared or overlapping") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  const NodeRange<double> x = filledLeaves(30, 0.9);
+  const NodeRange<double> a{x.first, 24}, b{x.first + 6, 24};
+  EXPECT_NODE_GRADIENTS("x.x", x, [&] { return innerProduct(a, a); });
+  EXPECT_NODE_GRADIENTS("overlapping", x, [&] { return innerProduct(a, b); });
+  EXPECT_NODE_GRADIENTS("of nodes", x, [&] {
+    std::vector<V> h(24);
+    for (std::size_t k = 0; k < 24; ++k) h[k] = tanh(b[k]);
+    return innerProduct(h, a) * innerProduct(a, h);  // h is a range of operator nodes
+  });
+  pool.rewind(Mark{});
+}
+
+TEST_CASE("backward: stops at the leading leaves and leaves no stale flag when they shrink") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  BackwardScratch scratch;
+  const NodeRange<double> p = filledLeaves(3, 1.0);
+  CHECK(pool.leadingLeaves() == 3);
+  const V y = p[0] * p[1] + p[2];  // scalar operators flag the leaves
+  backwardWithScratch(y, scratch);
+  CHECK(p[2].grad() == 1.0 && p[0].grad() == p[1].data());
+  pool.rewind(Mark{});
+  // Index 2 now holds an operator whose backward would turn a zero gradient into NaN.
+  const V zero(0.0), two(2.0);
+  const V notReached = negativeLog(zero);
+  CHECK(notReached.index() == 2 && pool.leadingLeaves() == 2);
+  backwardWithScratch(two * 3.0, scratch);
+  CHECK(two.grad() == 3.0);
+  CHECK(zero.grad() == 0.0);
+  pool.rewind(Mark{});
+}
+
+TEST_CASE("sgd: p <- p - step * dp over a range, gradients zeroed") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  const NodeRange<double> p = filledLeaves(37, 1.0);
+  const V other(5.0);
+  std::vector<double> before;
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    p[k].setGrad(0.5 * static_cast<double>(k));
+    before.push_back(p[k].data());
+  }
+  other.setGrad(1.0);
+  sgdStepAndZeroGrad(p, 0.1);
+  bool ok = true;
+  for (std::size_t k = 0; k < p.size(); ++k)
+    ok = ok && p[k].data() == before[k] - 0.1 * (0.5 * static_cast<double>(k)) && p[k].grad() == 0.0;
+  CHECK(ok);
+  CHECK(other.data() == 5.0 && other.grad() == 1.0);  // outside the range: untouched
+  pool.rewind(Mark{});
+}

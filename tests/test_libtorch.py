@@ -1,0 +1,105 @@
+"""The LibTorch engine: its driver builds against the torch wheel on first use (cached in
+build/libtorch/), speaks the native drivers' JSON-line protocol and matches the references."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from importlib import metadata
+
+import pytest
+
+from engines import all_engines
+from engines import libtorch
+from workloads import WORKLOADS
+
+ENGINE = "libtorch/eager/cpp/cpu"
+# The keys harness/worker.py writes; the runner treats every child alike.
+WORKER_KEYS = {"status", "outputs", "precision", "iterations", "warmup", "loop_time_s", "per_iter_s", "samples_s",
+               "framework_version", "cpu_clocks", "cpu_clocks_source", "loop_cpu_time_s", "cpu_time_s",
+               "peak_resident_bytes", "peak_virtual_bytes", "peak_private_bytes", "peak_private_source"}
+
+
+@pytest.fixture(scope="module")
+def driver() -> str:
+    spec = all_engines()[ENGINE]
+    why = spec.prepare()
+    assert why is None, why
+    assert spec.unavailable_reason() is None
+    return spec.executable
+
+
+def run(driver: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([driver, *args], capture_output=True, text=True, timeout=120)
+
+
+def result_of(driver: str, workload: str, iterations: int = 200) -> dict:
+    point = WORKLOADS[workload].points()[0]
+    params = [arg for name, value in point.items() for arg in ("--param", f"{name}={value!r}")]
+    done = run(driver, workload, "--iterations", str(iterations), "--warmup", "3", "--blocks", "10", *params)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1, done.stdout
+    return json.loads(lines[0])
+
+
+@pytest.mark.parametrize("workload", ["tiny", "small", "energy"])
+def test_outputs_match_the_reference(driver, workload):
+    result = result_of(driver, workload)
+    w = WORKLOADS[workload]
+    check = w.check(w.points()[0], result["outputs"], result["precision"])
+    assert check.ok, check.as_dict()
+
+
+def test_the_line_follows_the_worker_protocol(driver):
+    result = result_of(driver, "small", iterations=100)
+    assert WORKER_KEYS <= set(result)
+    assert result["status"] == "ok" and result["precision"] == "fp64"
+    assert result["iterations"] == 100 and result["warmup"] == 3 and result["per_iter_s"]["n"] == 10
+    assert result["framework_version"] == metadata.version("torch").split("+")[0]
+    assert result["cpu_clocks"] is None and result["cpu_clocks_source"]
+    assert result["cpu_time_s"] >= result["loop_cpu_time_s"] >= 0
+
+
+def test_bad_input_is_a_usage_error(driver):
+    unknown = run(driver, "mlp", "--iterations", "10")
+    assert unknown.returncode == 2 and "unknown workload 'mlp'" in unknown.stderr
+    bad_param = run(driver, "tiny", "--iterations", "10", "--param", "z=1")
+    assert bad_param.returncode == 2 and "no parameter 'z'" in bad_param.stderr
+    assert unknown.stdout == bad_param.stdout == ""
+
+
+@pytest.fixture
+def scratch_build(tmp_path, monkeypatch):
+    """The build folder moved to tmp_path, so these tests neither use nor spoil the real cache."""
+    build = tmp_path / "build"
+    monkeypatch.setattr(libtorch, "BUILD_DIR", build)
+    monkeypatch.setattr(libtorch, "EXECUTABLE", build / "libtorch-bench")
+    monkeypatch.setattr(libtorch, "STATE_FILE", build / "state.json")
+    monkeypatch.setattr(libtorch, "BUILD_LOG", build / "build.log")
+    return build
+
+
+def test_listing_does_not_build(scratch_build):
+    assert all_engines()[ENGINE].unavailable_reason() is None
+    assert not scratch_build.exists()
+
+
+def test_a_failed_build_is_remembered_with_its_reason(scratch_build, tmp_path, monkeypatch):
+    sources = tmp_path / "sources"
+    shutil.copytree(libtorch.SOURCE_DIR, sources)
+    (sources / "main.cpp").write_text('#error "deliberately broken"\n')
+    monkeypatch.setattr(libtorch, "SOURCE_DIR", sources)
+    spec = all_engines()[ENGINE]
+    reason = spec.prepare()
+    assert reason is not None and "LibTorch driver build failed" in reason and "deliberately broken" in reason
+    # Listing and the next run report the remembered failure without building again.
+    log_written = (scratch_build / "build.log").stat().st_mtime_ns
+    assert spec.unavailable_reason() == reason
+    assert spec.prepare() == reason
+    assert (scratch_build / "build.log").stat().st_mtime_ns == log_written
+
+
+def test_without_torch_the_engine_is_unavailable(monkeypatch):
+    monkeypatch.setattr(libtorch, "torch_cmake_prefix", lambda: None)
+    assert all_engines()[ENGINE].unavailable_reason() == "python module 'torch' is not installed"
