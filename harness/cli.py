@@ -236,6 +236,12 @@ def new_run_dir(out: Path, profile: str) -> Path:
     return run_dir
 
 
+def _worker_pythonpath() -> dict:
+    """Another interpreter finds the harness through PYTHONPATH (it has only its own packages)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    return {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+
+
 def cmd_list(args, console: Console) -> int:
     from rich.table import Table
 
@@ -397,7 +403,7 @@ def _run_locked(args, console, run_dir, manifest, spec, plan, unavailable, cpu, 
 
     tsc = clocks.tsc_rate_hz()
     options = RunOptions(cpu=cpu, python=python, mem_limit_bytes=args.mem_limit, sample_private=args.sample_private,
-                         env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent)} if args.python else {})
+                         env=_worker_pythonpath() if args.python else {})
     console.print(f"burtbench: {len(plan)} trials ({spec['profile']} profile) pinned to core {cpu} → {run_dir}",
                   highlight=False)
     meter = None

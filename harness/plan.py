@@ -21,6 +21,9 @@ class PlannedTrial:
     iterations: int
     warmup: int
     timeout_s: float
+    # The init run (1 iteration, end to end) is a property of the point, not of the trial: it is
+    # repeated for every trial only in the paper profile, where its spread is reported.
+    with_init: bool = True
 
     def key(self) -> tuple:
         return trial_key(self.engine.id, self.workload.name, self.params, self.trial)
@@ -39,13 +42,14 @@ def make_plan(engines: list[EngineSpec], workloads: list[Workload], profile: str
         for workload in workloads:
             if index >= (trials or workload.trials[profile]):
                 continue
-            for params in workload.points(narrow_for(workload, narrow)):
+            for params in workload.points(narrow_for(workload, narrow), profile):
                 for engine in engines:
                     if workload.name in engine.workloads:
                         plan.append(PlannedTrial(
                             engine=engine, workload=workload, params=params, trial=index,
                             iterations=workload.iterations[profile], warmup=workload.warmup[profile],
-                            timeout_s=timeout_s or workload.timeout_s[profile]))
+                            timeout_s=timeout_s or workload.timeout_s[profile],
+                            with_init=profile == "paper" or index == 0))
     return plan
 
 

@@ -269,7 +269,7 @@ def new_trial(pt: PlannedTrial, cpu: int) -> Trial:
 
 def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, str],
             inputs: Path | None = None, meter=None) -> Trial:
-    """Init run (1 iteration, end to end) then the measured run, in two fresh children.
+    """Init run (1 iteration, end to end; see PlannedTrial.with_init) then the measured run, in fresh children.
 
     An energy meter, when given, reads its counter right before the measured child starts and
     right after it exits: the energy of the whole process life, imports included.
@@ -277,11 +277,12 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     opts = spawner.options
     trial = new_trial(pt, opts.cpu)
     mem_limited = opts.mem_limit_bytes is not None
-    init = spawner.run(child_command(pt, 1, 0, opts, inputs), pt.timeout_s)
-    status, reason, _ = classify(init, pt.timeout_s, mem_limited)
-    if status != "ok":
-        return _record_failure(trial, status, f"init run: {reason}", init)
-    trial.init_time_s = init.wall_s
+    if pt.with_init:
+        init = spawner.run(child_command(pt, 1, 0, opts, inputs), pt.timeout_s)
+        status, reason, _ = classify(init, pt.timeout_s, mem_limited)
+        if status != "ok":
+            return _record_failure(trial, status, f"init run: {reason}", init)
+        trial.init_time_s = init.wall_s
     if meter is not None:
         meter.start()
     main = spawner.run(child_command(pt, pt.iterations, pt.warmup, opts, inputs), pt.timeout_s)

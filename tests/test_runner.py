@@ -83,8 +83,11 @@ def test_memory_cap_records_oom(fake_engines, tmp_path):
 
 def test_trials_are_interleaved_across_engines(fake_engines, tmp_path):
     assert run_cli("--engine", "fake/ok,fake/wrong", "--trials", "2", "--out", str(tmp_path)) == 0
-    order = [(t["engine"].split("/")[1], t["trial"]) for t in results.read_trials(only_run(tmp_path))]
+    trials = results.read_trials(only_run(tmp_path))
+    order = [(t["engine"].split("/")[1], t["trial"]) for t in trials]
     assert order == [("ok", 0), ("wrong", 0), ("ok", 1), ("wrong", 1)]
+    # Outside the paper profile the init run is measured once per point, with its first trial.
+    assert [t["init_time_s"] is not None for t in trials] == [True, True, False, False]
 
 
 def test_every_trial_is_pinned_to_the_requested_core(fake_engines, tmp_path):
@@ -203,3 +206,21 @@ def test_energy_reading_brackets_the_measured_child(fake_engines):
     assert Meter.calls == ["start", "stop"]
     assert (trial.energy_total_j, trial.energy_task_j, trial.energy_os_j) == (3.0, 2.0, 1.0)
     assert trial.energy_source == "fake" and trial.extra["energy_window_s"] == 0.5
+
+
+def test_python_option_runs_the_workers_under_another_interpreter(fake_engines, tmp_path, monkeypatch):
+    import site
+
+    # The same interpreter reached by another path, outside this venv: it sees this venv's
+    # packages only because we say so, as another venv would have its own.
+    other = tmp_path / "other-python"
+    other.symlink_to(Path(sys.executable).resolve())
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([os.environ["PYTHONPATH"], *site.getsitepackages()]))
+    out = tmp_path / "out"
+    assert run_cli("--engine", "fake/ok", "--python", str(other), "--out", str(out)) == 0
+    run_dir = only_run(out)
+    (trial,) = results.read_trials(run_dir)
+    assert trial["status"] == "ok" and trial["check"]["ok"]
+    manifest = results.read_manifest(run_dir)
+    assert manifest["options"]["python"] == str(other)
+    assert manifest["python"]["executable"] == str(other) and manifest["frameworks"]["torch"]

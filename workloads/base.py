@@ -43,6 +43,9 @@ class Workload:
     timeout_s: Mapping[str, float]
     # Each parameter's allowed values; a run covers their cartesian product unless --param narrows it.
     grid: Mapping[str, tuple] = field(default_factory=dict)
+    # A profile may cover fewer values by default (quick: a representative subset of a long sweep);
+    # --param can still pick any value of the full grid.
+    profile_grid: Mapping[str, Mapping[str, tuple]] = field(default_factory=dict)
     # Timed blocks per loop: each block's time / its size is one per-iteration sample.
     # A workload whose steps are long (MLP, GPT) times every step: blocks = iterations.
     blocks: int | None = 100
@@ -59,10 +62,11 @@ class Workload:
     def timing_blocks(self, iterations: int) -> int:
         return iterations if self.blocks is None else self.blocks
 
-    def points(self, narrow: Mapping[str, tuple] | None = None) -> list[dict]:
+    def points(self, narrow: Mapping[str, tuple] | None = None, profile: str | None = None) -> list[dict]:
         narrow = narrow or {}
+        defaults = {**self.grid, **self.profile_grid.get(profile, {})}
         names = list(self.grid)
-        values = [narrow.get(n, self.grid[n]) for n in names]
+        values = [narrow.get(n, defaults[n]) for n in names]
         return [dict(zip(names, combo)) for combo in itertools.product(*values)]
 
     def check(self, params: Mapping, outputs: Mapping | None, precision: str, inputs: Path | None = None) -> Check:
