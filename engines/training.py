@@ -33,7 +33,7 @@ def first_batch(workload: str, data: inputs.Inputs) -> tuple:
 
 class TrainingProgram:
     def __init__(self, workload: str, data: inputs.Inputs, to_batch: Callable, train_step: Callable,
-                 version: str, sync: Callable[[], None] | None = None):
+                 version: str):
         self._split_rows = WORKLOADS[workload].split_rows
         self._data = data
         self._to_batch = to_batch
@@ -42,7 +42,6 @@ class TrainingProgram:
         self._batch = None
         self._losses: list = []
         self.version = version
-        self.sync = sync
         self.extra = {"param_count": int(data.config["param_count"])}
 
     def prepare(self) -> None:

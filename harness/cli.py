@@ -39,6 +39,8 @@ EXAMPLES = """examples:
   burtbench run --resume results/20261121-101500-quick
   burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
+  burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
+  burtbench fetch-data --data-dir data
   burtbench doctor
 """
 
@@ -78,6 +80,9 @@ def build_parser() -> Parser:
     run.add_argument("--sample-private", action="store_true",
                      help="also sample peak private memory from a thread in each Python worker (it shares the pinned core)")
     run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's) to compare framework versions")
+    run.add_argument("--data-dir", metavar="DIR",
+                     help="read the real makemore names.txt and tiny-shakespeare input.txt from DIR for mlp and gpt "
+                          "(default: a synthetic corpus with the same alphabets; see fetch-data)")
     run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
     run.add_argument("--resume", metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
 
@@ -92,6 +97,9 @@ def build_parser() -> Parser:
     compare.add_argument("--fail-if-slower", type=_positive_float, metavar="PCT",
                          help="exit with status 1 if any (engine, workload, params) is slower in RUN_B than in RUN_A "
                               "by more than PCT percent and significantly so (its 95%% interval of B/A lies above 1)")
+
+    fetch = sub.add_parser("fetch-data", help="download names.txt and input.txt from their public origins (sha256-checked)")
+    fetch.add_argument("--data-dir", default="data", metavar="DIR", help="where to put them (default: data)")
 
     sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
     return parser
@@ -301,6 +309,28 @@ def cmd_compare(args, console: Console) -> int:
     return compare.exit_status(result, args.fail_if_slower)
 
 
+def cmd_fetch_data(args, console: Console) -> int:
+    from workloads import data
+
+    try:
+        paths = data.fetch(Path(args.data_dir))
+    except data.DataError as exc:
+        print(f"burtbench: error: {exc}", file=sys.stderr)
+        return 1
+    for path in paths:
+        console.print(f"{path}: sha256 ok", highlight=False)
+    return 0
+
+
+def use_data_dir(folder: str | None) -> None:
+    from workloads import data
+
+    try:
+        data.set_data_dir(folder)
+    except data.DataError as exc:
+        raise UsageError(f"--data-dir: {exc}") from None
+
+
 def plan_spec_from_args(args) -> dict:
     from engines import all_engines
     from workloads import WORKLOADS
@@ -315,12 +345,14 @@ def plan_spec_from_args(args) -> dict:
     usable = [w for w in workloads if any(w.name in e.workloads for e in engines)]
     if not usable:
         raise UsageError("no selected engine implements any selected workload (burtbench list shows who does what)")
+    data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
+    use_data_dir(data_dir)
     if args.adaptive and args.trials and args.max_trials < args.trials:
         raise UsageError(f"--max-trials {args.max_trials} is below --trials {args.trials}")
     return {"profile": args.profile, "engines": [e.id for e in engines], "workloads": [w.name for w in usable],
             "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
             "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
-            "adaptive": {"max_trials": args.max_trials} if args.adaptive else None}
+            "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir}
 
 
 def plan_from_spec(spec: dict):
@@ -344,12 +376,13 @@ def cmd_run(args, console: Console) -> int:
     python = check_python(args.python)
     if args.resume:
         run_dir = existing_run(args.resume, "--resume")
-        given = [o for o in ("workload", "engine", "param", "profile", "trials", "timeout")
+        given = [o for o in ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir")
                  if getattr(args, o) not in ("all", [], None)]
         if given:
             raise UsageError("--resume runs the folder's own plan; drop --workload/--engine/--param/--profile/--trials/--timeout")
         manifest = results.read_manifest(run_dir)
         spec = manifest["plan"]
+        use_data_dir(spec.get("data_dir"))
         cpu = check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
     else:
         spec = plan_spec_from_args(args)
@@ -420,7 +453,8 @@ def _run_locked(args, console, run_dir, manifest, spec, plan, unavailable, cpu, 
     return code
 
 
-COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare, "doctor": cmd_doctor}
+COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
+            "fetch-data": cmd_fetch_data, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

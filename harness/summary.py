@@ -76,4 +76,4 @@ def _cv(trials: list[dict], threshold: float) -> str:
 def _point(params_json: str) -> str:
     params = json.loads(params_json)
     shown = {k: v for k, v in params.items() if k not in ("a", "b")}
-    return "[" + ",".join(f"{k}={v}" for k, v in shown.items()) + "]" if shown else ""
+    return " " + " ".join(f"{k}={v}" for k, v in shown.items()) if shown else ""

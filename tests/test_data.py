@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workloads import data, gpt, mlp
+from workloads import data, gpt, inputs, mlp
 
 
 @pytest.fixture
@@ -66,6 +66,14 @@ def test_data_dir_reads_the_real_files(real_dir):
     assert names.sha256 == hashlib.sha256(names.text.encode()).hexdigest()
     assert data.text_corpus().text.startswith("First Citizen:")
     assert len(mlp.samples(names.text)) == 5 + 7 + 3
+
+
+def test_a_run_on_the_real_files_records_which_corpus_it_used(real_dir, tmp_path):
+    data.set_data_dir(real_dir)
+    gpt.prepare({"batch": 2}, 3, tmp_path / "gpt")
+    config = inputs.read_config(tmp_path / "gpt" / inputs.CONFIG)
+    assert config["corpus"] == "input.txt"
+    assert config["corpus_sha256"] == hashlib.sha256((real_dir / data.TEXT_FILE).read_bytes()).hexdigest()
 
 
 def test_data_dir_without_the_files_says_which_and_how_to_get_them(tmp_path, monkeypatch):

@@ -161,7 +161,8 @@ def _download(source: Source, timeout_s: float) -> bytes:
             body = response.read()
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        raise DataError(f"cannot download {source.url}: {reason} (no network? copy the file into the data folder)") from None
+        raise DataError(f"cannot download {source.url}: {reason} "
+                        "(no network? copy the file into the data folder)") from None
     digest = _sha256(body)
     if digest != source.sha256:
         raise DataError(f"{source.url}: sha256 {digest} differs from the expected {source.sha256}; file not saved")

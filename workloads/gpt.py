@@ -124,6 +124,7 @@ WORKLOAD = Workload(
     title="mini-GPT, 6 blocks x 6 heads, block size 8, d_model 24 (paper Tables 7/14/18)",
     precision="fp32",
     grid={"batch": (1, 2, 4, 8, 16, 32, 64)},
+    profile_grid={"quick": {"batch": (1, 8, 64)}},
     iterations={"smoke": 4, "quick": 20, "paper": 3_000},
     # As for the MLP: the paper's spread is over the steps of one run.
     trials={"smoke": 1, "quick": 1, "paper": 1},

@@ -60,7 +60,8 @@ def samples(corpus_text: str) -> np.ndarray:
     lengths = np.array([len(w) for w in words])
     first = CONTEXT * np.arange(len(words)) + np.cumsum(lengths) - lengths  # each name's first window
     per_word = lengths + 1
-    starts = np.repeat(first, per_word) + np.arange(per_word.sum()) - np.repeat(np.cumsum(per_word) - per_word, per_word)
+    within = np.arange(per_word.sum()) - np.repeat(np.cumsum(per_word) - per_word, per_word)
+    starts = np.repeat(first, per_word) + within
     return np.lib.stride_tricks.sliding_window_view(stream, CONTEXT + 1)[starts]
 
 
@@ -101,6 +102,8 @@ WORKLOAD = Workload(
     title="makemore MLP, context 16, embedding 64, hidden e (paper Tables 5/6/12/13/16/17)",
     precision="fp32",
     grid={"hidden_dim": (4, 16, 32, 64, 128, 512, 1024), "batch": (1, 64)},
+    # quick covers the ends and the middle of the sweep: each point costs every framework's start-up.
+    profile_grid={"quick": {"hidden_dim": (4, 128, 1024)}},
     iterations={"smoke": 4, "quick": 20, "paper": 4_000},
     # The paper reports the spread over the steps of one run and does not say how many runs.
     trials={"smoke": 1, "quick": 1, "paper": 1},
