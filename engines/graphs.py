@@ -17,7 +17,8 @@ def tiny(a, b, relu):
     return f / 2
 
 
-def small(a, b, relu):
+def small_activations(a, b, relu) -> tuple:
+    """micrograd's example, returning the final values of its intermediate nodes c, d, e, f and g."""
     c = a + b
     d = a * b + b**3
     c = c + (c + 1)
@@ -27,10 +28,14 @@ def small(a, b, relu):
     e = c - d
     f = e**2
     g = f / 2.0
-    return g + 10.0 / f
+    g = g + 10.0 / f
+    return c, d, e, f, g
 
 
-# "energy" is the small graph, run end to end (workloads/energy.py).
+def small(a, b, relu):
+    return small_activations(a, b, relu)[-1]
+
+
 GRAPHS = {"tiny": tiny, "small": small, "energy": small}
 
 

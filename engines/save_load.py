@@ -26,22 +26,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from engines.graphs import small_activations
 from workloads.save_load import ACTIVATIONS
-
-
-def small_activations(a, b, relu) -> tuple:
-    """engines.graphs.small, returning the final values of its intermediate nodes c, d, e, f and g."""
-    c = a + b
-    d = a * b + b**3
-    c = c + (c + 1)
-    c = c + (1 + c + (-a))
-    d = d + (d * 2 + relu(b + a))
-    d = d + (3 * d + relu(b - a))
-    e = c - d
-    f = e**2
-    g = f / 2.0
-    g = g + 10.0 / f
-    return c, d, e, f, g
 
 
 class SaveLoadProgram:
