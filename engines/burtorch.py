@@ -2,7 +2,7 @@
 from engines.base import EngineSpec
 
 ENGINES = [
-    EngineSpec("burtorch", "eager", "cpp", "cpu", workloads=("tiny", "small"),
+    EngineSpec("burtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "save_load", "mlp", "gpt"),
                kind="native", executable="burtorch-bench"),
     EngineSpec("burtorch", "eager", "python", "cpu", workloads=("tiny", "small"),
                module="engines.burtorch", requires=("burtorch",)),

@@ -1,16 +1,20 @@
 """The native driver burtorch-bench: the one-line JSON protocol of harness/worker.py, correct
-outputs, and clean failures on bad input."""
+outputs (the tiny and small graphs, save/load, and the MLP's and GPT's losses from the harness's
+shared inputs), memory that does not grow with the batch, and clean failures on bad input."""
 from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from workloads import WORKLOADS
+from workloads.inputs import read_config
 
 try:
     from tests.test_burtorch_build import driver_path
@@ -19,20 +23,46 @@ except ImportError:
 
 # The keys harness/worker.py writes; the runner treats both children alike.
 WORKER_KEYS = {"status", "outputs", "precision", "iterations", "warmup", "loop_time_s", "per_iter_s", "samples_s",
-               "framework_version", "cpu_clocks", "cpu_clocks_source", "loop_cpu_time_s", "cpu_time_s",
-               "peak_resident_bytes", "peak_virtual_bytes", "peak_private_bytes", "peak_private_source"}
+               "framework_version", "cpu_clocks", "instructions", "cpu_clocks_source", "loop_cpu_time_s",
+               "cpu_time_s", "peak_resident_bytes", "peak_virtual_bytes", "peak_private_bytes", "peak_private_source"}
+# The paper's MLP sizes (Tables 5/6): parameters for hidden width e.
+PAPER_MLP_PARAMS = {4: 5_963, 16: 18_587, 32: 35_419, 64: 69_083, 128: 136_411, 512: 540_379, 1024: 1_079_003}
 
 
-def run_driver(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(driver_path()), *args], capture_output=True, text=True, timeout=60)
+def run_driver(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(driver_path()), *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
 
 
-def result_of(*args: str) -> dict:
-    run = run_driver(*args)
+def result_of(*args: str, env: dict | None = None) -> dict:
+    run = run_driver(*args, env=env)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert len(lines) == 1, run.stdout
     return json.loads(lines[0])
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """inputs(workload, steps, **params): the folder the workload's prepare() writes, made once per point."""
+    made = {}
+
+    def folder(workload: str, steps: int, **params) -> Path:
+        key = (workload, steps, tuple(sorted(params.items())))
+        if key not in made:
+            made[key] = tmp_path_factory.mktemp(workload)
+            WORKLOADS[workload].prepare(params, steps, made[key])
+        return made[key]
+
+    return folder
+
+
+def train(workload: str, folder: Path, iterations: int, warmup: int = 0, **params) -> dict:
+    args = [workload, "--iterations", str(iterations), "--warmup", str(warmup), "--blocks", str(iterations),
+            "--inputs", str(folder)]
+    for name, value in params.items():
+        args += ["--param", f"{name}={value!r}"]  # as harness/runner.py passes them
+    return result_of(*args)
 
 
 @pytest.mark.parametrize("workload", ["tiny", "small"])
@@ -49,8 +79,19 @@ def test_the_line_has_every_field_the_worker_writes():
     assert WORKER_KEYS <= set(result)
     assert result["status"] == "ok" and result["iterations"] == 1000 and result["warmup"] == 0
     assert result["framework_version"].startswith("burtorch ")
-    assert result["cpu_clocks"] is None and result["cpu_clocks_source"]
     assert result["cpu_time_s"] >= result["loop_cpu_time_s"] >= 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="perf_event_open is Linux's")
+def test_cpu_clocks_are_counted_or_the_refusal_is_said():
+    result = result_of("tiny", "--iterations", "1000", "--blocks", "10")
+    source = result["cpu_clocks_source"]
+    assert source.startswith("perf_event_open")
+    if result["cpu_clocks"] is None:  # a VM without a PMU (this project's CI machine): the errno and why
+        assert result["instructions"] is None
+        assert source.startswith("perf_event_open: E") and len(source) > len("perf_event_open: E")
+    else:
+        assert isinstance(result["cpu_clocks"], int) and result["cpu_clocks"] > 0
 
 
 def test_per_iteration_statistics_come_from_the_block_samples():
@@ -100,10 +141,74 @@ def test_bad_input_exits_2_with_one_line(args):
 
 
 def test_unknown_workload_names_the_known_ones():
-    run = run_driver("mlp", "--iterations", "10")
-    assert "tiny" in run.stderr and "small" in run.stderr
+    run = run_driver("resnet", "--iterations", "10")
+    assert run.returncode == 2
+    assert all(name in run.stderr for name in ("tiny", "small", "save_load", "mlp", "gpt"))
 
 
 def test_every_sample_is_finite():
     result = result_of("tiny", "--iterations", "500", "--blocks", "500")
     assert all(math.isfinite(s) for s in result["samples_s"])
+
+
+@pytest.mark.parametrize("workload, params", [
+    ("mlp", {"hidden_dim": 4, "batch": 1}),
+    ("mlp", {"hidden_dim": 4, "batch": 4}),
+    ("gpt", {"batch": 1}),
+    ("gpt", {"batch": 2}),
+])
+def test_training_losses_match_the_reference(inputs, workload, params):
+    """Three SGD steps (the first a warm-up) from the shared initial parameters and batches."""
+    folder = inputs(workload, 3, **params)
+    result = train(workload, folder, iterations=2, warmup=1, **params)
+    w = WORKLOADS[workload]
+    check = w.check(params, result["outputs"], result["precision"], folder)
+    assert check.ok, check.as_dict()
+    assert sorted(result["outputs"]) == ["loss_0", "loss_1", "loss_2"]
+    assert result["precision"] == "fp32"
+    assert result["param_count"] == read_config(folder / "config.txt")["param_count"]
+    assert len(result["samples_s"]) == 2  # every step is timed on its own
+
+
+@pytest.mark.parametrize("hidden", sorted(PAPER_MLP_PARAMS))
+def test_mlp_has_the_papers_parameter_count(inputs, hidden):
+    result = train("mlp", inputs("mlp", 1, hidden_dim=hidden, batch=1), iterations=1, hidden_dim=hidden, batch=1)
+    assert result["param_count"] == PAPER_MLP_PARAMS[hidden]
+    assert set(result["outputs"]) == {"loss_0"}
+
+
+def test_gpt_parameter_count(inputs):
+    result = train("gpt", inputs("gpt", 1, batch=1), iterations=1)
+    assert result["param_count"] == 46_337  # the paper's 46,289 plus the final LayerNorm (workloads/gpt.py)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is a Linux field")
+@pytest.mark.parametrize("workload, params", [("mlp", {"hidden_dim": 64}), ("gpt", {})])
+def test_peak_memory_does_not_grow_with_the_batch(inputs, workload, params):
+    """Samples are computed one after another and each graph is dropped: b = 64 costs no more memory than b = 1."""
+    peaks = [train(workload, inputs(workload, 2, **params, batch=b), iterations=2)["peak_resident_bytes"]
+             for b in (1, 64)]
+    assert abs(peaks[1] - peaks[0]) <= 1 << 20, peaks
+
+
+def test_training_needs_its_inputs_folder(inputs):
+    for args in (("mlp", "--iterations", "1"),
+                 ("gpt", "--iterations", "1", "--inputs", str(inputs("mlp", 1, hidden_dim=4, batch=1))),
+                 ("mlp", "--iterations", "2", "--inputs", str(inputs("mlp", 1, hidden_dim=4, batch=1))),
+                 ("mlp", "--iterations", "1", "--param", "batch=2",
+                  "--inputs", str(inputs("mlp", 1, hidden_dim=4, batch=1)))):
+        run = run_driver(*args)
+        assert run.returncode == 1, args
+        assert run.stdout == "" and len(run.stderr.splitlines()) == 1
+        assert run.stderr.startswith("burtorch-bench: error: ")
+
+
+def test_save_load_round_trip(tmp_path):
+    result = result_of("save_load", "--iterations", "50", "--blocks", "5", "--param", "a=-4.0", "--param", "b=2.0",
+                       env={"TMPDIR": str(tmp_path)})
+    w = WORKLOADS["save_load"]
+    check = w.check({"a": -4.0, "b": 2.0}, result["outputs"], result["precision"])
+    assert check.ok and check.max_rel_err == 0.0, check.as_dict()
+    assert result["file_size_bytes"] == 56
+    assert 0 < result["save_s"] + result["load_s"] <= result["loop_time_s"]
+    assert list(tmp_path.iterdir()) == []  # the file is removed at exit

@@ -1,8 +1,9 @@
 // Reverse mode. Operands are always created before their users, so visiting nodes from the root
 // down by index is a reverse topological order: no recursion, no explicit sort. A flag per node
 // in caller-owned scratch says which nodes the root reaches; nodes it does not reach (another
-// graph, stale gradients) are skipped. The flags are cleared as they are consumed, so the scratch
-// is reused from step to step and a steady-state backward allocates nothing.
+// graph, stale gradients) are skipped. The flags are cleared as they are consumed (see
+// BackwardScratch for the leaves'), so the scratch is reused from step to step and a
+// steady-state backward allocates nothing.
 //
 // The sweep stops at the pool's leading leaves (the parameters): a leaf passes nothing on, so a
 // model's million weights get their gradients without being visited one by one.
@@ -29,7 +30,7 @@ class BackwardScratch {
       staleLow_ = staleEnd_ = 0;
     }
     if (floor < staleEnd_) {  // the leading leaves shrank: those nodes may become operators
-      (void)0;
+      std::fill(reached_.get() + staleLow_, reached_.get() + staleEnd_, false);
       staleLow_ = staleEnd_ = 0;
     }
     return reached_.get();
@@ -56,10 +57,10 @@ class BackwardScratch {
 namespace detail {
 
 // The state of one backward sweep. The main loop keeps it in registers and never takes its
-// address. An out-of-line n-ary case gets the fields that change (flags, low, floor) as
-// arguments, finds the pool's arrays itself, and returns the new `low`: passed whole, in
-// memory, the struct would be stored field by field and read back 16 bytes at a time, and
-// each such load would wait for the stores to retire.
+// address. An out-of-line n-ary case gets the flags, `low` and `floor` as arguments, finds the
+// pool's arrays itself, and returns the new `low`: passed whole, in memory, the struct would
+// be stored field by field and read back 16 bytes at a time, and each such load would wait for
+// the stores to retire.
 template <class T>
 struct Sweep {
   T* g;

@@ -92,8 +92,12 @@ class Linear {
       const NodeRange<T> w{static_cast<Index>(params_.first + j * inputs_), static_cast<Index>(inputs_)};
       out[j] = withBias_ ? innerProductWithBias(xs, w, biases()[j]) : innerProduct(xs, w);
     }
-    if (activation_ == Activation::Identity) return;
-    for (std::size_t j = 0; j < outputs_; ++j) out[j] = activate(activation_, out[j]);
+    switch (activation_) {  // one switch per layer, not per neuron
+      case Activation::Relu: for (Value<T>& y : out) y = relu(y); break;
+      case Activation::Tanh: for (Value<T>& y : out) y = tanh(y); break;
+      case Activation::Sigmoid: for (Value<T>& y : out) y = sigmoid(y); break;
+      case Activation::Identity: break;
+    }
   }
 
   template <ValueList L>

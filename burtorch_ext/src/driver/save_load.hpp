@@ -13,12 +13,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <system_error>
 
 #include "burtorch/burtorch.hpp"
 #include "cli.hpp"
@@ -52,10 +51,7 @@ class SaveLoadWorkload {
     saveNs_ = loadNs_ = 0;
   }
 
-  ~SaveLoadWorkload() {
-    std::error_code ignored;
-    std::filesystem::remove(path_, ignored);
-  }
+  ~SaveLoadWorkload() { std::remove(path_.c_str()); }
   SaveLoadWorkload(const SaveLoadWorkload&) = delete;
   SaveLoadWorkload& operator=(const SaveLoadWorkload&) = delete;
 
@@ -82,27 +78,39 @@ class SaveLoadWorkload {
   }
 
   void extras(JsonLine& json) const {
-    std::error_code error;
-    const auto size = std::filesystem::file_size(path_, error);
     json.field("save_s", static_cast<double>(saveNs_) * 1e-9)
         .field("load_s", static_cast<double>(loadNs_) * 1e-9)
-        .field("file_size_bytes", error ? std::optional<std::uint64_t>() : std::optional<std::uint64_t>(size));
+        .field("file_size_bytes", fileSize());
   }
 
  private:
   static constexpr std::string_view kNames[kCount] = {"a", "b", "c", "d", "e", "f", "g"};
 
-  // A file of this process in the system's temporary folder.
+  // A file of this process in the temporary folder the environment names (std::filesystem
+  // would double the driver's size for this one call).
   static std::string temporaryFile() {
-    std::error_code error;
-    std::filesystem::path folder = std::filesystem::temp_directory_path(error);
-    if (error) folder = ".";
+    std::string folder;
+    for (const char* name : {"TMPDIR", "TEMP", "TMP"}) {
+      if (const char* value = std::getenv(name); value && *value && folder.empty()) folder = value;
+    }
 #if defined(_WIN32)
     const long long pid = _getpid();
+    if (folder.empty()) folder = ".";
 #else
     const long long pid = getpid();
+    if (folder.empty()) folder = "/tmp";
 #endif
-    return (folder / ("burtorch-save-load-" + std::to_string(pid) + ".bin")).string();
+    return folder + "/burtorch-save-load-" + std::to_string(pid) + ".bin";
+  }
+
+  std::optional<std::uint64_t> fileSize() const {
+    std::FILE* file = std::fopen(path_.c_str(), "rb");
+    if (!file) return std::nullopt;
+    const bool ok = std::fseek(file, 0, SEEK_END) == 0;
+    const long size = std::ftell(file);
+    std::fclose(file);
+    if (!ok || size < 0) return std::nullopt;
+    return static_cast<std::uint64_t>(size);
   }
 
   Value<T> a_, b_;
