@@ -32,8 +32,7 @@
 
 #include "cli.hpp"
 #include "json_line.hpp"
-#include "process_stats.hpp"
-#include "timing.hpp"
+#include "measured_run.hpp"
 
 namespace {
 
@@ -175,7 +174,7 @@ class SaveLoadWorkload {
     return out;
   }
 
-  void extra(JsonLine& json) const {
+  void extras(JsonLine& json) const {
     json.field("save_s", seconds(save_))
         .field("load_s", seconds(load_))
         .field("file_size_bytes", static_cast<std::int64_t>(fileSize_))
@@ -215,48 +214,7 @@ int run(const Options& options) {
   if (const auto error = resolveParams<W>(options, params)) return usageError(*error);
 
   W step(params);
-  for (std::int64_t k = 0; k < options.warmup; ++k) step();
-  const auto cpuBefore = burtorch::driver::cpuTimeSeconds();
-  const auto loop = burtorch::driver::timeBlocks(step, options.iterations, options.blocks);
-  const auto cpuAfter = burtorch::driver::cpuTimeSeconds();
-  const auto summary = burtorch::driver::summarize(loop.samples);
-
-  JsonLine json;
-  json.field("status", "ok").beginObject("outputs");
-  for (const auto& [name, value] : step.outputs()) json.field(name, value);
-  json.endObject()
-      .field("precision", "fp64")
-      .field("iterations", options.iterations)
-      .field("warmup", options.warmup)
-      .field("loop_time_s", loop.totalSeconds)
-      .beginObject("per_iter_s")
-      .field("mean", summary.mean)
-      .field("std", summary.std)
-      .field("min", summary.min)
-      .field("median", summary.median)
-      .field("n", summary.n)
-      .endObject()
-      .array("samples_s", loop.samples)
-      .field("framework_version", TORCH_VERSION)
-      .null("cpu_clocks")
-      .field("cpu_clocks_source", "not measured by the native driver");
-  if constexpr (requires { step.extra(json); }) step.extra(json);
-  std::optional<double> loopCpu;
-  if (cpuBefore && cpuAfter) loopCpu = *cpuAfter - *cpuBefore;
-  json.field("loop_cpu_time_s", loopCpu).field("cpu_time_s", burtorch::driver::cpuTimeSeconds());
-
-  // Read last, just before exit, so the peaks cover the whole run.
-  const auto peak = burtorch::driver::peakMemory();
-  json.field("peak_resident_bytes", peak.residentBytes)
-      .field("peak_virtual_bytes", peak.virtualBytes)
-      .field("peak_private_bytes", peak.privateBytes);
-  if (peak.residentSource) json.field("peak_resident_source", peak.residentSource);
-  if (peak.virtualSource) json.field("peak_virtual_source", peak.virtualSource);
-  if (peak.privateSource) json.field("peak_private_source", peak.privateSource);
-
-  const std::string line = json.finish();
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  return std::fflush(stdout) == 0 ? 0 : 1;
+  return burtorch::driver::measureAndReport(step, options, "fp64", TORCH_VERSION);
 }
 
 struct Entry {

@@ -8,14 +8,11 @@
 
 #include "burtorch/burtorch.hpp"
 #include "cli.hpp"
-#include "cpu_clocks.hpp"
 #include "gpt.hpp"
-#include "json_line.hpp"
+#include "measured_run.hpp"
 #include "mlp.hpp"
-#include "process_stats.hpp"
 #include "save_load.hpp"
 #include "scalar_graphs.hpp"
-#include "timing.hpp"
 #include "training.hpp"
 
 namespace burtorch::driver {
@@ -64,55 +61,7 @@ int run(const Options& options) {
   if constexpr (requires { step.error(); }) {
     if (!step.error().empty()) return runError(step.error());
   }
-  for (std::int64_t k = 0; k < options.warmup; ++k) {
-    if constexpr (requires { step.prepare(); }) step.prepare();
-    step();
-  }
-  CycleCounter clocks;
-  const auto cpuBefore = cpuTimeSeconds();
-  clocks.start();
-  const TimedLoop loop = timeBlocks(step, options.iterations, options.blocks);
-  const ClockReading counted = clocks.stop();
-  const auto cpuAfter = cpuTimeSeconds();
-  const Summary summary = summarize(loop.samples);
-
-  JsonLine json;
-  json.field("status", "ok").beginObject("outputs");
-  for (const Param& out : step.outputs()) json.field(out.name, out.value);
-  json.endObject()
-      .field("precision", W::kPrecision)
-      .field("iterations", options.iterations)
-      .field("warmup", options.warmup)
-      .field("loop_time_s", loop.totalSeconds)
-      .beginObject("per_iter_s")
-      .field("mean", summary.mean)
-      .field("std", summary.std)
-      .field("min", summary.min)
-      .field("median", summary.median)
-      .field("n", summary.n)
-      .endObject()
-      .array("samples_s", loop.samples)
-      .field("framework_version", "burtorch " BURTORCH_VERSION)
-      .field("cpu_clocks", counted.cycles)
-      .field("instructions", counted.instructions)
-      .field("cpu_clocks_source", counted.source);
-  if constexpr (requires { step.extras(json); }) step.extras(json);
-  std::optional<double> loopCpu;
-  if (cpuBefore && cpuAfter) loopCpu = *cpuAfter - *cpuBefore;
-  json.field("loop_cpu_time_s", loopCpu).field("cpu_time_s", cpuTimeSeconds());
-
-  // Read last, just before exit, so the peaks cover the whole run.
-  const PeakMemory peak = peakMemory();
-  json.field("peak_resident_bytes", peak.residentBytes)
-      .field("peak_virtual_bytes", peak.virtualBytes)
-      .field("peak_private_bytes", peak.privateBytes);
-  if (peak.residentSource) json.field("peak_resident_source", peak.residentSource);
-  if (peak.virtualSource) json.field("peak_virtual_source", peak.virtualSource);
-  if (peak.privateSource) json.field("peak_private_source", peak.privateSource);
-
-  const std::string line = json.finish();
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  return std::fflush(stdout) == 0 ? 0 : 1;
+  return measureAndReport(step, options, W::kPrecision, "burtorch " BURTORCH_VERSION);
 }
 
 struct Entry {
