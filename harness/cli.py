@@ -387,6 +387,7 @@ def cmd_run(args, console: Console) -> int:
     else:
         spec = plan_spec_from_args(args)
         cpu = check_cpu(args.cpu)
+        check_out_dir(Path(args.out))
     plan = plan_from_spec(spec)
     unavailable = {}
     for pt in plan:
@@ -408,9 +409,7 @@ def cmd_run(args, console: Console) -> int:
 
 
 def _new_run(args, spec) -> RunLock:
-    out = Path(args.out)
-    check_out_dir(out)
-    run_dir = new_run_dir(out, spec["profile"])
+    run_dir = new_run_dir(Path(args.out), spec["profile"])
     run_dir.mkdir()
     return RunLock(run_dir)
 
