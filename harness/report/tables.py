@@ -265,7 +265,7 @@ def measure_notes(metrics: list[Metric], summary: Summary) -> list[str]:
 def _absence(row: paper.PaperRow, unavailable: dict) -> tuple[str, str]:
     """(cell text, note) for a paper row this run has no trial of."""
     if row.key[0] == "theory":
-        return "—", "theoretical lower bound printed by the paper"
+        return "see below", "the paper's lower bound; this machine's bound is the last note under the table"
     if row.engine in unavailable:
         return "unavailable", f"unavailable on this machine: {unavailable[row.engine]}"
     return NOT_IN_RUN, NOT_IN_RUN
