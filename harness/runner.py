@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import results
 from harness.measure import affinity, clocks
 from harness.plan import PlannedTrial
 from harness.results import Trial
@@ -39,7 +38,6 @@ SINGLE_THREAD_ENV = {
 }
 STDERR_TAIL_CHARS = 2000
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory", "OutOfMemory")
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass

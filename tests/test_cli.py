@@ -1,5 +1,4 @@
 """Bad input: one line on stderr, exit code 2, no traceback, nothing run."""
-import os
 import subprocess
 import sys
 from pathlib import Path

@@ -1,5 +1,4 @@
 """The runner survives misbehaving engines and records each with its status; nothing finished is lost."""
-import json
 import os
 import signal
 import subprocess
@@ -7,7 +6,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from harness import results
 from harness.cli import main
