@@ -2,9 +2,9 @@
 from engines.base import EngineSpec
 
 ENGINES = [
-    EngineSpec("burtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "save_load", "mlp", "gpt"),
+    EngineSpec("burtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "save_load", "mlp", "gpt", "energy"),
                kind="native", executable="burtorch-bench"),
-    EngineSpec("burtorch", "eager", "python", "cpu", workloads=("tiny", "small"),
+    EngineSpec("burtorch", "eager", "python", "cpu", workloads=("tiny", "small", "energy"),
                module="engines.burtorch", requires=("burtorch",)),
 ]
 

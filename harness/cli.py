@@ -442,9 +442,14 @@ def _run_locked(args, console, run_dir, manifest, spec, plan, unavailable, cpu, 
     if "energy" in spec["workloads"]:
         from harness.measure import energy
 
-        console.print(f"measuring idle power for {args.idle_seconds:g} s …", highlight=False)
         meter, manifest["energy"] = energy.suite_meter(args.energy, args.idle_seconds)
         manifest_mod.save(run_dir, manifest)
+        found = manifest["energy"]
+        if found["energy_source"]:
+            console.print(f"energy: {found['energy_source']}, idle power {found.get('idle_w')} W "
+                          f"over {args.idle_seconds:g} s", highlight=False)
+        else:
+            console.print(f"energy: not measured ({found['energy_source_reason']})", highlight=False)
     adaptive = spec.get("adaptive") and orchestrator.Adaptive(spec["adaptive"]["max_trials"], spec["noise_threshold"])
     code = orchestrator.execute(plan, run_dir, manifest, options, tsc, console, adaptive or None, meter)
     console.print(summary.summary_table(results.read_trials(run_dir), spec.get("noise_threshold", 0.05)))

@@ -65,7 +65,7 @@ def train(workload: str, folder: Path, iterations: int, warmup: int = 0, **param
     return result_of(*args)
 
 
-@pytest.mark.parametrize("workload", ["tiny", "small"])
+@pytest.mark.parametrize("workload", ["tiny", "small", "energy"])
 def test_outputs_match_the_reference(workload):
     result = result_of(workload, "--iterations", "2000", "--warmup", "5", "--blocks", "10")
     w = WORKLOADS[workload]
