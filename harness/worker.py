@@ -52,7 +52,7 @@ def build_program(engine_id: str, workload: str, params: dict, inputs: str | Non
 
 
 def run(args: argparse.Namespace) -> dict:
-    from workloads import WORKLOADS
+    from workloads import load
 
     sampler = memory.PrivateSampler() if args.sample_private else None
     if sampler:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> dict:
     result = {
         "status": "ok",
         "outputs": program.outputs(),
-        "precision": spec.precision or WORKLOADS[args.workload].precision,
+        "precision": spec.precision or load(args.workload).precision,
         "iterations": args.iterations,
         "warmup": args.warmup,
         "loop_time_s": loop_time_s,

@@ -222,3 +222,14 @@ def test_python_option_runs_the_workers_under_another_interpreter(fake_engines, 
     manifest = results.read_manifest(run_dir)
     assert manifest["options"]["python"] == str(other)
     assert manifest["python"]["executable"] == str(other) and manifest["frameworks"]["torch"]
+
+
+def test_a_graph_worker_does_not_carry_the_training_workloads_numpy():
+    # numpy alone adds ~20 MiB of resident memory: a micrograd trial must not pay for it.
+    code = ("import sys, runpy; sys.argv = ['w', '--engine', 'micrograd/eager/python/cpu', '--workload', 'tiny', "
+            "'--params', '{\"a\": -41.0, \"b\": 2.0}', '--iterations', '5']\n"
+            "try:\n    runpy.run_module('harness.worker', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "print('numpy' in sys.modules, file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.stderr.strip().splitlines()[-1] == "False"
