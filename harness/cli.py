@@ -464,7 +464,7 @@ COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": c
 def main(argv: list[str] | None = None) -> int:
     console = Console(highlight=False)
     if not console.is_terminal:
-        console.width = max(console.width, 140)
+        console.width = max(console.width, 170)
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args, console)
