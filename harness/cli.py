@@ -16,6 +16,7 @@ from rich.console import Console
 
 from harness.lock import RunLock, RunLocked
 from harness.results import ResultsUnwritable
+from harness.runner import MemoryCapFailed
 
 from workloads.base import PROFILES
 
@@ -477,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     except RunLocked as exc:
         print(f"burtbench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except MemoryCapFailed as exc:
+        print(f"burtbench: error: {exc}; the run stopped (trials already written are kept)", file=sys.stderr)
+        return 1
     except ResultsUnwritable as exc:
         print(f"burtbench: error: {exc}; the run stopped (trials already written are kept)", file=sys.stderr)
         return 1

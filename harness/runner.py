@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.measure import affinity, clocks
+from harness.measure import affinity, clocks, limits
 from harness.plan import PlannedTrial
 from harness.results import Trial
 from harness.worker import EXIT_UNAVAILABLE
@@ -64,6 +64,10 @@ class Interrupted(Exception):
     """Ctrl-C or SIGTERM reached the runner."""
 
 
+class MemoryCapFailed(RuntimeError):
+    """The memory cap the user asked for could not be put on a child: nothing is measured without it."""
+
+
 class ChildSpawner:
     """Runs one child at a time; a signal to the runner stops the child in flight."""
 
@@ -92,17 +96,29 @@ class ChildSpawner:
                             spawn_error=f"cannot start {cmd[0]}: {exc.strerror or exc}")
         self.current = proc
         self.pin_problem = None if hasattr(os, "sched_setaffinity") else affinity.pin_process(proc.pid, self.options.cpu)
+        job = self._windows_memory_cap(proc)
         out, err = _drain(proc.stdout), _drain(proc.stderr)
         try:
             returncode, cpu_time_s, timed_out = _wait(proc, timeout_s)
         finally:
             self.current = None
+            del job
         wall_s = time.perf_counter() - start
         out.join()
         err.join()
         if self.interrupted:
             raise Interrupted
         return ChildRun(returncode, out.text(), err.text(), wall_s, cpu_time_s, timed_out)
+
+    def _windows_memory_cap(self, proc: subprocess.Popen):
+        """Windows has no rlimits: a job object caps the child's memory (held until it exits)."""
+        if os.name != "nt" or not self.options.mem_limit_bytes:
+            return None
+        try:
+            return limits.cap_process_memory(proc.pid, self.options.mem_limit_bytes)
+        except OSError as exc:
+            kill_tree(proc)
+            raise MemoryCapFailed(f"--mem-limit could not be applied: {exc}") from exc
 
     def _platform_kwargs(self) -> dict:
         if os.name == "nt":
