@@ -31,16 +31,23 @@ void checkKernels() {
       plain += x[k] * y[k];
     }
     CHECK(check::close(kernels::dot(x.data(), y.data(), n), plain, 1e-5, 1e-5));
+    // The same bits in every build, the SSE one included.
+    CHECK(kernels::dot(x.data(), y.data(), n) == kernels::detail::dotLanes(x.data(), y.data(), n));
     kernels::axpy(z.data(), T(-2), x.data(), n);
     bool same = true;
     for (std::size_t k = 0; k < n; ++k) same = same && z[k] == y[k] + T(-2) * x[k];
     CHECK(same);
+    std::vector<T> once = z, twice = z;
+    kernels::axpy(once.data(), T(0.7), x.data(), n);
+    kernels::axpy(once.data(), T(-1.3), y.data(), n);
+    kernels::axpy2(twice.data(), T(0.7), x.data(), T(-1.3), y.data(), n);
+    CHECK(once == twice);
   }
 }
 
 }  // namespace
 
-TEST_CASE("kernels: dot and axpy agree with plain loops at every length up to 70") {
+TEST_CASE("kernels: dot, axpy and axpy2 agree with plain loops at every length up to 70") {
   checkKernels<float>();
   checkKernels<double>();
 }

@@ -61,6 +61,26 @@ TEST_CASE("Linear: gradients for every activation, with and without bias") {
   Pool<double>::local().rewind(Mark{});
 }
 
+// The last row's node runs the layer's backward; the root may skip rows, that last one
+// included, and x may not be a run (then each row runs its own).
+TEST_CASE("Linear: gradients when the root reaches only some rows, and of a listed input") {
+  for (const bool bias : {true, false}) {
+    Pool<double>::local().rewind(Mark{});
+    Rng rng(5);
+    const Linear<double> layer(19, 5, bias, Activation::Identity, rng);  // 19: wide, short and scalar columns
+    const NodeRange<double> x = inputLeaves(19, 11);
+    const NodeRange<double> all = span(0, x.first + x.count);
+    EXPECT_NODE_GRADIENTS("rows 1, 3", all, [&] { const auto y = layer(x); return y[1] * 0.7 + y[3]; });
+    EXPECT_NODE_GRADIENTS("rows 0, 4", all, [&] { const auto y = layer(x); return y[0] + y[4] * 0.5; });
+    EXPECT_NODE_GRADIENTS("listed x", all, [&] {
+      std::vector<V> reversed;
+      for (std::size_t k = x.count; k-- > 0;) reversed.push_back(x[k]);
+      return weightedSum(layer(reversed));
+    });
+  }
+  Pool<double>::local().rewind(Mark{});
+}
+
 TEST_CASE("Neuron::create owns its parameters") {
   Pool<double>::local().rewind(Mark{});
   Rng rng(5);
@@ -114,6 +134,50 @@ TEST_CASE("LayerNorm: zero mean, unit variance, gradients") {
   pool.rewind(Mark{});
 }
 
+// The highest output the root reaches runs the layer norm's backward for all of them.
+TEST_CASE("LayerNorm: gradients when the root reaches only some outputs, through nodes") {
+  for (const bool withAffine : {true, false}) {
+    auto& pool = Pool<double>::local();
+    pool.rewind(Mark{});
+    LayerNorm<double> norm(6, withAffine);
+    Rng rng(12);
+    std::vector<double> gamma(6), beta(6);
+    for (double& g : gamma) g = rng.uniform(0.5, 1.5);
+    for (double& b : beta) b = rng.uniform(-0.5, 0.5);
+    CHECK(!withAffine || norm.load(gamma, beta));
+    const NodeRange<double> in = inputLeaves(6, 7);
+    const NodeRange<double> all = span(0, in.first + in.count);
+    const auto normed = [&](bool reversed) {
+      std::vector<V> x, out(6);
+      for (std::size_t k = 0; k < 6; ++k) x.push_back(tanh(in[reversed ? 5 - k : k]));
+      norm.forward(x, std::span<V>(out));
+      return out;
+    };
+    EXPECT_NODE_GRADIENTS("outputs 1, 3", all, [&] { const auto y = normed(false); return y[1] * 0.7 + y[3]; });
+    EXPECT_NODE_GRADIENTS("outputs 0, 5", all, [&] { const auto y = normed(false); return y[0] + y[5] * 0.5; });
+    EXPECT_NODE_GRADIENTS("listed x", all, [&] { return weightedSum(normed(true)); });
+  }
+  Pool<double>::local().rewind(Mark{});
+}
+
+TEST_CASE("LayerNorm: the values of the scalar graph, bit for bit") {
+  auto& pool = Pool<float>::local();
+  pool.rewind(Mark{});
+  LayerNorm<float> norm(7);
+  const std::vector<float> gamma{0.5f, 1.5f, 1.f, 0.75f, 1.25f, 2.f, 0.3f}, beta{0.1f, -0.2f, 0.3f, 0.f, 0.5f, -1.f, 0.25f};
+  CHECK(norm.load(gamma, beta));
+  std::vector<Value<float>> x;
+  for (int k = 0; k < 7; ++k) x.push_back(Value<float>(0.3f * static_cast<float>(k * k) - 1.7f));
+  std::vector<Value<float>> out(7);
+  norm.forward(x, std::span<Value<float>>(out));
+  const Value<float> mu = reduceMean(x);
+  std::vector<Value<float>> c;
+  for (const Value<float>& xi : x) c.push_back(xi - mu);
+  const Value<float> scale = invSqrt(addConstant(reduceMeanSquares(c), 1e-5f));
+  for (std::size_t k = 0; k < 7; ++k) CHECK(out[k].data() == (c[k] * scale * norm.gamma()[k] + norm.beta()[k]).data());
+  pool.rewind(Mark{});
+}
+
 TEST_CASE("softmax and cross-entropy") {
   auto& pool = Pool<double>::local();
   pool.rewind(Mark{});
@@ -146,6 +210,25 @@ TEST_CASE("causal self-attention: gradients of inputs and parameters") {
     attention.forward(handles, 3, std::span<V>(out));
     return weightedSum(out);
   });
+  pool.rewind(Mark{});
+}
+
+// Roots that reach only some of proj's rows (every head output still reaches them).
+TEST_CASE("causal self-attention: gradients of one output, and of the first and last") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  Rng rng(23);
+  CausalSelfAttention<double> attention(6, 2, false, true, rng);
+  const NodeRange<double> x = inputLeaves(3 * 6, 19);
+  std::vector<V> handles(18), out(18);
+  for (std::size_t k = 0; k < 18; ++k) handles[k] = x[k];
+  const auto attend = [&] {
+    attention.forward(handles, 3, std::span<V>(out));
+    return out;
+  };
+  const NodeRange<double> all = span(0, x.first + x.count);
+  EXPECT_NODE_GRADIENTS("one output", all, [&] { return attend()[13]; });
+  EXPECT_NODE_GRADIENTS("first and last", all, [&] { const auto y = attend(); return y[0] * 0.6 + y[17]; });
   pool.rewind(Mark{});
 }
 

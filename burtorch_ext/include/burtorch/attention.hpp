@@ -1,11 +1,14 @@
 // Causal multi-head self-attention over a sequence of token vectors (the mini-GPT's block).
-// Heads are views, never copies: a head of a token's query or key is a sub-span of that token's
-// handles, a head's value column across tokens is a strided view, and each head writes its
-// outputs straight into its slice of the concatenated result. Each key head and value column
-// is recorded in the link array once per forward and shared by every query that reads it.
+// Heads are views, never copies: a head of a token's query, key or value is a run of that
+// token's nodes. Each head of each query is one n-ary operator (Op::AttentionRow) whose outputs
+// go straight into their slice of the concatenated result: scores, softmax and the weighted sum
+// make no nodes of their own.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -62,33 +65,8 @@ class CausalSelfAttention {
       key.forward(xs, span(k_, t * d, d));
       value.forward(xs, span(v_, t * d, d));
     }
-    // Key heads per (token, head) and value columns per (head, dim) over all tokens; a query
-    // at position t reads the first t+1 entries of a column.
-    for (std::size_t u = 0; u < tokens; ++u)
-      for (std::size_t h = 0; h < heads_; ++h) keyHeads_[u * heads_ + h] = record(span(k_, u * d + h * hd, hd));
-    for (std::size_t c = 0; c < d; ++c) valueColumns_[c] = record(StridedValues<T>{v_.data() + c, tokens, static_cast<std::ptrdiff_t>(d)});
-
-    const T scale = T(1) / std::sqrt(static_cast<T>(hd));
-    for (std::size_t t = 0; t < tokens; ++t) {
-      // Each stage over the visible positions makes consecutive nodes, so a head's attention
-      // weights are one run; then the heads' outputs follow one another, one run per token.
-      for (std::size_t h = 0; h < heads_; ++h) {
-        const auto qh = record(span(q_, t * d + h * hd, hd));
-        const auto scores = std::span<Value<T>>(scores_.data(), t + 1);
-        for (std::size_t u = 0; u <= t; ++u) scores[u] = innerProduct(qh, keyHeads_[u * heads_ + h]);
-        for (Value<T>& s : scores) s = mulByConstant(s, scale);
-        const Value<T> lse = logSumExp(std::span<const Value<T>>(scores));
-        for (Value<T>& s : scores) s = s - lse;
-        for (Value<T>& s : scores) s = exp(s);
-        weights_[h] = record(std::span<const Value<T>>(scores));
-      }
-      for (std::size_t h = 0; h < heads_; ++h) {
-        for (std::size_t j = 0; j < hd; ++j) {
-          const RecordedList<T> column = valueColumns_[h * hd + j];
-          concat_[t * d + h * hd + j] = innerProduct(weights_[h], RecordedList<T>{column.offset, static_cast<Index>(t + 1)});
-        }
-      }
-    }
+    for (std::size_t t = 0; t < tokens; ++t)
+      for (std::size_t h = 0; h < heads_; ++h) attendHead(t, h, span(concat_, t * d + h * hd, hd));
     for (std::size_t t = 0; t < tokens; ++t) proj.forward(span(concat_, t * d, d), out.subspan(t * d, d));
   }
 
@@ -99,6 +77,49 @@ class CausalSelfAttention {
     return std::span<Value<T>>(buffer).subspan(first, count);
   }
 
+  // Head h of the query at position t, over positions 0..t: the softmax of the scaled scores,
+  // then the weighted sum of the value heads, one node per output (Op::AttentionRow). The values
+  // are those of the scalar graph (inner products, * scale, logSumExp, - lse, exp, then inner
+  // products with the value columns), bit for bit. Query, key and value heads are runs of
+  // consecutive nodes: each is a head's slice of a Linear layer's outputs.
+  void attendHead(std::size_t t, std::size_t h, std::span<Value<T>> out) noexcept {
+    const std::size_t d = dModel_, hd = d / heads_, keys = t + 1;
+    Pool<T>& pool = Pool<T>::local();
+    const Index tail = pool.appendLinks(detail::kAttentionHeader + (2 + detail::kConstWords) * keys);
+    Index* links = pool.links();
+    Index* firstK = links + tail + detail::kAttentionHeader;
+    Index* firstV = firstK + keys;
+    const Index q = q_[t * d + h * hd].index();
+    for (std::size_t u = 0; u < keys; ++u) {
+      firstK[u] = k_[u * d + h * hd].index();
+      firstV[u] = v_[u * d + h * hd].index();
+    }
+    const T scale = T(1) / std::sqrt(static_cast<T>(hd));
+    const T* v = pool.values();
+    T peak = -std::numeric_limits<T>::infinity();
+    for (std::size_t u = 0; u < keys; ++u) {
+      weights_[u] = kernels::dot(v + q, v + firstK[u], hd) * scale;
+      peak = std::max(peak, weights_[u]);
+    }
+    const auto at = [](std::size_t u) { return static_cast<Index>(u); };
+    const T lse = std::isinf(peak) ? peak : peak + std::log(detail::sum4<T>(keys, at, [&](Index u) { return std::exp(weights_[u] - peak); }));
+    Index* kept = firstV + keys;
+    for (std::size_t u = 0; u < keys; ++u) {
+      weights_[u] = std::exp(weights_[u] - lse);
+      std::memcpy(kept + u * detail::kConstWords, &weights_[u], sizeof(T));
+    }
+    links[tail] = static_cast<Index>(keys);
+    links[tail + 1] = static_cast<Index>(hd);
+    links[tail + 2] = q;
+    std::memcpy(links + tail + 4, &scale, sizeof(T));
+    for (std::size_t j = 0; j < hd; ++j) {
+      const T* values = pool.values();  // a push may move the values
+      const T y = detail::sum4<T>(keys, at, [&](Index u) { return weights_[u] * values[firstV[u] + j]; });
+      out[j] = detail::node(y, Op::AttentionRow, tail);
+    }
+    links[tail + 3] = out[0].index();
+  }
+
   void fit(std::size_t tokens) {
     const std::size_t n = tokens * dModel_;
     if (q_.size() >= n) return;
@@ -106,15 +127,12 @@ class CausalSelfAttention {
     k_.resize(n);
     v_.resize(n);
     concat_.resize(n);
-    scores_.resize(tokens);
-    keyHeads_.resize(tokens * heads_);
-    valueColumns_.resize(dModel_);
-    weights_.resize(heads_);
+    weights_.resize(tokens);
   }
 
   std::size_t dModel_, heads_;
-  std::vector<Value<T>> q_, k_, v_, concat_, scores_;
-  std::vector<RecordedList<T>> keyHeads_, valueColumns_, weights_;
+  std::vector<Value<T>> q_, k_, v_, concat_;
+  std::vector<T> weights_;  // one head's scores, then its attention weights
 };
 
 }  // namespace burtorch

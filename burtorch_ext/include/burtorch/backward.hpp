@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #include "burtorch/reductions.hpp"
 
@@ -193,6 +194,126 @@ BURTORCH_OUTLINE Index innerProductBackward(bool* reached, Index low, Index floo
   return s.low;
 }
 
+// Node i is row j of a layer (Op::LinearRow). Every user of any row comes after the last row,
+// so when the sweep reaches the highest reached row, the gradients of all the rows are final:
+// that row runs the backward of itself and of every reached row below it, in the order the sweep
+// would visit them one by one, and unflags them so that the sweep skips them. Where x is a run,
+// its gradients take two rows per pass (axpy2) and are flagged once.
+template <class T>
+BURTORCH_OUTLINE Index linearRowBackward(bool* reached, Index low, Index floor, Index i, Index xList, Index tail, T gi) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
+  const std::size_t n = s.links[tail];
+  const Index w0 = s.links[tail + 1], bias0 = s.links[tail + 2], y0 = s.links[tail + 4];
+  visitList(s.links, xList, [&](auto xAt) {
+    constexpr bool kRun = std::is_same_v<decltype(xAt), RangeAt>;
+    Index pendingW = kNoIndex;  // a row whose x gradients wait for the next row's
+    T pendingGy = 0;
+    for (Index y = i + 1; y-- > y0;) {
+      if (y != i) {
+        if (!s.reached[y]) continue;
+        s.reached[y] = false;
+      }
+      const T gy = y == i ? gi : s.g[y];
+      const Index row = y - y0, w = w0 + static_cast<Index>(row * n);
+      if constexpr (kRun) {
+        const Index x = xAt.first;
+        kernels::axpy(s.g + w, gy, s.v + x, n);
+        s.reach(w, n);
+        if (pendingW == kNoIndex) {
+          pendingW = w;
+          pendingGy = gy;
+        } else {
+          kernels::axpy2(s.g + x, pendingGy, s.v + pendingW, gy, s.v + w, n);
+          pendingW = kNoIndex;
+        }
+      } else {
+        productBackward(s, xAt, RangeAt{w}, n, gy);
+      }
+      if (bias0 != kNoIndex) s.addToLeafOrNode(bias0 + row, gy);
+    }
+    if constexpr (kRun) {
+      if (pendingW != kNoIndex) kernels::axpy(s.g + xAt.first, pendingGy, s.v + pendingW, n);
+      s.reach(xAt.first, n);
+    }
+  });
+  return s.low;
+}
+
+// Node i is output j of a layer norm (Op::LayerNormRow): y = xhat * gamma + beta with
+// xhat = (x - mean) * scale. As for a layer's rows, the highest reached output runs the backward
+// of all of them (outputs the root does not reach contribute nothing) and unflags the others:
+//   dx_k = scale * (d_k - mean(d) - xhat_k * mean(d * xhat)),  d = dy * gamma,
+// the derivative of the scalar graph that LayerNorm used to build.
+template <class T>
+BURTORCH_OUTLINE Index layerNormRowBackward(bool* reached, Index low, Index floor, Index i, Index xList, Index tail) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
+  const std::size_t n = s.links[tail];
+  const Index gamma0 = s.links[tail + 1], beta0 = s.links[tail + 2], y0 = s.links[tail + 3];
+  const T mean = loadConstant<T>(s.links, tail + 4), scale = loadConstant<T>(s.links, tail + 4 + kConstWords);
+  const std::size_t top = i - y0;
+  const auto live = [&](std::size_t k) { return k == top || (k < top && s.reached[y0 + k]); };
+  const auto dy = [&](std::size_t k) { return live(k) ? s.g[y0 + k] : T(0); };
+  const auto d = [&](std::size_t k) { return gamma0 == kNoIndex ? dy(k) : dy(k) * s.v[gamma0 + k]; };
+  visitList(s.links, xList, [&](auto xAt) {
+    const auto xhat = [&](std::size_t k) { return (s.v[xAt(k)] - mean) * scale; };
+    T sumD = 0, sumDXhat = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      sumD += d(k);
+      sumDXhat += d(k) * xhat(k);
+    }
+    const T meanD = sumD / static_cast<T>(n), meanDXhat = sumDXhat / static_cast<T>(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      if (live(k) && gamma0 != kNoIndex) {
+        s.addToLeafOrNode(gamma0 + static_cast<Index>(k), dy(k) * xhat(k));
+        s.addToLeafOrNode(beta0 + static_cast<Index>(k), dy(k));
+      }
+      s.add(xAt(k), scale * (d(k) - meanD - xhat(k) * meanDXhat));
+    }
+  });
+  for (std::size_t k = 0; k < top; ++k) s.reached[y0 + k] = false;
+  return s.low;
+}
+
+// Node i is output j of one attention head for one query (Op::AttentionRow): y = sum_u p_u v_u
+// with p = softmax(scale q . k_u), the p_u kept in the tail. As for a layer's rows, the highest
+// reached output runs the backward of all of them and unflags the others. With dp_u = dy . v_u:
+//   dv_u += p_u dy,  ds_u = p_u (dp_u - sum_w p_w dp_w),  dq += scale ds_u k_u,  dk_u += scale ds_u q.
+template <class T>
+BURTORCH_OUTLINE Index attentionRowBackward(bool* reached, Index low, Index floor, Index i, Index tail) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
+  const Index* links = s.links;
+  const std::size_t keys = links[tail], hd = links[tail + 1];
+  const Index q = links[tail + 2], y0 = links[tail + 3];
+  const T scale = loadConstant<T>(links, tail + 4);
+  const Index* firstK = links + tail + kAttentionHeader;
+  const Index* firstV = firstK + keys;
+  const Index* weights = firstV + keys;
+  const std::size_t top = i - y0;
+  const auto dy = [&](std::size_t j) { return j == top || (j < top && s.reached[y0 + j]) ? s.g[y0 + j] : T(0); };
+  const auto weight = [&](std::size_t u) { return loadConstant<T>(weights, static_cast<Index>(u * kConstWords)); };
+  const auto dp = [&](std::size_t u) {
+    T sum = 0;
+    for (std::size_t j = 0; j < hd; ++j) sum += dy(j) * s.v[firstV[u] + j];
+    return sum;
+  };
+  T mean = 0;
+  for (std::size_t u = 0; u < keys; ++u) mean += weight(u) * dp(u);
+  for (std::size_t u = 0; u < keys; ++u) {
+    const T p = weight(u), ds = scale * p * (dp(u) - mean);
+    const Index k = firstK[u], v = firstV[u];
+    for (std::size_t j = 0; j < hd; ++j) {
+      s.g[v + j] += p * dy(j);
+      s.g[q + j] += ds * s.v[k + j];
+      s.g[k + j] += ds * s.v[q + j];
+    }
+    s.reach(k, hd);
+    s.reach(v, hd);
+  }
+  s.reach(q, hd);
+  for (std::size_t j = 0; j < top; ++j) s.reached[y0 + j] = false;
+  return s.low;
+}
+
 // Every case multiplies the incoming gradient once by a local derivative computed from values
 // alone: the values are ready long before the gradient arrives, so only that one multiply
 // (and the accumulation) lies on the chain from the root down.
@@ -259,6 +380,9 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index i, Args args, T gi) noe
     case Op::LogSumExp: s.low = reduceBackward(s.reached, s.low, s.floor, op, i, a, b, gi); break;
     case Op::InnerProduct: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, false, gi); break;
     case Op::InnerProductWithBias: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, true, gi); break;
+    case Op::LinearRow: s.low = linearRowBackward(s.reached, s.low, s.floor, i, a, b, gi); break;
+    case Op::LayerNormRow: s.low = layerNormRowBackward<T>(s.reached, s.low, s.floor, i, a, b); break;
+    case Op::AttentionRow: s.low = attentionRowBackward<T>(s.reached, s.low, s.floor, i, a); break;
     default: BURTORCH_UNREACHABLE();  // every Op is handled above
   }
 }

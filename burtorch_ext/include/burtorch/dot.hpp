@@ -44,6 +44,28 @@ void forEachOperand(const Pool<T>& pool, Index i, F f) {
     visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
     visitList(links, links[args.b + 1], [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
     if (op == Op::InnerProductWithBias) f(links[args.b + 2]);
+  } else if (op == Op::LinearRow) {
+    const Index* tail = links + args.b;
+    const std::size_t n = tail[0], row = i - tail[4];
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
+    for (std::size_t k = 0; k < n; ++k) f(tail[1] + static_cast<Index>(row * n + k));
+    if (tail[2] != kNoIndex) f(tail[2] + static_cast<Index>(row));
+  } else if (op == Op::LayerNormRow) {
+    const Index* tail = links + args.b;
+    const std::size_t n = tail[0], row = i - tail[3];
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
+    if (tail[1] != kNoIndex) {
+      f(tail[1] + static_cast<Index>(row));
+      f(tail[2] + static_cast<Index>(row));
+    }
+  } else if (op == Op::AttentionRow) {
+    const Index* tail = links + args.a;
+    const std::size_t keys = tail[0], hd = tail[1], row = i - tail[3];
+    const Index* firstK = tail + kAttentionHeader;
+    for (std::size_t j = 0; j < hd; ++j) f(tail[2] + static_cast<Index>(j));
+    for (std::size_t u = 0; u < keys; ++u)
+      for (std::size_t j = 0; j < hd; ++j) f(firstK[u] + static_cast<Index>(j));
+    for (std::size_t u = 0; u < keys; ++u) f(firstK[keys + u] + static_cast<Index>(row));
   }
 }
 

@@ -3,8 +3,10 @@
 // accurate when the mean is large compared with the spread.
 #pragma once
 
+#include <cmath>
 #include <cstring>
 #include <span>
+#include <utility>
 
 #include "burtorch/reductions.hpp"
 
@@ -34,20 +36,39 @@ class LayerNorm {
     return true;
   }
 
-  // out may be the caller's buffer for x's handles: each x[i] is read before out[i] is written.
-  // Each stage makes its dim nodes one after the other, so every stage (the output included) is
-  // a run of consecutive nodes that the next reduction or layer reads as one word.
+  // out may be the caller's buffer for x's handles: x is read before out is written. The
+  // outputs are dim consecutive nodes of one n-ary operator (Op::LayerNormRow), whose values are
+  // those of the scalar graph reduceMean, x - mu, reduceMeanSquares, invSqrt(. + eps), * scale,
+  // * gamma, + beta, bit for bit.
   template <class L>
     requires IndexableValues<L> && ValueList<L>
   void forward(const L& x, std::span<Value<T>> out) const noexcept {
     BURTORCH_ASSERT(x.size() == dim_ && out.size() == dim_);
-    const Value<T> mu = reduceMean(x);
-    for (std::size_t i = 0; i < dim_; ++i) out[i] = x[i] - mu;
-    const Value<T> scale = invSqrt(addConstant(reduceMeanSquares(std::span<const Value<T>>(out)), eps_));
-    for (std::size_t i = 0; i < dim_; ++i) out[i] = out[i] * scale;
-    if (!affine()) return;
-    for (std::size_t i = 0; i < dim_; ++i) out[i] = out[i] * gamma_[i];
-    for (std::size_t i = 0; i < dim_; ++i) out[i] = out[i] + beta_[i];
+    Pool<T>& pool = Pool<T>::local();
+    const RecordedList<T> xs = record(x);
+    const Index tail = pool.appendLinks(detail::kLayerNormTail);
+    const T* v = pool.values();
+    const std::pair<T, T> stats = detail::visitList(pool.links(), xs.offset, [&](auto at) {
+      const T m = detail::reduceForward(Op::ReduceMean, v, at, dim_);
+      const T meanSquares = detail::sum4<T>(dim_, at, [&](Index i) { const T c = v[i] - m; return c * c; }) / static_cast<T>(dim_);
+      return std::pair{m, T(1) / std::sqrt(meanSquares + eps_)};
+    });
+    const T mu = stats.first, scale = stats.second;
+    Index* links = pool.links();
+    links[tail] = static_cast<Index>(dim_);
+    links[tail + 1] = affine() ? gamma_.first : kNoIndex;
+    links[tail + 2] = beta_.first;
+    std::memcpy(links + tail + 4, &mu, sizeof(T));
+    std::memcpy(links + tail + 4 + detail::kConstWords, &scale, sizeof(T));
+    detail::visitList(links, xs.offset, [&](auto at) {
+      for (std::size_t i = 0; i < dim_; ++i) {
+        const T* values = pool.values();  // a push may move the values
+        T y = (values[at(i)] - mu) * scale;
+        if (affine()) y = y * values[gamma_.first + i] + values[beta_.first + i];
+        out[i] = detail::node(y, Op::LayerNormRow, xs.offset, tail);
+      }
+    });
+    links[tail + 3] = dim_ == 0 ? 0 : out[0].index();
   }
 
  private:

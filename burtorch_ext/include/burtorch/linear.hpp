@@ -88,10 +88,7 @@ class Linear {
     BURTORCH_ASSERT(out.size() == outputs_);
     const auto xs = record(x);
     BURTORCH_ASSERT(xs.count == inputs_);
-    for (std::size_t j = 0; j < outputs_; ++j) {
-      const NodeRange<T> w{static_cast<Index>(params_.first + j * inputs_), static_cast<Index>(inputs_)};
-      out[j] = withBias_ ? innerProductWithBias(xs, w, biases()[j]) : innerProduct(xs, w);
-    }
+    linearRows(xs, params_.first, withBias_ ? biases().first : kNoIndex, out);
     switch (activation_) {  // one switch per layer, not per neuron
       case Activation::Relu: for (Value<T>& y : out) y = relu(y); break;
       case Activation::Tanh: for (Value<T>& y : out) y = tanh(y); break;

@@ -21,6 +21,17 @@ enum class Op : std::uint16_t {
   ReduceNegMean, LogSumExp,
   // inner products: x list at link a; at link b: count, weight list, then (with bias) the bias
   InnerProduct, InnerProductWithBias,
+  // row j of a layer: y_j = w_j . x (+ b_j), rows consecutive, weight rows consecutive; x list at
+  // link a; at link b, shared by the rows: count, first weight, first bias or none, rows, y_0
+  LinearRow,
+  // output j of a layer norm, outputs consecutive; x list at link a; at link b, shared by the
+  // outputs: count, first gain or kNoIndex, first bias, y_0, then the mean and the scale 1/std
+  // (each a constant, kConstWords words)
+  LayerNormRow,
+  // output j of one attention head for one query: sum_u softmax_u(scale q . k_u) v_u[j], outputs
+  // consecutive; at link a, shared by the head's outputs: keys, head size, first of q, y_0,
+  // scale, the first node of each k_u, of each v_u, then the attention weights
+  AttentionRow,
 };
 
 constexpr const char* opName(Op op) noexcept {
@@ -59,6 +70,9 @@ constexpr const char* opName(Op op) noexcept {
     case Op::LogSumExp: return "logSumExp";
     case Op::InnerProduct: return "innerProduct";
     case Op::InnerProductWithBias: return "innerProductWithBias";
+    case Op::LinearRow: return "linearRow";
+    case Op::LayerNormRow: return "layerNormRow";
+    case Op::AttentionRow: return "attentionRow";
   }
   return "?";
 }

@@ -67,14 +67,13 @@ struct GptShape {
   std::size_t sampleWidth() const { return blockSize + 1; }
 
   // Nodes of one sample's graph. Per token: the embedding sum (d); per block and token, two
-  // layer norms (4d + 4 each), query, key and value (3d), the heads' outputs (d), proj (d), two
-  // residual sums (2d), ff1 with its relu (2 ff) and ff2 (d); per head and query at position t,
-  // 4 (t + 1) + 1 nodes of scores and softmax; at the end a layer norm, the logits and two loss
-  // nodes per token, and their mean.
+  // layer norms (d each), query, key and value (3d), the heads' outputs (d), proj (d), two
+  // residual sums (2d), ff1 with its relu (2 ff) and ff2 (d); at the end a layer norm, the
+  // logits and two loss nodes per token, and their mean.
   std::size_t graphNodes() const {
     const std::size_t t = blockSize, d = dModel;
-    const std::size_t block = t * (2 * (4 * d + 4) + 3 * d + d + d + 2 * d + 2 * ff() + d) + heads * (2 * t * (t + 1) + t);
-    return t * d + layers * block + t * (4 * d + 4 + vocab + 2) + 1;
+    const std::size_t block = t * (2 * d + 3 * d + d + d + 2 * d + 2 * ff() + d);
+    return t * d + layers * block + t * (d + vocab + 2) + 1;
   }
 };
 
