@@ -8,7 +8,7 @@ STAMP := $(VENV)/.burtbench-installed
 EXT_SOURCES := $(shell find burtorch_ext -type f \( -name '*.hpp' -o -name '*.cpp' -o -name 'CMakeLists.txt' \) 2>/dev/null)
 RUN_ARGS ?=
 
-.PHONY: setup browser bench-linux bench-windows bench-macos test test-slow report perf clean
+.PHONY: setup browser bench-linux bench-windows bench-macos test report perf clean
 
 setup: $(STAMP)
 
@@ -45,9 +45,6 @@ browser:
 
 test: setup browser
 	$(BIN)/python -m pytest -q -m "not slow"
-
-test-slow: setup
-	$(BIN)/python -m pytest -q -m slow
 
 perf: setup
 	$(BIN)/burtbench run --engine burtorch,micrograd --workload tiny,small --profile quick $(RUN_ARGS)
