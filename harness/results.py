@@ -145,6 +145,7 @@ def write_json_atomic(path: Path, data: dict) -> None:
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a manifest is for everyone to read
         os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
