@@ -49,8 +49,11 @@ test: setup browser
 perf: setup
 	$(BIN)/burtbench run --engine burtorch,micrograd --workload tiny,small --profile quick $(RUN_ARGS)
 
+# The newest run under results/ (the committed reference run is rendered with `burtbench report results/reference`).
 report: setup
-	$(BIN)/burtbench report "$$(ls -1d results/*/ | grep -v reference | sort | tail -n 1)"
+	@run="$$(ls -1d results/*/ 2>/dev/null | grep -v '/reference/$$' | sort | tail -n 1)"; \
+	if [ -z "$$run" ]; then echo "make report: no run in results/ yet: make bench-linux first" >&2; exit 2; fi; \
+	$(BIN)/burtbench report "$$run"
 
 clean:
 	rm -rf build reports $(VENV)
