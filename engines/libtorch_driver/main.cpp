@@ -31,6 +31,7 @@
 #endif
 
 #include "cli.hpp"
+#include "dispatch.hpp"
 #include "json_line.hpp"
 #include "measured_run.hpp"
 
@@ -41,13 +42,6 @@ using burtorch::driver::Options;
 using burtorch::driver::Param;
 using Output = std::pair<std::string_view, double>;
 using Params = std::array<Param, 2>;
-
-constexpr int kExitUsage = 2;
-
-int usageError(const std::string& message) {
-  std::fprintf(stderr, "libtorch-bench: error: %s (try --help)\n", message.c_str());
-  return kExitUsage;
-}
 
 torch::Tensor leaf(double value) {
   return torch::scalar_tensor(value, torch::TensorOptions().dtype(torch::kFloat64).requires_grad(true));
@@ -193,34 +187,23 @@ class SaveLoadWorkload {
 };
 
 template <class W>
-std::optional<std::string> resolveParams(const Options& options, Params& params) {
-  params = W::kDefaults;
-  for (const Param& given : options.params) {
-    bool known = false;
-    for (Param& p : params) {
-      if (p.name == given.name) {
-        p.value = given.value;
-        known = true;
-      }
-    }
-    if (!known) return "this workload has no parameter '" + std::string(given.name) + "' (has: a b)";
-  }
-  return std::nullopt;
-}
-
-template <class W>
 int run(const Options& options) {
   Params params{};
-  if (const auto error = resolveParams<W>(options, params)) return usageError(*error);
-
-  W step(params);
-  return burtorch::driver::measureAndReport(step, options, "fp64", TORCH_VERSION);
+  if (const auto error = burtorch::driver::resolveParams<W>(options, params)) {
+    return burtorch::driver::usageError(*error);
+  }
+  // Both are settable once, before any parallel work.
+  at::set_num_threads(1);
+  at::set_num_interop_threads(1);
+  try {
+    W step(params);
+    return burtorch::driver::measureAndReport(step, options, "fp64", TORCH_VERSION);
+  } catch (const std::exception& error) {
+    return burtorch::driver::runError(error.what());
+  }
 }
 
-struct Entry {
-  std::string_view name;
-  int (*run)(const Options&);
-};
+using burtorch::driver::Entry;
 
 const std::array kWorkloads{
     Entry{"tiny", &run<GradientWorkload<TinyGraph>>},
@@ -229,41 +212,14 @@ const std::array kWorkloads{
     Entry{"save_load", &run<SaveLoadWorkload>},
 };
 
-void printHelp() {
-  std::printf(
-      "usage: libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...]\n"
-      "Runs WORKLOAD with LibTorch (PyTorch's C++ API) and prints one JSON line (see harness/worker.py).\n"
-      "workloads:");
-  for (const Entry& e : kWorkloads) std::printf(" %.*s", static_cast<int>(e.name.size()), e.name.data());
-  std::printf("\n");
-}
-
 }  // namespace
 
+const char* const burtorch::driver::kProgram = "libtorch-bench";
+
 int main(int argc, char** argv) {
-  Options options;
-  if (const auto error = burtorch::driver::parseOptions(argc, argv, options)) return usageError(*error);
-  if (options.help) {
-    printHelp();
-    return 0;
-  }
-  if (options.version) {
-    std::printf("libtorch %s\n", TORCH_VERSION);
-    return 0;
-  }
-  // Both are settable once, before any parallel work.
-  at::set_num_threads(1);
-  at::set_num_interop_threads(1);
-  for (const Entry& e : kWorkloads) {
-    if (e.name != options.workload) continue;
-    try {
-      return e.run(options);
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "libtorch-bench: %s\n", error.what());
-      return 1;
-    }
-  }
-  std::string names;
-  for (const Entry& e : kWorkloads) names += (names.empty() ? "" : ", ") + std::string(e.name);
-  return usageError("unknown workload '" + std::string(options.workload) + "' (have: " + names + ")");
+  return burtorch::driver::runDriver(
+      argc, argv,
+      "usage: libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...]\n"
+      "Runs WORKLOAD with LibTorch (PyTorch's C++ API) and prints one JSON line (see harness/worker.py).\n",
+      "libtorch " TORCH_VERSION, kWorkloads);
 }

@@ -8,6 +8,7 @@
 
 #include "burtorch/burtorch.hpp"
 #include "cli.hpp"
+#include "dispatch.hpp"
 #include "gpt.hpp"
 #include "measured_run.hpp"
 #include "mlp.hpp"
@@ -17,40 +18,6 @@
 
 namespace burtorch::driver {
 namespace {
-
-constexpr int kExitUsage = 2;
-
-int usageError(const std::string& message) {
-  std::fprintf(stderr, "burtorch-bench: error: %s (try --help)\n", message.c_str());
-  return kExitUsage;
-}
-
-int runError(const std::string& message) {
-  std::fprintf(stderr, "burtorch-bench: error: %s\n", message.c_str());
-  return 1;
-}
-
-// The workload's parameters: its defaults, overridden by --param; unknown names are errors.
-template <class W>
-std::optional<std::string> resolveParams(const Options& options, std::array<Param, W::kDefaults.size()>& params) {
-  params = W::kDefaults;
-  for (const Param& given : options.params) {
-    bool known = false;
-    for (Param& p : params) {
-      if (p.name == given.name) {
-        p.value = given.value;
-        known = true;
-      }
-    }
-    if (!known) {
-      std::string message = "workload ";
-      message.append(W::kName).append(" has no parameter '").append(given.name).append("' (has:");
-      for (const Param& p : params) message.append(" ").append(p.name);
-      return message + ")";
-    }
-  }
-  return std::nullopt;
-}
 
 template <class W>
 int run(const Options& options) {
@@ -63,11 +30,6 @@ int run(const Options& options) {
   }
   return measureAndReport(step, options, W::kPrecision, "burtorch " BURTORCH_VERSION);
 }
-
-struct Entry {
-  std::string_view name;
-  int (*run)(const Options&);
-};
 
 // Every workload the driver knows; a new one is a class with kName, kPrecision, kDefaults,
 // a constructor from its parameters and the options, operator() for one step and outputs().
@@ -83,35 +45,17 @@ constexpr std::array kWorkloads{
     Entry{Gpt<float>::kName, &run<TrainingWorkload<Gpt<float>>>},
 };
 
-void printHelp() {
-  std::printf(
-      "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...] [--inputs DIR]\n"
-      "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/worker.py).\n"
-      "mlp and gpt train on the shared-inputs folder DIR that the workload's prepare() wrote.\n"
-      "workloads:");
-  for (const Entry& e : kWorkloads) std::printf(" %.*s", static_cast<int>(e.name.size()), e.name.data());
-  std::printf("\n");
-}
-
 }  // namespace
 }  // namespace burtorch::driver
 
+const char* const burtorch::driver::kProgram = "burtorch-bench";
+
 int main(int argc, char** argv) {
   using namespace burtorch::driver;
-  Options options;
-  if (const auto error = parseOptions(argc, argv, options)) return usageError(*error);
-  if (options.help) {
-    printHelp();
-    return 0;
-  }
-  if (options.version) {
-    std::printf("burtorch " BURTORCH_VERSION "\n");
-    return 0;
-  }
-  for (const Entry& e : kWorkloads) {
-    if (e.name == options.workload) return e.run(options);
-  }
-  std::string names;
-  for (const Entry& e : kWorkloads) names += (names.empty() ? "" : ", ") + std::string(e.name);
-  return usageError("unknown workload '" + std::string(options.workload) + "' (have: " + names + ")");
+  return runDriver(argc, argv,
+                   "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...] "
+                   "[--inputs DIR]\n"
+                   "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/worker.py).\n"
+                   "mlp and gpt train on the shared-inputs folder DIR that the workload's prepare() wrote.\n",
+                   "burtorch " BURTORCH_VERSION, kWorkloads);
 }
