@@ -81,6 +81,53 @@ TEST_CASE("Linear: gradients when the root reaches only some rows, and of a list
   Pool<double>::local().rewind(Mark{});
 }
 
+// A block of tokens through one layer: the same values and gradients, bit for bit, as one call
+// per token, whose rows' backward takes the tokens one after another.
+TEST_CASE("Linear over a block of tokens: the bits of one call per token, and its gradients") {
+  auto& pool = Pool<double>::local();
+  const auto gradientsOf = [&](bool oneCall) {
+    pool.rewind(Mark{});
+    Rng rng(7);
+    const Linear<double> layer(5, 9, true, Activation::Tanh, rng);
+    const NodeRange<double> x = inputLeaves(15, 13);
+    std::vector<V> tokens(x.count), y(27);
+    for (std::size_t k = 0; k < x.count; ++k) tokens[k] = x[k] * 1.5;  // operator nodes: swept, not leaves
+    if (oneCall) {
+      layer.forward(tokens, std::span<V>(y));
+    } else {
+      for (std::size_t t = 0; t < 3; ++t)
+        layer.forward(std::span<const V>(tokens).subspan(t * 5, 5), std::span<V>(y).subspan(t * 9, 9));
+    }
+    backward(weightedSum(y));
+    std::vector<double> out;
+    for (const V& v : y) out.push_back(v.data());
+    for (Index k = 0; k < x.first + x.count; ++k) out.push_back(V::fromIndex(k).grad());
+    return out;
+  };
+  CHECK(gradientsOf(true) == gradientsOf(false));
+  for (const bool bias : {true, false}) {
+    pool.rewind(Mark{});
+    Rng rng(9);
+    const Linear<double> layer(6, 4, bias, Activation::Identity, rng);
+    const NodeRange<double> x = inputLeaves(18, 17);
+    const NodeRange<double> all = span(0, x.first + x.count);
+    const auto block = [&](std::vector<V> tokens) {
+      std::vector<V> y(12);
+      layer.forward(tokens, std::span<V>(y));
+      return y;
+    };
+    std::vector<V> runs;
+    for (std::size_t k = 0; k < x.count; ++k) runs.push_back(x[k]);
+    EXPECT_NODE_GRADIENTS("tokens 0 and 2, some rows", all, [&] { const auto y = block(runs); return y[1] * 0.7 + y[10] - y[8]; });
+    EXPECT_NODE_GRADIENTS("a listed token", all, [&] {
+      std::vector<V> tokens = runs;
+      std::swap(tokens[7], tokens[9]);
+      return weightedSum(block(tokens));
+    });
+  }
+  pool.rewind(Mark{});
+}
+
 TEST_CASE("Neuron::create owns its parameters") {
   Pool<double>::local().rewind(Mark{});
   Rng rng(5);

@@ -59,15 +59,12 @@ class CausalSelfAttention {
     BURTORCH_ASSERT(x.size() == tokens * dModel_ && out.size() == tokens * dModel_);
     const std::size_t d = dModel_, hd = d / heads_;
     fit(tokens);
-    for (std::size_t t = 0; t < tokens; ++t) {
-      const auto xs = record(x.subspan(t * d, d));
-      query.forward(xs, span(q_, t * d, d));
-      key.forward(xs, span(k_, t * d, d));
-      value.forward(xs, span(v_, t * d, d));
-    }
+    query.forward(x, span(q_, 0, tokens * d));
+    key.forward(x, span(k_, 0, tokens * d));
+    value.forward(x, span(v_, 0, tokens * d));
     for (std::size_t t = 0; t < tokens; ++t)
       for (std::size_t h = 0; h < heads_; ++h) attendHead(t, h, span(concat_, t * d + h * hd, hd));
-    for (std::size_t t = 0; t < tokens; ++t) proj.forward(span(concat_, t * d, d), out.subspan(t * d, d));
+    proj.forward(span(concat_, 0, tokens * d), out);
   }
 
   Linear<T> query, key, value, proj;

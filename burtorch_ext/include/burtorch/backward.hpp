@@ -194,48 +194,115 @@ BURTORCH_OUTLINE Index innerProductBackward(bool* reached, Index low, Index floo
   return s.low;
 }
 
-// Node i is row j of a layer (Op::LinearRow). Every user of any row comes after the last row,
-// so when the sweep reaches the highest reached row, the gradients of all the rows are final:
-// that row runs the backward of itself and of every reached row below it, in the order the sweep
-// would visit them one by one, and unflags them so that the sweep skips them. Where x is a run,
-// its gradients take two rows per pass (axpy2) and are flagged once.
+// Rows of axpy() into one y, applied kManyRows at a time (kernels::axpyMany) in the order given.
 template <class T>
-BURTORCH_OUTLINE Index linearRowBackward(bool* reached, Index low, Index floor, Index i, Index xList, Index tail, T gi) noexcept {
+class AxpyQueue {
+ public:
+  AxpyQueue(T* y, std::size_t n) noexcept : y_(y), n_(n) {}
+
+  BURTORCH_INLINE void add(T a, const T* x) noexcept {
+    a_[count_] = a;
+    x_[count_] = x;
+    used_ = true;
+    if (++count_ == kernels::kManyRows) flush();
+  }
+
+  BURTORCH_INLINE void flush() noexcept {
+    if (count_ != 0) kernels::axpyMany(y_, a_, x_, count_, n_);
+    count_ = 0;
+  }
+
+  bool used() const noexcept { return used_; }
+
+ private:
+  T* y_;
+  std::size_t n_;
+  T a_[kernels::kManyRows];
+  const T* x_[kernels::kManyRows];
+  std::size_t count_ = 0;
+  bool used_ = false;
+};
+
+// The rows of a layer over a block of tokens, read from its tail (see linearRows).
+struct LinearTail {
+  std::size_t n, rows;
+  Index w0, bias0, y0;
+  const Index* inputs;  // each token's input list
+
+  LinearTail(const Index* links, Index tail) noexcept
+      : n(links[tail]), rows(links[tail + 3]), w0(links[tail + 1]), bias0(links[tail + 2]), y0(links[tail + 4]),
+        inputs(links + tail + kLinearHeader) {}
+
+  Index output(std::size_t t, std::size_t j) const noexcept { return y0 + static_cast<Index>(t * rows + j); }
+  Index weights(std::size_t j) const noexcept { return w0 + static_cast<Index>(j * n); }
+};
+
+// Every token's input is a run: a weight row's gradient takes all the tokens in one pass, an
+// input's gradient all the rows. Each gradient still adds its terms in the order the rows'
+// backward would one by one: tokens from the last down, rows from the last down.
+template <class T, class Live>
+BURTORCH_INLINE void linearRunsBackward(Sweep<T>& s, const LinearTail& layer, std::size_t tokens, Live live) noexcept {
+  const auto input = [&](std::size_t t) { return s.links[layer.inputs[t]] & ~kRangeFlag; };
+  const bool withBias = layer.bias0 != kNoIndex;
+  for (std::size_t j = layer.rows; j-- > 0;) {
+    AxpyQueue<T> row(s.g + layer.weights(j), layer.n);
+    const Index bias = layer.bias0 + static_cast<Index>(j);
+    T biasGrad = withBias ? s.g[bias] : T(0);  // in a register: the tokens' terms form one chain
+    for (std::size_t t = tokens; t-- > 0;) {
+      const Index y = layer.output(t, j);
+      if (!live(y)) continue;
+      row.add(s.g[y], s.v + input(t));
+      biasGrad += s.g[y];
+    }
+    row.flush();
+    if (!row.used()) continue;
+    s.reach(layer.weights(j), layer.n);
+    if (withBias) {
+      s.g[bias] = biasGrad;
+      s.reach(bias, 1);
+    }
+  }
+  for (std::size_t t = tokens; t-- > 0;) {
+    AxpyQueue<T> x(s.g + input(t), layer.n);
+    for (std::size_t j = layer.rows; j-- > 0;) {
+      const Index y = layer.output(t, j);
+      if (live(y)) x.add(s.g[y], s.v + layer.weights(j));
+    }
+    x.flush();
+    if (x.used()) s.reach(input(t), layer.n);
+  }
+}
+
+// Node i is row j of token t of a layer (Op::LinearRow). Every user of any of the layer's rows
+// comes after its last row, so when the sweep reaches the highest reached row, the gradients of
+// all the rows are final: that row runs the backward of the whole layer and unflags the other
+// rows, so that the sweep skips them. Rows above i are not reached.
+template <class T>
+BURTORCH_OUTLINE Index linearRowBackward(bool* reached, Index low, Index floor, Index i, Index tail) noexcept {
   Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const std::size_t n = s.links[tail];
-  const Index w0 = s.links[tail + 1], bias0 = s.links[tail + 2], y0 = s.links[tail + 4];
-  visitList(s.links, xList, [&](auto xAt) {
-    constexpr bool kRun = std::is_same_v<decltype(xAt), RangeAt>;
-    Index pendingW = kNoIndex;  // a row whose x gradients wait for the next row's
-    T pendingGy = 0;
-    for (Index y = i + 1; y-- > y0;) {
-      if (y != i) {
-        if (!s.reached[y]) continue;
-        s.reached[y] = false;
-      }
-      const T gy = y == i ? gi : s.g[y];
-      const Index row = y - y0, w = w0 + static_cast<Index>(row * n);
-      if constexpr (kRun) {
-        const Index x = xAt.first;
-        kernels::axpy(s.g + w, gy, s.v + x, n);
-        s.reach(w, n);
-        if (pendingW == kNoIndex) {
-          pendingW = w;
-          pendingGy = gy;
-        } else {
-          kernels::axpy2(s.g + x, pendingGy, s.v + pendingW, gy, s.v + w, n);
-          pendingW = kNoIndex;
+  const LinearTail layer(s.links, tail);
+  const std::size_t tokens = (i - layer.y0) / layer.rows + 1;
+  const auto live = [&](Index y) { return y == i || s.reached[y]; };
+  bool everyInputARun = true;
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const Index word = s.links[layer.inputs[t]];
+    everyInputARun = everyInputARun && (word & kRangeFlag) && word != kRunsMarker;
+  }
+  if (everyInputARun) {
+    linearRunsBackward(s, layer, tokens, live);
+  } else {
+    for (std::size_t t = tokens; t-- > 0;) {
+      visitList(s.links, layer.inputs[t], [&](auto xAt) {
+        for (std::size_t j = layer.rows; j-- > 0;) {
+          const Index y = layer.output(t, j);
+          if (!live(y)) continue;
+          productBackward(s, xAt, RangeAt{layer.weights(j)}, layer.n, s.g[y]);
+          if (layer.bias0 != kNoIndex) s.addToLeafOrNode(layer.bias0 + static_cast<Index>(j), s.g[y]);
         }
-      } else {
-        productBackward(s, xAt, RangeAt{w}, n, gy);
-      }
-      if (bias0 != kNoIndex) s.addToLeafOrNode(bias0 + row, gy);
+      });
     }
-    if constexpr (kRun) {
-      if (pendingW != kNoIndex) kernels::axpy(s.g + xAt.first, pendingGy, s.v + pendingW, n);
-      s.reach(xAt.first, n);
-    }
-  });
+  }
+  std::fill(s.reached + layer.y0, s.reached + i, false);
   return s.low;
 }
 
@@ -380,7 +447,7 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index i, Args args, T gi) noe
     case Op::LogSumExp: s.low = reduceBackward(s.reached, s.low, s.floor, op, i, a, b, gi); break;
     case Op::InnerProduct: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, false, gi); break;
     case Op::InnerProductWithBias: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, true, gi); break;
-    case Op::LinearRow: s.low = linearRowBackward(s.reached, s.low, s.floor, i, a, b, gi); break;
+    case Op::LinearRow: s.low = linearRowBackward<T>(s.reached, s.low, s.floor, i, b); break;
     case Op::LayerNormRow: s.low = layerNormRowBackward<T>(s.reached, s.low, s.floor, i, a, b); break;
     case Op::AttentionRow: s.low = attentionRowBackward<T>(s.reached, s.low, s.floor, i, a); break;
     default: BURTORCH_UNREACHABLE();  // every Op is handled above

@@ -46,7 +46,7 @@ void forEachOperand(const Pool<T>& pool, Index i, F f) {
     if (op == Op::InnerProductWithBias) f(links[args.b + 2]);
   } else if (op == Op::LinearRow) {
     const Index* tail = links + args.b;
-    const std::size_t n = tail[0], row = i - tail[4];
+    const std::size_t n = tail[0], row = (i - tail[4]) % tail[3];
     visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
     for (std::size_t k = 0; k < n; ++k) f(tail[1] + static_cast<Index>(row * n + k));
     if (tail[2] != kNoIndex) f(tail[2] + static_cast<Index>(row));

@@ -84,6 +84,29 @@ BURTORCH_INLINE void axpy2(T* BURTORCH_RESTRICT y, T a1, const T* BURTORCH_RESTR
   for (; k < n; ++k) y[k] = (y[k] + a1 * x1[k]) + a2 * x2[k];
 }
 
+// y[k] = ((y[k] + a[0] * x[0][k]) + a[1] * x[1][k]) + ...: up to kManyRows axpy() in one pass
+// over y, the same bits as one axpy() after another. A layer's backward uses it for a weight
+// row's gradient (x: the tokens' inputs) and for an input's gradient (x: the weight rows).
+inline constexpr std::size_t kManyRows = 8;
+
+template <class T>
+BURTORCH_INLINE void axpyMany(T* BURTORCH_RESTRICT y, const T* a, const T* const* x, std::size_t count, std::size_t n) noexcept {
+  constexpr std::size_t kShort = 16 / sizeof(T);
+  std::size_t k = 0;
+  for (; k + kShort <= n; k += kShort) {
+    T sum[kShort];
+    for (std::size_t l = 0; l < kShort; ++l) sum[l] = y[k + l];
+    for (std::size_t r = 0; r < count; ++r)
+      for (std::size_t l = 0; l < kShort; ++l) sum[l] += a[r] * x[r][k + l];
+    for (std::size_t l = 0; l < kShort; ++l) y[k + l] = sum[l];
+  }
+  for (; k < n; ++k) {
+    T sum = y[k];
+    for (std::size_t r = 0; r < count; ++r) sum += a[r] * x[r][k];
+    y[k] = sum;
+  }
+}
+
 #if BURTORCH_SSE
 // The same sums for float, written out in SSE registers: GCC spills the lanes to scalars after
 // the wide loop and runs the short rows (24 values in the GPT) one value at a time. Separate
@@ -123,6 +146,33 @@ BURTORCH_INLINE void axpy2(float* BURTORCH_RESTRICT y, float a1, const float* BU
     _mm_storeu_ps(y + k, _mm_add_ps(once, _mm_mul_ps(a2v, _mm_loadu_ps(x2 + k))));
   }
   for (; k < n; ++k) y[k] = (y[k] + a1 * x1[k]) + a2 * x2[k];
+}
+
+// Two registers of y per pass, so that two chains of additions overlap.
+template <>
+BURTORCH_INLINE void axpyMany(float* BURTORCH_RESTRICT y, const float* a, const float* const* x, std::size_t count, std::size_t n) noexcept {
+  __m128 av[kManyRows];
+  for (std::size_t r = 0; r < count; ++r) av[r] = _mm_set1_ps(a[r]);
+  std::size_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    __m128 lo = _mm_loadu_ps(y + k), hi = _mm_loadu_ps(y + k + 4);
+    for (std::size_t r = 0; r < count; ++r) {
+      lo = _mm_add_ps(lo, _mm_mul_ps(av[r], _mm_loadu_ps(x[r] + k)));
+      hi = _mm_add_ps(hi, _mm_mul_ps(av[r], _mm_loadu_ps(x[r] + k + 4)));
+    }
+    _mm_storeu_ps(y + k, lo);
+    _mm_storeu_ps(y + k + 4, hi);
+  }
+  for (; k + 4 <= n; k += 4) {
+    __m128 sum = _mm_loadu_ps(y + k);
+    for (std::size_t r = 0; r < count; ++r) sum = _mm_add_ps(sum, _mm_mul_ps(av[r], _mm_loadu_ps(x[r] + k)));
+    _mm_storeu_ps(y + k, sum);
+  }
+  for (; k < n; ++k) {
+    float sum = y[k];
+    for (std::size_t r = 0; r < count; ++r) sum += a[r] * x[r][k];
+    y[k] = sum;
+  }
 }
 #endif
 

@@ -80,15 +80,26 @@ class Linear {
     return true;
   }
 
-  // out[j] = activation(w_j . x + b_j); the input's indices are recorded once for all neurons.
+  // out[j] = activation(w_j . x + b_j). x may also hold a block of tokens, row-major (a
+  // contiguous container of tokens x inputs handles): then out holds tokens x outputs, each
+  // token's outputs one after the other, as PyTorch applies a layer to the last dimension.
   // All affine nodes come first, then all activations, so the outputs are consecutive nodes and
   // the next layer reads them as one contiguous run.
   template <ValueList L>
   void forward(const L& x, std::span<Value<T>> out) const noexcept {
-    BURTORCH_ASSERT(out.size() == outputs_);
-    const auto xs = record(x);
-    BURTORCH_ASSERT(xs.count == inputs_);
-    linearRows(xs, params_.first, withBias_ ? biases().first : kNoIndex, out);
+    BURTORCH_ASSERT(outputs_ > 0 && !out.empty() && out.size() % outputs_ == 0);
+    const std::size_t tokens = out.size() / outputs_;
+    const auto inputOf = [&](std::size_t t) {
+      if constexpr (ValueRange<L>) {
+        const std::span<const Value<T>> all(x);
+        BURTORCH_ASSERT(all.size() == tokens * inputs_);
+        return record(all.subspan(t * inputs_, inputs_));
+      } else {
+        BURTORCH_ASSERT(tokens == 1);
+        return checked(record(x));
+      }
+    };
+    linearRows(tokens, inputOf, params_.first, withBias_ ? biases().first : kNoIndex, out);
     switch (activation_) {  // one switch per layer, not per neuron
       case Activation::Relu: for (Value<T>& y : out) y = relu(y); break;
       case Activation::Tanh: for (Value<T>& y : out) y = tanh(y); break;
@@ -105,6 +116,11 @@ class Linear {
   }
 
  private:
+  RecordedList<T> checked(RecordedList<T> xs) const noexcept {
+    BURTORCH_ASSERT(xs.count == inputs_);
+    return xs;
+  }
+
   std::size_t inputs_, outputs_;
   bool withBias_;
   Activation activation_;

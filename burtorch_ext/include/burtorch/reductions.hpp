@@ -113,8 +113,9 @@ Value<T> innerProductNode(RecordedList<T> x, RecordedList<T> w, Value<T> bias, b
   return node(data, withBias ? Op::InnerProductWithBias : Op::InnerProduct, x.offset, tail);
 }
 
-// The shared tail of a layer's rows: [count, first weight, first bias or kNoIndex, rows, y_0].
-inline constexpr std::size_t kLinearTail = 5;
+// The shared tail of a layer's rows over a block of tokens: [count, first weight, first bias or
+// kNoIndex, rows, y_0, tokens], then each token's input list.
+inline constexpr std::size_t kLinearHeader = 6;
 // The shared tail of a layer norm's outputs: [count, first gain or kNoIndex, first bias, y_0,
 // mean, scale].
 inline constexpr std::size_t kLayerNormTail = 4 + 2 * kConstWords;
@@ -124,33 +125,39 @@ inline constexpr std::size_t kAttentionHeader = 4 + kConstWords;
 
 }  // namespace detail
 
-// out[j] = w_j . x (+ b_j) for the weight rows w_j = [w0 + j n, w0 + (j + 1) n) and biases
-// b_j = bias0 + j (kNoIndex: none), the values exactly as innerProduct(WithBias) computes them.
-// The rows are consecutive nodes that share one record of x and one tail, and backward handles a
-// layer's reached rows together.
-template <class T>
-void linearRows(RecordedList<T> x, Index w0, Index bias0, std::span<Value<T>> out) noexcept {
+// out[t rows + j] = w_j . x_t (+ b_j) for each token t, with the weight rows
+// w_j = [w0 + j n, w0 + (j + 1) n), biases b_j = bias0 + j (kNoIndex: none) and x_t =
+// inputOf(t), the values exactly as innerProduct(WithBias) computes them. The rows of all the
+// tokens are consecutive nodes that share one tail, and backward handles the reached ones
+// together: one pass over each weight row's gradient for all the tokens.
+template <class T, class InputOf>
+void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, std::span<Value<T>> out) noexcept {
   Pool<T>& pool = Pool<T>::local();
-  const std::size_t n = x.count, rows = out.size();
-  const Index tail = pool.appendLinks(detail::kLinearTail);
+  const std::size_t rows = out.size() / tokens;
+  const Index tail = pool.appendLinks(detail::kLinearHeader + tokens);
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const RecordedList<T> x = inputOf(t);
+    const std::size_t n = x.count;
+    Index* links = pool.links();  // recording may move the links
+    links[tail] = x.count;
+    links[tail + detail::kLinearHeader + t] = x.offset;
+    detail::visitList(links, x.offset, [&](auto xAt) {
+      for (std::size_t j = 0; j < rows; ++j) {
+        const T* v = pool.values();  // a push may move the values
+        T data = detail::dotOf(v, xAt, detail::RangeAt{w0 + static_cast<Index>(j * n)}, n);
+        if (bias0 != kNoIndex) data += v[bias0 + j];
+        out[t * rows + j] = detail::node(data, Op::LinearRow, x.offset, tail);
+      }
+    });
+  }
   Index* links = pool.links();
-  links[tail] = x.count;
   links[tail + 1] = w0;
   links[tail + 2] = bias0;
   links[tail + 3] = static_cast<Index>(rows);
-  detail::visitList(links, x.offset, [&](auto xAt) {
-    for (std::size_t j = 0; j < rows; ++j) {
-      const T* v = pool.values();  // a push may move the values
-      T data = detail::dotOf(v, xAt, detail::RangeAt{w0 + static_cast<Index>(j * n)}, n);
-      if (bias0 != kNoIndex) data += v[bias0 + j];
-      out[j] = detail::node(data, Op::LinearRow, x.offset, tail);
-    }
-  });
-  links[tail + 4] = rows == 0 ? 0 : out[0].index();
+  links[tail + 4] = out.empty() ? 0 : out[0].index();
+  links[tail + 5] = static_cast<Index>(tokens);
 }
 
-namespace detail {
-}  // namespace detail
 
 template <ValueList L> auto reduceSum(const L& xs) noexcept { return detail::reduce(Op::ReduceSum, toList(xs)); }
 // x_1 - x_2 - ... - x_n

@@ -97,8 +97,8 @@ class Gpt {
         x_(shape.blockSize * shape.dModel),
         normed_(x_.size()),
         y_(x_.size()),
-        hidden_(shape.ff()),
-        logits_(shape.vocab),
+        hidden_(shape.blockSize * shape.ff()),
+        logits_(shape.blockSize * shape.vocab),
         losses_(shape.blockSize) {}
 
   // Builds one window's graph; returns its loss.
@@ -112,18 +112,15 @@ class Gpt {
       for (std::size_t t = 0; t < tokens; ++t) block.ln1.forward(row(x_, t), row(normed_, t));
       block.attention.forward(normed_, tokens, std::span<Value<T>>(y_));
       addInto(x_, y_);
-      for (std::size_t t = 0; t < tokens; ++t) {
-        block.ln2.forward(row(x_, t), row(normed_, t));
-        block.ff1.forward(row(normed_, t), std::span<Value<T>>(hidden_));
-        block.ff2.forward(hidden_, row(y_, t));
-      }
+      for (std::size_t t = 0; t < tokens; ++t) block.ln2.forward(row(x_, t), row(normed_, t));
+      block.ff1.forward(normed_, std::span<Value<T>>(hidden_));
+      block.ff2.forward(hidden_, std::span<Value<T>>(y_));
       addInto(x_, y_);
     }
-    for (std::size_t t = 0; t < tokens; ++t) {
-      lnf_.forward(row(x_, t), row(normed_, t));
-      head_.forward(row(normed_, t), std::span<Value<T>>(logits_));
-      losses_[t] = crossEntropy(logits_, window[t + 1]);
-    }
+    for (std::size_t t = 0; t < tokens; ++t) lnf_.forward(row(x_, t), row(normed_, t));
+    head_.forward(normed_, std::span<Value<T>>(logits_));
+    for (std::size_t t = 0; t < tokens; ++t)
+      losses_[t] = crossEntropy(std::span<const Value<T>>(logits_).subspan(t * shape_.vocab, shape_.vocab), window[t + 1]);
     return reduceMean(losses_);
   }
 
