@@ -42,12 +42,24 @@ void checkKernels() {
     kernels::axpy(once.data(), T(-1.3), y.data(), n);
     kernels::axpy2(twice.data(), T(0.7), x.data(), T(-1.3), y.data(), n);
     CHECK(once == twice);
+    for (std::size_t count = 1; count <= kernels::kManyRows; ++count) {
+      T a[kernels::kManyRows];
+      const T* rows[kernels::kManyRows];
+      std::vector<T> oneByOne = z, many = z;
+      for (std::size_t r = 0; r < count; ++r) {
+        a[r] = T(0.9) - T(0.37) * static_cast<T>(r);
+        rows[r] = r % 2 == 0 ? x.data() : y.data();
+        kernels::axpy(oneByOne.data(), a[r], rows[r], n);
+      }
+      kernels::axpyMany(many.data(), a, rows, count, n);
+      CHECK(many == oneByOne);
+    }
   }
 }
 
 }  // namespace
 
-TEST_CASE("kernels: dot, axpy and axpy2 agree with plain loops at every length up to 70") {
+TEST_CASE("kernels: dot, axpy, axpy2 and axpyMany agree with plain loops at every length up to 70") {
   checkKernels<float>();
   checkKernels<double>();
 }

@@ -59,7 +59,10 @@ inline int runDriver(int argc, char** argv, std::string_view usage, std::string_
   Options options;
   if (const auto error = parseOptions(argc, argv, options)) return usageError(*error);
   std::string names;
-  for (const Entry& e : workloads) names += (names.empty() ? "" : ", ") + std::string(e.name);
+  for (const Entry& e : workloads) {
+    if (!names.empty()) names += ", ";
+    names += e.name;
+  }
   if (options.help) {
     std::printf("%.*sworkloads: %s\n", static_cast<int>(usage.size()), usage.data(), names.c_str());
     return 0;

@@ -57,5 +57,5 @@ int main(int argc, char** argv) {
                    "[--inputs DIR]\n"
                    "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/worker.py).\n"
                    "mlp and gpt train on the shared-inputs folder DIR that the workload's prepare() wrote.\n",
-                   "burtorch " BURTORCH_VERSION, kWorkloads);
+                   "burtorch " BURTORCH_VERSION " (" BURTORCH_KERNELS " kernels)", kWorkloads);
 }
