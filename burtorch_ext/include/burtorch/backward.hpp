@@ -227,11 +227,12 @@ class AxpyQueue {
 struct LinearTail {
   std::size_t n, rows;
   Index w0, bias0, y0;
+  Activation activation;
   const Index* inputs;  // each token's input list
 
   LinearTail(const Index* links, Index tail) noexcept
       : n(links[tail]), rows(links[tail + 3]), w0(links[tail + 1]), bias0(links[tail + 2]), y0(links[tail + 4]),
-        inputs(links + tail + kLinearHeader) {}
+        activation(static_cast<Activation>(links[tail + 6])), inputs(links + tail + kLinearHeader) {}
 
   Index output(std::size_t t, std::size_t j) const noexcept { return y0 + static_cast<Index>(t * rows + j); }
   Index weights(std::size_t j) const noexcept { return w0 + static_cast<Index>(j * n); }
@@ -240,8 +241,8 @@ struct LinearTail {
 // Every token's input is a run: a weight row's gradient takes all the tokens in one pass, an
 // input's gradient all the rows. Each gradient still adds its terms in the order the rows'
 // backward would one by one: tokens from the last down, rows from the last down.
-template <class T, class Live>
-BURTORCH_INLINE void linearRunsBackward(Sweep<T>& s, const LinearTail& layer, std::size_t tokens, Live live) noexcept {
+template <class T, class Live, class AffineGrad>
+BURTORCH_INLINE void linearRunsBackward(Sweep<T>& s, const LinearTail& layer, std::size_t tokens, Live live, AffineGrad affineGrad) noexcept {
   const auto input = [&](std::size_t t) { return s.links[layer.inputs[t]] & ~kRangeFlag; };
   const bool withBias = layer.bias0 != kNoIndex;
   for (std::size_t j = layer.rows; j-- > 0;) {
@@ -251,8 +252,9 @@ BURTORCH_INLINE void linearRunsBackward(Sweep<T>& s, const LinearTail& layer, st
     for (std::size_t t = tokens; t-- > 0;) {
       const Index y = layer.output(t, j);
       if (!live(y)) continue;
-      row.add(s.g[y], s.v + input(t));
-      biasGrad += s.g[y];
+      const T gy = affineGrad(y);
+      row.add(gy, s.v + input(t));
+      biasGrad += gy;
     }
     row.flush();
     if (!row.used()) continue;
@@ -266,7 +268,7 @@ BURTORCH_INLINE void linearRunsBackward(Sweep<T>& s, const LinearTail& layer, st
     AxpyQueue<T> x(s.g + input(t), layer.n);
     for (std::size_t j = layer.rows; j-- > 0;) {
       const Index y = layer.output(t, j);
-      if (live(y)) x.add(s.g[y], s.v + layer.weights(j));
+      if (live(y)) x.add(affineGrad(y), s.v + layer.weights(j));
     }
     x.flush();
     if (x.used()) s.reach(input(t), layer.n);
@@ -283,21 +285,24 @@ BURTORCH_OUTLINE Index linearRowBackward(bool* reached, Index low, Index floor, 
   const LinearTail layer(s.links, tail);
   const std::size_t tokens = (i - layer.y0) / layer.rows + 1;
   const auto live = [&](Index y) { return y == i || s.reached[y]; };
+  // The gradient before the activation; the activation's derivative is written in the output.
+  const auto affineGrad = [&](Index y) { return activationGradient(layer.activation, s.v[y], s.g[y]); };
   bool everyInputARun = true;
   for (std::size_t t = 0; t < tokens; ++t) {
     const Index word = s.links[layer.inputs[t]];
     everyInputARun = everyInputARun && (word & kRangeFlag) && word != kRunsMarker;
   }
   if (everyInputARun) {
-    linearRunsBackward(s, layer, tokens, live);
+    linearRunsBackward(s, layer, tokens, live, affineGrad);
   } else {
     for (std::size_t t = tokens; t-- > 0;) {
       visitList(s.links, layer.inputs[t], [&](auto xAt) {
         for (std::size_t j = layer.rows; j-- > 0;) {
           const Index y = layer.output(t, j);
           if (!live(y)) continue;
-          productBackward(s, xAt, RangeAt{layer.weights(j)}, layer.n, s.g[y]);
-          if (layer.bias0 != kNoIndex) s.addToLeafOrNode(layer.bias0 + static_cast<Index>(j), s.g[y]);
+          const T gy = affineGrad(y);
+          productBackward(s, xAt, RangeAt{layer.weights(j)}, layer.n, gy);
+          if (layer.bias0 != kNoIndex) s.addToLeafOrNode(layer.bias0 + static_cast<Index>(j), gy);
         }
       });
     }
@@ -390,11 +395,11 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index i, Args args, T gi) noe
   const Index a = args.a, b = args.b;
   switch (op) {
     case Op::Leaf: break;
-    case Op::Relu: s.add(a, v[i] > T(0) ? gi : T(0)); break;  // the indicator, not the output
-    case Op::Tanh: s.add(a, gi * (T(1) - v[i] * v[i])); break;
+    case Op::Relu: s.add(a, activationGradient(Activation::Relu, v[i], gi)); break;
+    case Op::Tanh: s.add(a, activationGradient(Activation::Tanh, v[i], gi)); break;
     case Op::Exp: s.add(a, gi * v[i]); break;
     case Op::NegLog: s.add(a, gi * (T(-1) / v[a])); break;
-    case Op::Sigmoid: s.add(a, gi * (v[i] * (T(1) - v[i]))); break;
+    case Op::Sigmoid: s.add(a, activationGradient(Activation::Sigmoid, v[i], gi)); break;
     case Op::Inv: s.add(a, gi * (-v[i] * v[i])); break;
     case Op::Sqr: s.add(a, gi * (T(2) * v[a])); break;
     case Op::Pow3: s.add(a, gi * (T(3) * v[a] * v[a])); break;

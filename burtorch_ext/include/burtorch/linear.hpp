@@ -80,11 +80,11 @@ class Linear {
     return true;
   }
 
-  // out[j] = activation(w_j . x + b_j). x may also hold a block of tokens, row-major (a
-  // contiguous container of tokens x inputs handles): then out holds tokens x outputs, each
-  // token's outputs one after the other, as PyTorch applies a layer to the last dimension.
-  // All affine nodes come first, then all activations, so the outputs are consecutive nodes and
-  // the next layer reads them as one contiguous run.
+  // out[j] = activation(w_j . x + b_j), one node each (Op::LinearRow): the outputs are
+  // consecutive nodes, which the next layer reads as one contiguous run. x may also hold a block
+  // of tokens, row-major (a contiguous container of tokens x inputs handles): then out holds
+  // tokens x outputs, each token's outputs one after the other, as PyTorch applies a layer to
+  // the last dimension.
   template <ValueList L>
   void forward(const L& x, std::span<Value<T>> out) const noexcept {
     BURTORCH_ASSERT(outputs_ > 0 && !out.empty() && out.size() % outputs_ == 0);
@@ -99,13 +99,7 @@ class Linear {
         return checked(record(x));
       }
     };
-    linearRows(tokens, inputOf, params_.first, withBias_ ? biases().first : kNoIndex, out);
-    switch (activation_) {  // one switch per layer, not per neuron
-      case Activation::Relu: for (Value<T>& y : out) y = relu(y); break;
-      case Activation::Tanh: for (Value<T>& y : out) y = tanh(y); break;
-      case Activation::Sigmoid: for (Value<T>& y : out) y = sigmoid(y); break;
-      case Activation::Identity: break;
-    }
+    linearRows(tokens, inputOf, params_.first, withBias_ ? biases().first : kNoIndex, activation_, out);
   }
 
   template <ValueList L>

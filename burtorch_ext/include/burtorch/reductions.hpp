@@ -8,6 +8,7 @@
 #include <span>
 #include <utility>
 
+#include "burtorch/activation.hpp"
 #include "burtorch/kernels.hpp"
 #include "burtorch/lists.hpp"
 #include "burtorch/scalar_ops.hpp"
@@ -114,8 +115,8 @@ Value<T> innerProductNode(RecordedList<T> x, RecordedList<T> w, Value<T> bias, b
 }
 
 // The shared tail of a layer's rows over a block of tokens: [count, first weight, first bias or
-// kNoIndex, rows, y_0, tokens], then each token's input list.
-inline constexpr std::size_t kLinearHeader = 6;
+// kNoIndex, rows, y_0, tokens, activation], then each token's input list.
+inline constexpr std::size_t kLinearHeader = 7;
 // The shared tail of a layer norm's outputs: [count, first gain or kNoIndex, first bias, y_0,
 // mean, scale].
 inline constexpr std::size_t kLayerNormTail = 4 + 2 * kConstWords;
@@ -125,13 +126,13 @@ inline constexpr std::size_t kAttentionHeader = 4 + kConstWords;
 
 }  // namespace detail
 
-// out[t rows + j] = w_j . x_t (+ b_j) for each token t, with the weight rows
+// out[t rows + j] = activation(w_j . x_t (+ b_j)) for each token t, with the weight rows
 // w_j = [w0 + j n, w0 + (j + 1) n), biases b_j = bias0 + j (kNoIndex: none) and x_t =
-// inputOf(t), the values exactly as innerProduct(WithBias) computes them. The rows of all the
-// tokens are consecutive nodes that share one tail, and backward handles the reached ones
-// together: one pass over each weight row's gradient for all the tokens.
+// inputOf(t), the values exactly as innerProduct(WithBias) and the activation's operator compute
+// them. The rows of all the tokens are consecutive nodes that share one tail, and backward
+// handles the reached ones together: one pass over each weight row's gradient for all the tokens.
 template <class T, class InputOf>
-void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, std::span<Value<T>> out) noexcept {
+void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, Activation activation, std::span<Value<T>> out) noexcept {
   Pool<T>& pool = Pool<T>::local();
   const std::size_t rows = out.size() / tokens;
   const Index tail = pool.appendLinks(detail::kLinearHeader + tokens);
@@ -146,7 +147,7 @@ void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, std:
         const T* v = pool.values();  // a push may move the values
         T data = detail::dotOf(v, xAt, detail::RangeAt{w0 + static_cast<Index>(j * n)}, n);
         if (bias0 != kNoIndex) data += v[bias0 + j];
-        out[t * rows + j] = detail::node(data, Op::LinearRow, x.offset, tail);
+        out[t * rows + j] = detail::node(detail::activated(activation, data), Op::LinearRow, x.offset, tail);
       }
     });
   }
@@ -156,6 +157,7 @@ void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, std:
   links[tail + 3] = static_cast<Index>(rows);
   links[tail + 4] = out.empty() ? 0 : out[0].index();
   links[tail + 5] = static_cast<Index>(tokens);
+  links[tail + 6] = static_cast<Index>(activation);
 }
 
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "burtorch/activation.hpp"
 #include "burtorch/value.hpp"
 
 namespace burtorch {
@@ -58,11 +59,11 @@ BURTORCH_INLINE Value<T> withConstant(Op op, T data, Value<T> x, T c) noexcept {
 template <class T>
 using ScalarOf = std::type_identity_t<T>;
 
-template <class T> BURTORCH_INLINE Value<T> relu(Value<T> x) noexcept { const T v = x.data(); return detail::unary(Op::Relu, v > T(0) ? v : T(0), x); }
-template <class T> BURTORCH_INLINE Value<T> tanh(Value<T> x) noexcept { return detail::unary(Op::Tanh, std::tanh(x.data()), x); }
+template <class T> BURTORCH_INLINE Value<T> relu(Value<T> x) noexcept { return detail::unary(Op::Relu, detail::activated(Activation::Relu, x.data()), x); }
+template <class T> BURTORCH_INLINE Value<T> tanh(Value<T> x) noexcept { return detail::unary(Op::Tanh, detail::activated(Activation::Tanh, x.data()), x); }
 template <class T> BURTORCH_INLINE Value<T> exp(Value<T> x) noexcept { return detail::unary(Op::Exp, std::exp(x.data()), x); }
 template <class T> BURTORCH_INLINE Value<T> negativeLog(Value<T> x) noexcept { return detail::unary(Op::NegLog, -std::log(x.data()), x); }
-template <class T> BURTORCH_INLINE Value<T> sigmoid(Value<T> x) noexcept { return detail::unary(Op::Sigmoid, T(1) / (T(1) + std::exp(-x.data())), x); }
+template <class T> BURTORCH_INLINE Value<T> sigmoid(Value<T> x) noexcept { return detail::unary(Op::Sigmoid, detail::activated(Activation::Sigmoid, x.data()), x); }
 template <class T> BURTORCH_INLINE Value<T> inv(Value<T> x) noexcept { return detail::unary(Op::Inv, T(1) / x.data(), x); }
 template <class T> BURTORCH_INLINE Value<T> sqr(Value<T> x) noexcept { const T v = x.data(); return detail::unary(Op::Sqr, v * v, x); }
 template <class T> BURTORCH_INLINE Value<T> pow3(Value<T> x) noexcept { const T v = x.data(); return detail::unary(Op::Pow3, v * v * v, x); }
@@ -113,5 +114,17 @@ template <class T> BURTORCH_INLINE Value<T> addInplace(Value<T>& x, Value<T> y) 
 template <class T> BURTORCH_INLINE Value<T> subInplace(Value<T>& x, Value<T> y) noexcept { return x -= y; }
 template <class T> BURTORCH_INLINE Value<T> multInplace(Value<T>& x, Value<T> y) noexcept { return x *= y; }
 template <class T> BURTORCH_INLINE Value<T> divInplace(Value<T>& x, Value<T> y) noexcept { return x /= y; }
+
+// The activation as a node of its own (a Neuron's, after its inner-product node).
+template <class T>
+Value<T> activate(Activation activation, Value<T> x) noexcept {
+  switch (activation) {
+    case Activation::Relu: return relu(x);
+    case Activation::Tanh: return tanh(x);
+    case Activation::Sigmoid: return sigmoid(x);
+    case Activation::Identity: break;
+  }
+  return x;
+}
 
 }  // namespace burtorch

@@ -68,11 +68,11 @@ struct GptShape {
 
   // Nodes of one sample's graph. Per token: the embedding sum (d); per block and token, two
   // layer norms (d each), query, key and value (3d), the heads' outputs (d), proj (d), two
-  // residual sums (2d), ff1 with its relu (2 ff) and ff2 (d); at the end a layer norm, the
+  // residual sums (2d), ff1 (ff, its relu inside) and ff2 (d); at the end a layer norm, the
   // logits and two loss nodes per token, and their mean.
   std::size_t graphNodes() const {
     const std::size_t t = blockSize, d = dModel;
-    const std::size_t block = t * (2 * d + 3 * d + d + d + 2 * d + 2 * ff() + d);
+    const std::size_t block = t * (2 * d + 3 * d + d + d + 2 * d + ff() + d);
     return t * d + layers * block + t * (d + vocab + 2) + 1;
   }
 };

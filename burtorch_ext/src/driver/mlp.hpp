@@ -41,9 +41,9 @@ struct MlpShape {
   }
   // A sample: the context's token ids, then the target's.
   std::size_t sampleWidth() const { return context + 1; }
-  // Nodes of one sample's graph: an affine node and a tanh per hidden unit, the logits, the
+  // Nodes of one sample's graph: one per hidden unit (its tanh inside), the logits, the
   // log-sum-exp and the loss.
-  std::size_t graphNodes() const { return 2 * hidden + vocab + 2; }
+  std::size_t graphNodes() const { return hidden + vocab + 2; }
 };
 
 template <class T>
