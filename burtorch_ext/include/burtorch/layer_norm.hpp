@@ -60,15 +60,17 @@ class LayerNorm {
     links[tail + 2] = beta_.first;
     std::memcpy(links + tail + 4, &mu, sizeof(T));
     std::memcpy(links + tail + 4 + detail::kConstWords, &scale, sizeof(T));
+    const Index y0 = pool.pushRun(dim_, Op::LayerNormRow, xs.offset, tail);
+    T* values = pool.values();
     detail::visitList(links, xs.offset, [&](auto at) {
       for (std::size_t i = 0; i < dim_; ++i) {
-        const T* values = pool.values();  // a push may move the values
         T y = (values[at(i)] - mu) * scale;
         if (affine()) y = y * values[gamma_.first + i] + values[beta_.first + i];
-        out[i] = detail::node(y, Op::LayerNormRow, xs.offset, tail);
+        values[y0 + i] = y;
+        out[i] = Value<T>::fromIndex(y0 + static_cast<Index>(i));
       }
     });
-    links[tail + 3] = dim_ == 0 ? 0 : out[0].index();
+    links[tail + 3] = y0;
   }
 
  private:

@@ -95,6 +95,19 @@ class Pool {
     return static_cast<Index>(i);
   }
 
+  // n operator nodes at once, all with the same op and operands (a layer's rows), gradients
+  // zero; returns the first. The caller writes their values through values().
+  Index pushRun(std::size_t n, Op op, Index a, Index b) noexcept {
+    BURTORCH_ASSERT(op != Op::Leaf);
+    if (size_ + n > capacity_) [[unlikely]] growNodes(size_ + n);
+    const std::size_t first = size_;
+    size_ += n;
+    std::fill_n(grads_ + first, n, T(0));
+    std::fill_n(ops_ + first, n, op);
+    std::fill_n(args_ + first, n, Args{a, b});
+    return static_cast<Index>(first);
+  }
+
   // Reserves n link words and returns the offset of the first; write them through links().
   BURTORCH_INLINE Index appendLinks(std::size_t n) noexcept {
     if (linkSize_ + n > linkCapacity_) [[unlikely]] growLinks(linkSize_ + n);

@@ -142,12 +142,14 @@ void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, Acti
     Index* links = pool.links();  // recording may move the links
     links[tail] = x.count;
     links[tail + detail::kLinearHeader + t] = x.offset;
+    const Index y0 = pool.pushRun(rows, Op::LinearRow, x.offset, tail);
+    T* v = pool.values();
     detail::visitList(links, x.offset, [&](auto xAt) {
       for (std::size_t j = 0; j < rows; ++j) {
-        const T* v = pool.values();  // a push may move the values
-        T data = detail::dotOf(v, xAt, detail::RangeAt{w0 + static_cast<Index>(j * n)}, n);
+        T data = detail::dotOf<T>(v, xAt, detail::RangeAt{w0 + static_cast<Index>(j * n)}, n);
         if (bias0 != kNoIndex) data += v[bias0 + j];
-        out[t * rows + j] = detail::node(detail::activated(activation, data), Op::LinearRow, x.offset, tail);
+        v[y0 + j] = detail::activated(activation, data);
+        out[t * rows + j] = Value<T>::fromIndex(y0 + static_cast<Index>(j));
       }
     });
   }
