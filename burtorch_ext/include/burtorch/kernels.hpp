@@ -139,50 +139,16 @@ BURTORCH_INLINE float dot(const float* BURTORCH_RESTRICT x, const float* BURTORC
   return (_mm_cvtss_f32(a0) + _mm_cvtss_f32(_mm_shuffle_ps(a0, a0, 1))) + tail;
 }
 
-template <>
-BURTORCH_INLINE void axpy(float* BURTORCH_RESTRICT y, float a, const float* BURTORCH_RESTRICT x, std::size_t n) noexcept {
-  const __m256 av = _mm256_set1_ps(a);
-  std::size_t k = 0;
-  for (; k + 8 <= n; k += 8) _mm256_storeu_ps(y + k, _mm256_add_ps(_mm256_loadu_ps(y + k), _mm256_mul_ps(av, _mm256_loadu_ps(x + k))));
-  for (; k < n; ++k) y[k] += a * x[k];
-}
-
-template <>
-BURTORCH_INLINE void axpy2(float* BURTORCH_RESTRICT y, float a1, const float* BURTORCH_RESTRICT x1, float a2, const float* BURTORCH_RESTRICT x2, std::size_t n) noexcept {
-  const __m256 a1v = _mm256_set1_ps(a1), a2v = _mm256_set1_ps(a2);
-  std::size_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    const __m256 once = _mm256_add_ps(_mm256_loadu_ps(y + k), _mm256_mul_ps(a1v, _mm256_loadu_ps(x1 + k)));
-    _mm256_storeu_ps(y + k, _mm256_add_ps(once, _mm256_mul_ps(a2v, _mm256_loadu_ps(x2 + k))));
-  }
-  for (; k < n; ++k) y[k] = (y[k] + a1 * x1[k]) + a2 * x2[k];
-}
-
-template <>
-BURTORCH_INLINE void axpyMany(float* BURTORCH_RESTRICT y, const float* a, const float* const* x, std::size_t count, std::size_t n) noexcept {
-  __m256 av[kManyRows];
-  for (std::size_t r = 0; r < count; ++r) av[r] = _mm256_set1_ps(a[r]);
-  std::size_t k = 0;
-  for (; k + 16 <= n; k += 16) {
-    __m256 lo = _mm256_loadu_ps(y + k), hi = _mm256_loadu_ps(y + k + 8);
-    for (std::size_t r = 0; r < count; ++r) {
-      lo = _mm256_add_ps(lo, _mm256_mul_ps(av[r], _mm256_loadu_ps(x[r] + k)));
-      hi = _mm256_add_ps(hi, _mm256_mul_ps(av[r], _mm256_loadu_ps(x[r] + k + 8)));
-    }
-    _mm256_storeu_ps(y + k, lo);
-    _mm256_storeu_ps(y + k + 8, hi);
-  }
-  for (; k + 8 <= n; k += 8) {
-    __m256 sum = _mm256_loadu_ps(y + k);
-    for (std::size_t r = 0; r < count; ++r) sum = _mm256_add_ps(sum, _mm256_mul_ps(av[r], _mm256_loadu_ps(x[r] + k)));
-    _mm256_storeu_ps(y + k, sum);
-  }
-  for (; k < n; ++k) {
-    float sum = y[k];
-    for (std::size_t r = 0; r < count; ++r) sum += a[r] * x[r][k];
-    y[k] = sum;
-  }
-}
+// One vector register of floats, for the elementwise kernels below.
+struct FloatRegister {
+  using V = __m256;
+  static constexpr std::size_t kWidth = 8;
+  static BURTORCH_INLINE V load(const float* p) noexcept { return _mm256_loadu_ps(p); }
+  static BURTORCH_INLINE void store(float* p, V v) noexcept { _mm256_storeu_ps(p, v); }
+  static BURTORCH_INLINE V broadcast(float a) noexcept { return _mm256_set1_ps(a); }
+  static BURTORCH_INLINE V add(V a, V b) noexcept { return _mm256_add_ps(a, b); }
+  static BURTORCH_INLINE V mul(V a, V b) noexcept { return _mm256_mul_ps(a, b); }
+};
 #elif BURTORCH_SSE
 // The same sums for float, written out in SSE registers: GCC spills the lanes to scalars after
 // the wide loop and runs the short rows (24 values in the GPT) one value at a time. Separate
@@ -205,21 +171,37 @@ BURTORCH_INLINE float dot(const float* BURTORCH_RESTRICT x, const float* BURTORC
   return (_mm_cvtss_f32(a0) + _mm_cvtss_f32(_mm_shuffle_ps(a0, a0, 1))) + tail;
 }
 
+// One vector register of floats, for the elementwise kernels below.
+struct FloatRegister {
+  using V = __m128;
+  static constexpr std::size_t kWidth = 4;
+  static BURTORCH_INLINE V load(const float* p) noexcept { return _mm_loadu_ps(p); }
+  static BURTORCH_INLINE void store(float* p, V v) noexcept { _mm_storeu_ps(p, v); }
+  static BURTORCH_INLINE V broadcast(float a) noexcept { return _mm_set1_ps(a); }
+  static BURTORCH_INLINE V add(V a, V b) noexcept { return _mm_add_ps(a, b); }
+  static BURTORCH_INLINE V mul(V a, V b) noexcept { return _mm_mul_ps(a, b); }
+};
+#endif
+
+#if BURTORCH_AVX || BURTORCH_SSE
+// Elementwise, so any register width gives the same bits.
 template <>
 BURTORCH_INLINE void axpy(float* BURTORCH_RESTRICT y, float a, const float* BURTORCH_RESTRICT x, std::size_t n) noexcept {
-  const __m128 av = _mm_set1_ps(a);
+  using R = FloatRegister;
+  const R::V av = R::broadcast(a);
   std::size_t k = 0;
-  for (; k + 4 <= n; k += 4) _mm_storeu_ps(y + k, _mm_add_ps(_mm_loadu_ps(y + k), _mm_mul_ps(av, _mm_loadu_ps(x + k))));
+  for (; k + R::kWidth <= n; k += R::kWidth) R::store(y + k, R::add(R::load(y + k), R::mul(av, R::load(x + k))));
   for (; k < n; ++k) y[k] += a * x[k];
 }
 
 template <>
 BURTORCH_INLINE void axpy2(float* BURTORCH_RESTRICT y, float a1, const float* BURTORCH_RESTRICT x1, float a2, const float* BURTORCH_RESTRICT x2, std::size_t n) noexcept {
-  const __m128 a1v = _mm_set1_ps(a1), a2v = _mm_set1_ps(a2);
+  using R = FloatRegister;
+  const R::V a1v = R::broadcast(a1), a2v = R::broadcast(a2);
   std::size_t k = 0;
-  for (; k + 4 <= n; k += 4) {
-    const __m128 once = _mm_add_ps(_mm_loadu_ps(y + k), _mm_mul_ps(a1v, _mm_loadu_ps(x1 + k)));
-    _mm_storeu_ps(y + k, _mm_add_ps(once, _mm_mul_ps(a2v, _mm_loadu_ps(x2 + k))));
+  for (; k + R::kWidth <= n; k += R::kWidth) {
+    const R::V once = R::add(R::load(y + k), R::mul(a1v, R::load(x1 + k)));
+    R::store(y + k, R::add(once, R::mul(a2v, R::load(x2 + k))));
   }
   for (; k < n; ++k) y[k] = (y[k] + a1 * x1[k]) + a2 * x2[k];
 }
@@ -227,22 +209,24 @@ BURTORCH_INLINE void axpy2(float* BURTORCH_RESTRICT y, float a1, const float* BU
 // Two registers of y per pass, so that two chains of additions overlap.
 template <>
 BURTORCH_INLINE void axpyMany(float* BURTORCH_RESTRICT y, const float* a, const float* const* x, std::size_t count, std::size_t n) noexcept {
-  __m128 av[kManyRows];
-  for (std::size_t r = 0; r < count; ++r) av[r] = _mm_set1_ps(a[r]);
+  using R = FloatRegister;
+  constexpr std::size_t w = R::kWidth;
+  R::V av[kManyRows];
+  for (std::size_t r = 0; r < count; ++r) av[r] = R::broadcast(a[r]);
   std::size_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    __m128 lo = _mm_loadu_ps(y + k), hi = _mm_loadu_ps(y + k + 4);
+  for (; k + 2 * w <= n; k += 2 * w) {
+    R::V lo = R::load(y + k), hi = R::load(y + k + w);
     for (std::size_t r = 0; r < count; ++r) {
-      lo = _mm_add_ps(lo, _mm_mul_ps(av[r], _mm_loadu_ps(x[r] + k)));
-      hi = _mm_add_ps(hi, _mm_mul_ps(av[r], _mm_loadu_ps(x[r] + k + 4)));
+      lo = R::add(lo, R::mul(av[r], R::load(x[r] + k)));
+      hi = R::add(hi, R::mul(av[r], R::load(x[r] + k + w)));
     }
-    _mm_storeu_ps(y + k, lo);
-    _mm_storeu_ps(y + k + 4, hi);
+    R::store(y + k, lo);
+    R::store(y + k + w, hi);
   }
-  for (; k + 4 <= n; k += 4) {
-    __m128 sum = _mm_loadu_ps(y + k);
-    for (std::size_t r = 0; r < count; ++r) sum = _mm_add_ps(sum, _mm_mul_ps(av[r], _mm_loadu_ps(x[r] + k)));
-    _mm_storeu_ps(y + k, sum);
+  for (; k + w <= n; k += w) {
+    R::V sum = R::load(y + k);
+    for (std::size_t r = 0; r < count; ++r) sum = R::add(sum, R::mul(av[r], R::load(x[r] + k)));
+    R::store(y + k, sum);
   }
   for (; k < n; ++k) {
     float sum = y[k];
