@@ -37,11 +37,6 @@ void checkKernels() {
     bool same = true;
     for (std::size_t k = 0; k < n; ++k) same = same && z[k] == y[k] + T(-2) * x[k];
     CHECK(same);
-    std::vector<T> once = z, twice = z;
-    kernels::axpy(once.data(), T(0.7), x.data(), n);
-    kernels::axpy(once.data(), T(-1.3), y.data(), n);
-    kernels::axpy2(twice.data(), T(0.7), x.data(), T(-1.3), y.data(), n);
-    CHECK(once == twice);
     for (std::size_t count = 1; count <= kernels::kManyRows; ++count) {
       T a[kernels::kManyRows];
       const T* rows[kernels::kManyRows];
@@ -59,7 +54,7 @@ void checkKernels() {
 
 }  // namespace
 
-TEST_CASE("kernels: dot, axpy, axpy2 and axpyMany agree with plain loops at every length up to 70") {
+TEST_CASE("kernels: dot, axpy and axpyMany agree with plain loops at every length up to 70") {
   checkKernels<float>();
   checkKernels<double>();
 }

@@ -85,16 +85,6 @@ BURTORCH_INLINE void axpy(T* BURTORCH_RESTRICT y, T a, const T* BURTORCH_RESTRIC
   for (; k < n; ++k) y[k] += a * x[k];
 }
 
-// y[k] = (y[k] + a1 * x1[k]) + a2 * x2[k]: two axpy() in one pass over y, the same bits.
-template <class T>
-BURTORCH_INLINE void axpy2(T* BURTORCH_RESTRICT y, T a1, const T* BURTORCH_RESTRICT x1, T a2, const T* BURTORCH_RESTRICT x2, std::size_t n) noexcept {
-  constexpr std::size_t kShort = 16 / sizeof(T);
-  std::size_t k = 0;
-  for (; k + kShort <= n; k += kShort)
-    for (std::size_t l = 0; l < kShort; ++l) y[k + l] = (y[k + l] + a1 * x1[k + l]) + a2 * x2[k + l];
-  for (; k < n; ++k) y[k] = (y[k] + a1 * x1[k]) + a2 * x2[k];
-}
-
 // y[k] = ((y[k] + a[0] * x[0][k]) + a[1] * x[1][k]) + ...: up to kManyRows axpy() in one pass
 // over y, the same bits as one axpy() after another. A layer's backward uses it for a weight
 // row's gradient (x: the tokens' inputs) and for an input's gradient (x: the weight rows).
@@ -192,18 +182,6 @@ BURTORCH_INLINE void axpy(float* BURTORCH_RESTRICT y, float a, const float* BURT
   std::size_t k = 0;
   for (; k + R::kWidth <= n; k += R::kWidth) R::store(y + k, R::add(R::load(y + k), R::mul(av, R::load(x + k))));
   for (; k < n; ++k) y[k] += a * x[k];
-}
-
-template <>
-BURTORCH_INLINE void axpy2(float* BURTORCH_RESTRICT y, float a1, const float* BURTORCH_RESTRICT x1, float a2, const float* BURTORCH_RESTRICT x2, std::size_t n) noexcept {
-  using R = FloatRegister;
-  const R::V a1v = R::broadcast(a1), a2v = R::broadcast(a2);
-  std::size_t k = 0;
-  for (; k + R::kWidth <= n; k += R::kWidth) {
-    const R::V once = R::add(R::load(y + k), R::mul(a1v, R::load(x1 + k)));
-    R::store(y + k, R::add(once, R::mul(a2v, R::load(x2 + k))));
-  }
-  for (; k < n; ++k) y[k] = (y[k] + a1 * x1[k]) + a2 * x2[k];
 }
 
 // Two registers of y per pass, so that two chains of additions overlap.
