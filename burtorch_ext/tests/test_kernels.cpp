@@ -48,13 +48,22 @@ void checkKernels() {
       }
       kernels::axpyMany(many.data(), a, rows, count, n);
       CHECK(many == oneByOne);
+      // Two gradients in one pass: the bits of one axpyMany() after the other.
+      T b[kernels::kManyRows];
+      for (std::size_t r = 0; r < count; ++r) b[r] = T(-0.4) + T(0.21) * static_cast<T>(r);
+      std::vector<T> first = z, second = y, pairFirst = z, pairSecond = y;
+      kernels::axpyMany(first.data(), a, rows, count, n);
+      kernels::axpyMany(second.data(), b, rows, count, n);
+      kernels::axpyManyPair(pairFirst.data(), pairSecond.data(), a, b, rows, count, n);
+      CHECK(pairFirst == first);
+      CHECK(pairSecond == second);
     }
   }
 }
 
 }  // namespace
 
-TEST_CASE("kernels: dot, axpy and axpyMany agree with plain loops at every length up to 70") {
+TEST_CASE("kernels: dot, axpy, axpyMany and axpyManyPair agree with plain loops at every length up to 70") {
   checkKernels<float>();
   checkKernels<double>();
 }

@@ -275,6 +275,65 @@ BURTORCH_INLINE void linearRunsBackward(Sweep<T>& s, const LinearTail& layer, st
   }
 }
 
+// Where the root reaches every row of every token (as in a transformer), the gradients go two
+// at a time through one pass over their shared operands (kernels::axpyManyPair): two weight
+// rows over the tokens' inputs, two tokens' inputs over the weight rows. The terms of each
+// gradient come in the same order as in linearRunsBackward.
+template <class T, class AffineGrad>
+BURTORCH_INLINE void linearDenseBackward(Sweep<T>& s, const LinearTail& layer, std::size_t tokens, AffineGrad affineGrad) noexcept {
+  const auto input = [&](std::size_t t) { return s.links[layer.inputs[t]] & ~kRangeFlag; };
+  const auto gradients = [&](T* y0, T* y1, const T* a0, const T* a1, const T* const* x, std::size_t count) {
+    if (y1 == nullptr) kernels::axpyMany(y0, a0, x, count, layer.n);
+    else kernels::axpyManyPair(y0, y1, a0, a1, x, count, layer.n);
+  };
+  T a[2][kernels::kManyRows];
+  const T* x[kernels::kManyRows];
+  const bool withBias = layer.bias0 != kNoIndex;
+  for (std::size_t j = layer.rows; j > 0;) {
+    const std::size_t pair = std::min<std::size_t>(j, 2);
+    j -= pair;
+    const std::size_t hi = j + pair - 1;  // the rows hi and j (the same row when alone)
+    T biasGrad[2] = {withBias ? s.g[layer.bias0 + hi] : T(0), withBias ? s.g[layer.bias0 + j] : T(0)};
+    for (std::size_t t = tokens; t > 0;) {
+      const std::size_t count = std::min(t, kernels::kManyRows);
+      for (std::size_t c = 0; c < count; ++c) {
+        --t;
+        a[0][c] = affineGrad(layer.output(t, hi));
+        a[1][c] = affineGrad(layer.output(t, j));
+        x[c] = s.v + input(t);
+        biasGrad[0] += a[0][c];
+        biasGrad[1] += a[1][c];
+      }
+      gradients(s.g + layer.weights(hi), pair == 2 ? s.g + layer.weights(j) : nullptr, a[0], a[1], x, count);
+    }
+    s.reach(layer.weights(j), pair * layer.n);
+    if (withBias) {
+      s.g[layer.bias0 + hi] = biasGrad[0];
+      if (pair == 2) s.g[layer.bias0 + j] = biasGrad[1];
+      s.reach(layer.bias0 + static_cast<Index>(j), pair);
+    }
+  }
+  for (std::size_t t = tokens; t > 0;) {
+    // Two tokens' gradients in one pass only where their inputs do not overlap.
+    const bool apart = t >= 2 && (input(t - 1) >= input(t - 2) + layer.n || input(t - 2) >= input(t - 1) + layer.n);
+    const std::size_t pair = apart ? 2 : 1;
+    t -= pair;
+    const std::size_t hi = t + pair - 1;
+    for (std::size_t j = layer.rows; j > 0;) {
+      const std::size_t count = std::min(j, kernels::kManyRows);
+      for (std::size_t c = 0; c < count; ++c) {
+        --j;
+        a[0][c] = affineGrad(layer.output(hi, j));
+        a[1][c] = affineGrad(layer.output(t, j));
+        x[c] = s.v + layer.weights(j);
+      }
+      gradients(s.g + input(hi), pair == 2 ? s.g + input(t) : nullptr, a[0], a[1], x, count);
+    }
+    s.reach(input(hi), layer.n);
+    if (pair == 2) s.reach(input(t), layer.n);
+  }
+}
+
 // Node i is row j of token t of a layer (Op::LinearRow). Every user of any of the layer's rows
 // comes after its last row, so when the sweep reaches the highest reached row, the gradients of
 // all the rows are final: that row runs the backward of the whole layer and unflags the other
@@ -292,7 +351,11 @@ BURTORCH_OUTLINE Index linearRowBackward(bool* reached, Index low, Index floor, 
     const Index word = s.links[layer.inputs[t]];
     everyInputARun = everyInputARun && (word & kRangeFlag) && word != kRunsMarker;
   }
-  if (everyInputARun) {
+  bool everyOutput = everyInputARun;
+  for (Index y = layer.y0; everyOutput && y < i; ++y) everyOutput = s.reached[y];
+  if (everyOutput && i == layer.output(tokens - 1, layer.rows - 1)) {
+    linearDenseBackward(s, layer, tokens, affineGrad);
+  } else if (everyInputARun) {
     linearRunsBackward(s, layer, tokens, live, affineGrad);
   } else {
     for (std::size_t t = tokens; t-- > 0;) {

@@ -108,6 +108,14 @@ BURTORCH_INLINE void axpyMany(T* BURTORCH_RESTRICT y, const T* a, const T* const
   }
 }
 
+// axpyMany() into two outputs that share the rows x: y0 with the coefficients a0, y1 with a1.
+// y0 and y1 must not overlap.
+template <class T>
+BURTORCH_INLINE void axpyManyPair(T* y0, T* y1, const T* a0, const T* a1, const T* const* x, std::size_t count, std::size_t n) noexcept {
+  axpyMany(y0, a0, x, count, n);
+  axpyMany(y1, a1, x, count, n);
+}
+
 #if BURTORCH_AVX
 // With AVX: the same sums, the same bits, in registers twice as wide. The lanes of the SSE
 // versions below map onto halves of these registers, and the adds happen in the same order.
@@ -184,33 +192,65 @@ BURTORCH_INLINE void axpy(float* BURTORCH_RESTRICT y, float a, const float* BURT
   for (; k < n; ++k) y[k] += a * x[k];
 }
 
-// Two registers of y per pass, so that two chains of additions overlap.
-template <>
-BURTORCH_INLINE void axpyMany(float* BURTORCH_RESTRICT y, const float* a, const float* const* x, std::size_t count, std::size_t n) noexcept {
+namespace detail {
+
+// axpyMany() over `regs` registers of each of `outputs` ys from offset k. The sums of a y are
+// chains of dependent additions, one per register: several registers and several ys give the
+// CPU independent chains to overlap, and the ys share the loads of x.
+template <std::size_t outputs, std::size_t regs>
+BURTORCH_INLINE void axpyBlock(float* const* y, const float* const* a, const float* const* x, std::size_t count, std::size_t k) noexcept {
   using R = FloatRegister;
   constexpr std::size_t w = R::kWidth;
-  R::V av[kManyRows];
-  for (std::size_t r = 0; r < count; ++r) av[r] = R::broadcast(a[r]);
-  std::size_t k = 0;
-  for (; k + 2 * w <= n; k += 2 * w) {
-    R::V lo = R::load(y + k), hi = R::load(y + k + w);
-    for (std::size_t r = 0; r < count; ++r) {
-      lo = R::add(lo, R::mul(av[r], R::load(x[r] + k)));
-      hi = R::add(hi, R::mul(av[r], R::load(x[r] + k + w)));
+  R::V sum[outputs][regs];
+  for (std::size_t i = 0; i < outputs; ++i)
+    for (std::size_t q = 0; q < regs; ++q) sum[i][q] = R::load(y[i] + k + q * w);
+  for (std::size_t r = 0; r < count; ++r) {
+    R::V xs[regs];
+    for (std::size_t q = 0; q < regs; ++q) xs[q] = R::load(x[r] + k + q * w);
+    for (std::size_t i = 0; i < outputs; ++i) {
+      const R::V ai = R::broadcast(a[i][r]);
+      for (std::size_t q = 0; q < regs; ++q) sum[i][q] = R::add(sum[i][q], R::mul(ai, xs[q]));
     }
-    R::store(y + k, lo);
-    R::store(y + k + w, hi);
   }
-  for (; k + w <= n; k += w) {
-    R::V sum = R::load(y + k);
-    for (std::size_t r = 0; r < count; ++r) sum = R::add(sum, R::mul(av[r], R::load(x[r] + k)));
-    R::store(y + k, sum);
+  for (std::size_t i = 0; i < outputs; ++i)
+    for (std::size_t q = 0; q < regs; ++q) R::store(y[i] + k + q * w, sum[i][q]);
+}
+
+// Blocks of kBlock registers, then the remaining registers in one block, then single values.
+template <std::size_t outputs>
+BURTORCH_INLINE void axpyRows(float* const* y, const float* const* a, const float* const* x, std::size_t count, std::size_t n) noexcept {
+  constexpr std::size_t w = FloatRegister::kWidth;
+  constexpr std::size_t kBlock = outputs == 1 ? 4 : 3;  // 4 or 6 chains, 16 registers in all
+  std::size_t k = 0;
+  for (; k + kBlock * w <= n; k += kBlock * w) axpyBlock<outputs, kBlock>(y, a, x, count, k);
+  switch ((n - k) / w) {
+    case 3: axpyBlock<outputs, 3>(y, a, x, count, k); break;
+    case 2: axpyBlock<outputs, 2>(y, a, x, count, k); break;
+    case 1: axpyBlock<outputs, 1>(y, a, x, count, k); break;
+    default: break;
   }
-  for (; k < n; ++k) {
-    float sum = y[k];
-    for (std::size_t r = 0; r < count; ++r) sum += a[r] * x[r][k];
-    y[k] = sum;
-  }
+  for (k += (n - k) / w * w; k < n; ++k)
+    for (std::size_t i = 0; i < outputs; ++i) {
+      float sum = y[i][k];
+      for (std::size_t r = 0; r < count; ++r) sum += a[i][r] * x[r][k];
+      y[i][k] = sum;
+    }
+}
+
+}  // namespace detail
+
+template <>
+BURTORCH_INLINE void axpyMany(float* BURTORCH_RESTRICT y, const float* a, const float* const* x, std::size_t count, std::size_t n) noexcept {
+  float* const ys[1] = {y};
+  const float* const as[1] = {a};
+  detail::axpyRows<1>(ys, as, x, count, n);
+}
+
+template <>
+BURTORCH_INLINE void axpyManyPair(float* y0, float* y1, const float* a0, const float* a1, const float* const* x, std::size_t count, std::size_t n) noexcept {
+  float* const ys[2] = {y0, y1};
+  const float* const as[2] = {a0, a1};
+  detail::axpyRows<2>(ys, as, x, count, n);
 }
 #endif
 
