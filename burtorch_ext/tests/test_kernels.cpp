@@ -33,6 +33,16 @@ void checkKernels() {
     CHECK(check::close(kernels::dot(x.data(), y.data(), n), plain, 1e-5, 1e-5));
     // The same bits in every build, the SSE one included.
     CHECK(kernels::dot(x.data(), y.data(), n) == kernels::detail::dotLanes(x.data(), y.data(), n));
+    // Rows of a layer several at a time: the bits of dot() row by row.
+    std::vector<T> w(9 * n);
+    for (std::size_t k = 0; k < w.size(); ++k) w[k] = static_cast<T>(std::sin(0.7 * static_cast<double>(k)));
+    for (std::size_t rows = 0; rows <= 9; ++rows) {
+      T dots[9];
+      kernels::dotRows(x.data(), w.data(), n, rows, dots);
+      bool sameRows = true;
+      for (std::size_t j = 0; j < rows; ++j) sameRows = sameRows && dots[j] == kernels::dot(x.data(), w.data() + j * n, n);
+      CHECK(sameRows);
+    }
     kernels::axpy(z.data(), T(-2), x.data(), n);
     bool same = true;
     for (std::size_t k = 0; k < n; ++k) same = same && z[k] == y[k] + T(-2) * x[k];
@@ -63,7 +73,7 @@ void checkKernels() {
 
 }  // namespace
 
-TEST_CASE("kernels: dot, axpy, axpyMany and axpyManyPair agree with plain loops at every length up to 70") {
+TEST_CASE("kernels: dot, dotRows, axpy, axpyMany and axpyManyPair agree with plain loops at every length up to 70") {
   checkKernels<float>();
   checkKernels<double>();
 }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <type_traits>
 
@@ -351,9 +352,9 @@ BURTORCH_OUTLINE Index linearRowBackward(bool* reached, Index low, Index floor, 
     const Index word = s.links[layer.inputs[t]];
     everyInputARun = everyInputARun && (word & kRangeFlag) && word != kRunsMarker;
   }
-  bool everyOutput = everyInputARun;
-  for (Index y = layer.y0; everyOutput && y < i; ++y) everyOutput = s.reached[y];
-  if (everyOutput && i == layer.output(tokens - 1, layer.rows - 1)) {
+  // memchr: a vectorised scan of the flags (a bool is one byte, 0 or 1).
+  const bool everyOutput = i == layer.output(tokens - 1, layer.rows - 1) && std::memchr(s.reached + layer.y0, 0, i - layer.y0) == nullptr;
+  if (everyInputARun && everyOutput) {
     linearDenseBackward(s, layer, tokens, affineGrad);
   } else if (everyInputARun) {
     linearRunsBackward(s, layer, tokens, live, affineGrad);

@@ -75,6 +75,14 @@ BURTORCH_INLINE T dot(const T* BURTORCH_RESTRICT x, const T* BURTORCH_RESTRICT y
   return detail::dotLanes(x, y, n);
 }
 
+// out[j] = dot(x, w + j n, n) for j < rows: the rows of a layer, one after another in w.
+inline constexpr std::size_t kDotRows = 4;
+
+template <class T>
+BURTORCH_INLINE void dotRows(const T* x, const T* w, std::size_t n, std::size_t rows, T* out) noexcept {
+  for (std::size_t j = 0; j < rows; ++j) out[j] = dot(x, w + j * n, n);
+}
+
 // y[k] += a * x[k], a register's worth at a time, so that short rows need no vector prologue.
 template <class T>
 BURTORCH_INLINE void axpy(T* BURTORCH_RESTRICT y, T a, const T* BURTORCH_RESTRICT x, std::size_t n) noexcept {
@@ -135,6 +143,49 @@ BURTORCH_INLINE float dot(const float* BURTORCH_RESTRICT x, const float* BURTORC
   a0 = _mm_add_ps(_mm_add_ps(a0, a2), _mm_add_ps(a1, a3));
   a0 = _mm_add_ps(a0, _mm_movehl_ps(a0, a0));
   return (_mm_cvtss_f32(a0) + _mm_cvtss_f32(_mm_shuffle_ps(a0, a0, 1))) + tail;
+}
+
+// dot() of kDotRows rows at a time: the rows share the loads of x, and their last additions,
+// lane by lane, run in one register after a 4 x 4 transpose. Each row's sum keeps the order of
+// dot(); so do the reductions, which add lane 0 + 2 and 1 + 3, then the two.
+namespace detail {
+
+BURTORCH_INLINE void dotFourRows(const float* x, const float* w, std::size_t n, float* out) noexcept {
+  __m256 lo[kDotRows], hi[kDotRows];
+  for (std::size_t r = 0; r < kDotRows; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+  std::size_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
+    for (std::size_t r = 0; r < kDotRows; ++r) {
+      lo[r] = _mm256_add_ps(lo[r], _mm256_mul_ps(xl, _mm256_loadu_ps(w + r * n + k)));
+      hi[r] = _mm256_add_ps(hi[r], _mm256_mul_ps(xh, _mm256_loadu_ps(w + r * n + k + 8)));
+    }
+  }
+  __m128 lanes[kDotRows];
+  for (std::size_t r = 0; r < kDotRows; ++r) lanes[r] = _mm256_castps256_ps128(lo[r]);
+  for (; k + 4 <= n; k += 4) {
+    const __m128 xs = _mm_loadu_ps(x + k);
+    for (std::size_t r = 0; r < kDotRows; ++r) lanes[r] = _mm_add_ps(lanes[r], _mm_mul_ps(xs, _mm_loadu_ps(w + r * n + k)));
+  }
+  float tail[kDotRows] = {};
+  for (; k < n; ++k)
+    for (std::size_t r = 0; r < kDotRows; ++r) tail[r] += x[k] * w[r * n + k];
+  for (std::size_t r = 0; r < kDotRows; ++r) {
+    const __m128 a1 = _mm256_extractf128_ps(lo[r], 1), a2 = _mm256_castps256_ps128(hi[r]), a3 = _mm256_extractf128_ps(hi[r], 1);
+    lanes[r] = _mm_add_ps(_mm_add_ps(lanes[r], a2), _mm_add_ps(a1, a3));
+  }
+  _MM_TRANSPOSE4_PS(lanes[0], lanes[1], lanes[2], lanes[3]);  // lanes[l]: lane l of each row
+  const __m128 sum = _mm_add_ps(_mm_add_ps(lanes[0], lanes[2]), _mm_add_ps(lanes[1], lanes[3]));
+  _mm_storeu_ps(out, _mm_add_ps(sum, _mm_loadu_ps(tail)));
+}
+
+}  // namespace detail
+
+template <>
+BURTORCH_INLINE void dotRows(const float* x, const float* w, std::size_t n, std::size_t rows, float* out) noexcept {
+  std::size_t j = 0;
+  for (; j + kDotRows <= rows; j += kDotRows) detail::dotFourRows(x, w + j * n, n, out + j);
+  for (; j < rows; ++j) out[j] = dot(x, w + j * n, n);
 }
 
 // One vector register of floats, for the elementwise kernels below.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include "burtorch/activation.hpp"
@@ -144,12 +145,21 @@ void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, Acti
     links[tail + detail::kLinearHeader + t] = x.offset;
     const Index y0 = pool.pushRun(rows, Op::LinearRow, x.offset, tail);
     T* v = pool.values();
+    const auto row = [&](std::size_t j, T data) {
+      if (bias0 != kNoIndex) data += v[bias0 + j];
+      v[y0 + j] = detail::activated(activation, data);
+      out[t * rows + j] = Value<T>::fromIndex(y0 + static_cast<Index>(j));
+    };
     detail::visitList(links, x.offset, [&](auto xAt) {
-      for (std::size_t j = 0; j < rows; ++j) {
-        T data = detail::dotOf<T>(v, xAt, detail::RangeAt{w0 + static_cast<Index>(j * n)}, n);
-        if (bias0 != kNoIndex) data += v[bias0 + j];
-        v[y0 + j] = detail::activated(activation, data);
-        out[t * rows + j] = Value<T>::fromIndex(y0 + static_cast<Index>(j));
+      if constexpr (std::is_same_v<decltype(xAt), detail::RangeAt>) {
+        for (std::size_t j = 0; j < rows; j += kernels::kDotRows) {
+          const std::size_t count = std::min(rows - j, kernels::kDotRows);
+          T dots[kernels::kDotRows];
+          kernels::dotRows(v + xAt.first, v + w0 + j * n, n, count, dots);
+          for (std::size_t c = 0; c < count; ++c) row(j + c, dots[c]);
+        }
+      } else {
+        for (std::size_t j = 0; j < rows; ++j) row(j, detail::dotOf<T>(v, xAt, detail::RangeAt{w0 + static_cast<Index>(j * n)}, n));
       }
     });
   }
