@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "burtorch/reductions.hpp"
 
@@ -279,36 +280,47 @@ BURTORCH_INLINE void linearRunsBackward(Sweep<T>& s, const LinearTail& layer, st
 // Where the root reaches every row of every token (as in a transformer), the gradients go two
 // at a time through one pass over their shared operands (kernels::axpyManyPair): two weight
 // rows over the tokens' inputs, two tokens' inputs over the weight rows. The terms of each
-// gradient come in the same order as in linearRunsBackward.
+// gradient come in the same order as in linearRunsBackward. The gradients before the activation
+// are computed once, into two copies laid out in the order each pass reads them.
 template <class T, class AffineGrad>
 BURTORCH_INLINE void linearDenseBackward(Sweep<T>& s, const LinearTail& layer, std::size_t tokens, AffineGrad affineGrad) noexcept {
+  const std::size_t rows = layer.rows;
+  static thread_local std::vector<T> scratch;  // grows to the largest layer, then stays
+  if (scratch.size() < 2 * tokens * rows) scratch.resize(2 * tokens * rows);
+  T* const byRow = scratch.data();               // [j tokens + u]: row j of token tokens - 1 - u
+  T* const byToken = byRow + tokens * rows;      // [t rows + u]: row rows - 1 - u of token t
+  for (std::size_t t = 0; t < tokens; ++t)
+    for (std::size_t j = 0; j < rows; ++j) {
+      const T gy = affineGrad(layer.output(t, j));
+      byRow[j * tokens + (tokens - 1 - t)] = gy;
+      byToken[t * rows + (rows - 1 - j)] = gy;
+    }
   const auto input = [&](std::size_t t) { return s.links[layer.inputs[t]] & ~kRangeFlag; };
   const auto gradients = [&](T* y0, T* y1, const T* a0, const T* a1, const T* const* x, std::size_t count) {
     if (y1 == nullptr) kernels::axpyMany(y0, a0, x, count, layer.n);
     else kernels::axpyManyPair(y0, y1, a0, a1, x, count, layer.n);
   };
-  T a[2][kernels::kManyRows];
   const T* x[kernels::kManyRows];
   const bool withBias = layer.bias0 != kNoIndex;
-  for (std::size_t j = layer.rows; j > 0;) {
+  for (std::size_t j = rows; j > 0;) {
     const std::size_t pair = std::min<std::size_t>(j, 2);
     j -= pair;
     const std::size_t hi = j + pair - 1;  // the rows hi and j (the same row when alone)
-    T biasGrad[2] = {withBias ? s.g[layer.bias0 + hi] : T(0), withBias ? s.g[layer.bias0 + j] : T(0)};
-    for (std::size_t t = tokens; t > 0;) {
-      const std::size_t count = std::min(t, kernels::kManyRows);
-      for (std::size_t c = 0; c < count; ++c) {
-        --t;
-        a[0][c] = affineGrad(layer.output(t, hi));
-        a[1][c] = affineGrad(layer.output(t, j));
-        x[c] = s.v + input(t);
-        biasGrad[0] += a[0][c];
-        biasGrad[1] += a[1][c];
-      }
-      gradients(s.g + layer.weights(hi), pair == 2 ? s.g + layer.weights(j) : nullptr, a[0], a[1], x, count);
+    const T* const a0 = byRow + hi * tokens;
+    const T* const a1 = byRow + j * tokens;
+    for (std::size_t u = 0; u < tokens; u += kernels::kManyRows) {
+      const std::size_t count = std::min(tokens - u, kernels::kManyRows);
+      for (std::size_t c = 0; c < count; ++c) x[c] = s.v + input(tokens - 1 - u - c);
+      gradients(s.g + layer.weights(hi), pair == 2 ? s.g + layer.weights(j) : nullptr, a0 + u, a1 + u, x, count);
     }
     s.reach(layer.weights(j), pair * layer.n);
     if (withBias) {
+      // In registers: the tokens' terms form one chain per bias.
+      T biasGrad[2] = {s.g[layer.bias0 + hi], s.g[layer.bias0 + j]};
+      for (std::size_t u = 0; u < tokens; ++u) {
+        biasGrad[0] += a0[u];
+        biasGrad[1] += a1[u];
+      }
       s.g[layer.bias0 + hi] = biasGrad[0];
       if (pair == 2) s.g[layer.bias0 + j] = biasGrad[1];
       s.reach(layer.bias0 + static_cast<Index>(j), pair);
@@ -320,15 +332,10 @@ BURTORCH_INLINE void linearDenseBackward(Sweep<T>& s, const LinearTail& layer, s
     const std::size_t pair = apart ? 2 : 1;
     t -= pair;
     const std::size_t hi = t + pair - 1;
-    for (std::size_t j = layer.rows; j > 0;) {
-      const std::size_t count = std::min(j, kernels::kManyRows);
-      for (std::size_t c = 0; c < count; ++c) {
-        --j;
-        a[0][c] = affineGrad(layer.output(hi, j));
-        a[1][c] = affineGrad(layer.output(t, j));
-        x[c] = s.v + layer.weights(j);
-      }
-      gradients(s.g + input(hi), pair == 2 ? s.g + input(t) : nullptr, a[0], a[1], x, count);
+    for (std::size_t u = 0; u < rows; u += kernels::kManyRows) {
+      const std::size_t count = std::min(rows - u, kernels::kManyRows);
+      for (std::size_t c = 0; c < count; ++c) x[c] = s.v + layer.weights(rows - 1 - u - c);
+      gradients(s.g + input(hi), pair == 2 ? s.g + input(t) : nullptr, byToken + hi * rows + u, byToken + t * rows + u, x, count);
     }
     s.reach(input(hi), layer.n);
     if (pair == 2) s.reach(input(t), layer.n);
