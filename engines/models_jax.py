@@ -11,7 +11,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from engines.training import TrainingProgram, load
+from engines.training import TrainingProgram, functional_sgd
 from workloads import gpt
 
 CAUSAL = jnp.tril(jnp.ones((gpt.BLOCK_SIZE, gpt.BLOCK_SIZE), dtype=bool))
@@ -64,21 +64,7 @@ def to_batch(x, y):
 
 
 def build(mode: str, workload: str, folder: Path | None) -> TrainingProgram:
-    data = load(workload, folder)
-    lr = data.config["learning_rate"]
-    value_and_grad = jax.value_and_grad(LOSSES[workload])
-
-    def sgd_step(params, x, y):
-        loss, grads = value_and_grad(params, x, y)
-        return loss, [p - lr * g for p, g in zip(params, grads)]
-
-    if mode == "jit":
-        sgd_step = jax.jit(sgd_step)
-    state = {"params": [jnp.asarray(t) for t in data.tensors()]}
-
-    def train_step(batch):
-        loss, state["params"] = sgd_step(state["params"], *batch)
-        jax.block_until_ready(state["params"])
-        return loss
-
-    return TrainingProgram(workload, data, to_batch, train_step, jax.__version__)
+    return functional_sgd(workload, folder, LOSSES[workload], value_and_grad=jax.value_and_grad,
+                          compile_step=jax.jit if mode == "jit" else None, to_array=jnp.asarray,
+                          wait=lambda loss, params: jax.block_until_ready(params), to_batch=to_batch,
+                          version=jax.__version__)

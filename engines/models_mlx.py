@@ -11,7 +11,7 @@ from pathlib import Path
 
 import mlx.core as mx
 
-from engines.training import TrainingProgram, load
+from engines.training import TrainingProgram, functional_sgd
 from workloads import gpt
 
 mx.set_default_device(mx.cpu)
@@ -65,21 +65,6 @@ def to_batch(x, y):
 
 
 def build(mode: str, workload: str, folder: Path | None) -> TrainingProgram:
-    data = load(workload, folder)
-    lr = data.config["learning_rate"]
-    value_and_grad = mx.value_and_grad(LOSSES[workload])
-
-    def sgd_step(params, x, y):
-        loss, grads = value_and_grad(params, x, y)
-        return loss, [p - lr * g for p, g in zip(params, grads)]
-
-    if mode == "compile":
-        sgd_step = mx.compile(sgd_step)
-    state = {"params": [mx.array(t) for t in data.tensors()]}
-
-    def train_step(batch):
-        loss, state["params"] = sgd_step(state["params"], *batch)
-        mx.eval(loss, state["params"])
-        return loss
-
-    return TrainingProgram(workload, data, to_batch, train_step, mx.__version__)
+    return functional_sgd(workload, folder, LOSSES[workload], value_and_grad=mx.value_and_grad,
+                          compile_step=mx.compile if mode == "compile" else None, to_array=mx.array,
+                          wait=mx.eval, to_batch=to_batch, version=mx.__version__)

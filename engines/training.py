@@ -59,3 +59,33 @@ class TrainingProgram:
 
     def outputs(self) -> dict[str, float]:
         return {f"loss_{i}": float(loss) for i, loss in enumerate(self._losses)}
+
+
+def functional_sgd(workload: str, folder: Path | None, loss: Callable, *, value_and_grad: Callable,
+                   compile_step: Callable | None, to_array: Callable, wait: Callable, to_batch: Callable,
+                   version: str) -> TrainingProgram:
+    """The Program of a framework whose parameters are immutable arrays (JAX, MLX).
+
+    loss(params, x, y) is the model in the framework's ops, value_and_grad the framework's
+    transform of it; compile_step, where given, wraps the whole SGD step (traced in the first,
+    warm-up, step); wait(loss, params) blocks until the framework's asynchronous or lazy
+    computation of the step is done, or nothing would be timed.
+    """
+    data = load(workload, folder)
+    lr = data.config["learning_rate"]
+    loss_and_grads = value_and_grad(loss)
+
+    def sgd_step(params, x, y):
+        value, grads = loss_and_grads(params, x, y)
+        return value, [p - lr * g for p, g in zip(params, grads)]
+
+    if compile_step is not None:
+        sgd_step = compile_step(sgd_step)
+    state = {"params": [to_array(t) for t in data.tensors()]}
+
+    def train_step(batch):
+        value, state["params"] = sgd_step(state["params"], *batch)
+        wait(value, state["params"])
+        return value
+
+    return TrainingProgram(workload, data, to_batch, train_step, version)
