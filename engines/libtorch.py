@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -34,6 +35,8 @@ EXECUTABLE = BUILD_DIR / ("libtorch-bench.exe" if os.name == "nt" else "libtorch
 # What the last configure and the last failed build were done with (see module docstring).
 STATE_FILE = BUILD_DIR / "burtbench-state.json"
 BUILD_LOG = BUILD_DIR / "build.log"
+# Beside BUILD_DIR, not in it: a fresh build deletes BUILD_DIR.
+BUILD_LOCK = BUILD_DIR.with_name("libtorch.lock")
 BUILD_TIMEOUT_S = 1800
 
 
@@ -115,8 +118,60 @@ def _build_command() -> list[str]:
     return ["nice", "-n", "10", *cmd] if shutil.which("nice") else cmd
 
 
+@contextmanager
+def exclusive(lock_path: Path, waiting_message: str):
+    """Holds an exclusive lock on lock_path across processes; says waiting_message if it must wait."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+b") as handle:
+        if os.name == "nt":
+            import msvcrt
+
+            def take(blocking: bool) -> bool:
+                handle.seek(0)
+                try:
+                    # LK_LOCK itself gives up after 10 attempts a second apart: keep asking.
+                    msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK, 1)
+                    return True
+                except OSError:
+                    return False
+
+            def release() -> None:
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            def take(blocking: bool) -> bool:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return True
+                except BlockingIOError:
+                    return False
+
+            def release() -> None:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+        if not take(blocking=False):
+            print(waiting_message, file=sys.stderr)
+            while not take(blocking=True):
+                pass
+        try:
+            yield
+        finally:
+            release()
+
+
 def build_driver() -> str | None:
-    """Configure (first time, or when torch changed) and build; None when the driver is ready, else why not."""
+    """Configure (first time, or when torch changed) and build; None when the driver is ready, else why not.
+
+    One build at a time: a second run (another terminal, another test process) waits for the
+    first and then finds the driver up to date, or its failure remembered.
+    """
+    with exclusive(BUILD_LOCK, f"libtorch-bench: waiting for another process's build to finish (lock: {BUILD_LOCK})"):
+        return _build_driver()
+
+
+def _build_driver() -> str | None:
     blocker = build_blocker()
     if blocker is not None:
         return blocker

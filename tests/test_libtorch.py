@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
+import threading
 from importlib import metadata
 
 import pytest
@@ -77,6 +79,7 @@ def scratch_build(tmp_path, monkeypatch):
     monkeypatch.setattr(libtorch, "EXECUTABLE", build / "libtorch-bench")
     monkeypatch.setattr(libtorch, "STATE_FILE", build / "state.json")
     monkeypatch.setattr(libtorch, "BUILD_LOG", build / "build.log")
+    monkeypatch.setattr(libtorch, "BUILD_LOCK", build.with_name("libtorch.lock"))
     return build
 
 
@@ -103,3 +106,44 @@ def test_a_failed_build_is_remembered_with_its_reason(scratch_build, tmp_path, m
 def test_without_torch_the_engine_is_unavailable(monkeypatch):
     monkeypatch.setattr(libtorch, "torch_cmake_prefix", lambda: None)
     assert all_engines()[ENGINE].unavailable_reason() == "python module 'torch' is not installed"
+
+
+def test_a_second_build_waits_for_the_first(scratch_build, monkeypatch, capfd):
+    # Another process (another terminal's run) holds the build lock until told to let go.
+    hold = ("import sys; from pathlib import Path; from engines import libtorch\n"
+            "with libtorch.exclusive(Path(sys.argv[1]), 'unused'):\n"
+            "    print('held', flush=True); sys.stdin.readline()")
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(libtorch.BUILD_LOCK)], cwd=libtorch.PROJECT_ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    monkeypatch.setattr(libtorch, "torch_cmake_prefix", lambda: None)  # the build itself would end at once
+    results = []
+    second = threading.Thread(target=lambda: results.append(libtorch.build_driver()))
+    second.start()
+    second.join(timeout=1.0)
+    assert second.is_alive() and results == []  # still waiting: it did not build beside the first
+    holder.communicate("go\n", timeout=30)
+    second.join(timeout=30)
+    assert results == ["python module 'torch' is not installed"]
+    assert "waiting for another process's build to finish" in capfd.readouterr().err
+
+
+def test_the_windows_lock_keeps_asking_and_unlocks(tmp_path, monkeypatch, capsys):
+    # msvcrt.locking(LK_LOCK) gives up after about 10 s: a long build must not make the next one fail.
+    calls = []
+
+    class FakeMsvcrt:
+        LK_LOCK, LK_NBLCK, LK_UNLCK = "lock", "try", "unlock"
+
+        @staticmethod
+        def locking(fd, mode, nbytes):
+            calls.append(mode)
+            if calls.count("try") + calls.count("lock") <= 2:  # held elsewhere: the try and one long wait fail
+                raise OSError(36, "Resource deadlock avoided")
+
+    monkeypatch.setitem(sys.modules, "msvcrt", FakeMsvcrt)
+    monkeypatch.setattr(libtorch.os, "name", "nt")
+    with libtorch.exclusive(tmp_path / "build.lock", "waiting for the other build"):
+        assert calls == ["try", "lock", "lock"]
+    assert calls[-1] == "unlock"
+    assert "waiting for the other build" in capsys.readouterr().err
