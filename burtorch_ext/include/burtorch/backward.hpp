@@ -479,11 +479,21 @@ BURTORCH_OUTLINE Index attentionRowBackward(bool* reached, Index low, Index floo
   return s.low;
 }
 
+// A block's outputs [first, i) are consecutive nodes, unflagged by the block's backward: the
+// sweep goes on from `first` without testing their flags one by one. Nothing below `first`
+// was flagged if `low` is above it, so the sweep may stop there.
+template <class T>
+BURTORCH_INLINE Index skipBlock(Sweep<T>& s, Index first) noexcept {
+  s.low = std::min(s.low, first);
+  return first;
+}
+
 // Every case multiplies the incoming gradient once by a local derivative computed from values
 // alone: the values are ready long before the gradient arrives, so only that one multiply
-// (and the accumulation) lies on the chain from the root down.
+// (and the accumulation) lies on the chain from the root down. A block's backward, run at i,
+// moves i to the block's first output.
 template <class T>
-BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index i, Args args, T gi) noexcept {
+BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index& i, Args args, T gi) noexcept {
   const T* v = s.v;
   const Index a = args.a, b = args.b;
   switch (op) {
@@ -545,9 +555,18 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index i, Args args, T gi) noe
     case Op::LogSumExp: s.low = reduceBackward(s.reached, s.low, s.floor, op, i, a, b, gi); break;
     case Op::InnerProduct: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, false, gi); break;
     case Op::InnerProductWithBias: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, true, gi); break;
-    case Op::LinearRow: s.low = linearRowBackward<T>(s.reached, s.low, s.floor, i, b); break;
-    case Op::LayerNormRow: s.low = layerNormRowBackward<T>(s.reached, s.low, s.floor, i, a, b); break;
-    case Op::AttentionRow: s.low = attentionRowBackward<T>(s.reached, s.low, s.floor, i, a); break;
+    case Op::LinearRow:
+      s.low = linearRowBackward<T>(s.reached, s.low, s.floor, i, b);
+      i = skipBlock(s, s.links[b + 4]);
+      break;
+    case Op::LayerNormRow:
+      s.low = layerNormRowBackward<T>(s.reached, s.low, s.floor, i, a, b);
+      i = skipBlock(s, s.links[b + 3]);
+      break;
+    case Op::AttentionRow:
+      s.low = attentionRowBackward<T>(s.reached, s.low, s.floor, i, a);
+      i = skipBlock(s, s.links[a + 3]);
+      break;
     default: BURTORCH_UNREACHABLE();  // every Op is handled above
   }
 }
