@@ -196,6 +196,19 @@ BURTORCH_OUTLINE Index innerProductBackward(bool* reached, Index low, Index floo
   return s.low;
 }
 
+// Where the sweep goes on after a block's backward (a layer's rows, a layer norm, an attention
+// head) ran at its highest reached output i: the block's outputs [first, i) are consecutive
+// nodes that the block's backward unflagged, so the sweep resumes at `first` without testing
+// their flags one by one; nothing below `first` was flagged if `low` was above it.
+struct Resume {
+  Index low, first;
+};
+
+template <class T>
+BURTORCH_INLINE Resume resumeBelow(const Sweep<T>& s, Index first) noexcept {
+  return {std::min(s.low, first), first};
+}
+
 // Rows of axpy() into one y, applied kManyRows at a time (kernels::axpyMany) in the order given.
 template <class T>
 class AxpyQueue {
@@ -347,7 +360,7 @@ BURTORCH_INLINE void linearDenseBackward(Sweep<T>& s, const LinearTail& layer, s
 // all the rows are final: that row runs the backward of the whole layer and unflags the other
 // rows, so that the sweep skips them. Rows above i are not reached.
 template <class T>
-BURTORCH_OUTLINE Index linearRowBackward(bool* reached, Index low, Index floor, Index i, Index tail) noexcept {
+BURTORCH_OUTLINE Resume linearRowBackward(bool* reached, Index low, Index floor, Index i, Index tail) noexcept {
   Sweep<T> s = Sweep<T>::resume(reached, low, floor);
   const LinearTail layer(s.links, tail);
   const std::size_t tokens = (i - layer.y0) / layer.rows + 1;
@@ -379,7 +392,7 @@ BURTORCH_OUTLINE Index linearRowBackward(bool* reached, Index low, Index floor, 
     }
   }
   std::fill(s.reached + layer.y0, s.reached + i, false);
-  return s.low;
+  return resumeBelow(s, layer.y0);
 }
 
 // Node i is output j of a layer norm (Op::LayerNormRow): y = xhat * gamma + beta with
@@ -388,7 +401,7 @@ BURTORCH_OUTLINE Index linearRowBackward(bool* reached, Index low, Index floor, 
 //   dx_k = scale * (d_k - mean(d) - xhat_k * mean(d * xhat)),  d = dy * gamma,
 // the derivative of the scalar graph that LayerNorm used to build.
 template <class T>
-BURTORCH_OUTLINE Index layerNormRowBackward(bool* reached, Index low, Index floor, Index i, Index xList, Index tail) noexcept {
+BURTORCH_OUTLINE Resume layerNormRowBackward(bool* reached, Index low, Index floor, Index i, Index xList, Index tail) noexcept {
   Sweep<T> s = Sweep<T>::resume(reached, low, floor);
   const std::size_t n = s.links[tail];
   const Index gamma0 = s.links[tail + 1], beta0 = s.links[tail + 2], y0 = s.links[tail + 3];
@@ -414,7 +427,7 @@ BURTORCH_OUTLINE Index layerNormRowBackward(bool* reached, Index low, Index floo
     }
   });
   for (std::size_t k = 0; k < top; ++k) s.reached[y0 + k] = false;
-  return s.low;
+  return resumeBelow(s, y0);
 }
 
 // One attention head of one query, read from its tail (see CausalSelfAttention::attendHead).
@@ -462,7 +475,7 @@ BURTORCH_INLINE void attentionHeadBackward(Sweep<T>& s, const AttentionTail& hea
 // reached output runs the backward of all of them and unflags the others. Where the root
 // reaches every output (a transformer's always does), the flags are read once, not per term.
 template <class T>
-BURTORCH_OUTLINE Index attentionRowBackward(bool* reached, Index low, Index floor, Index i, Index tail) noexcept {
+BURTORCH_OUTLINE Resume attentionRowBackward(bool* reached, Index low, Index floor, Index i, Index tail) noexcept {
   Sweep<T> s = Sweep<T>::resume(reached, low, floor);
   const AttentionTail head(s.links, tail);
   const T scale = loadConstant<T>(s.links, tail + 4);
@@ -476,16 +489,14 @@ BURTORCH_OUTLINE Index attentionRowBackward(bool* reached, Index low, Index floo
     attentionHeadBackward(s, head, scale, [&](std::size_t j) { return j == top || (j < top && s.reached[head.y0 + j]) ? g[j] : T(0); });
   }
   for (std::size_t j = 0; j < top; ++j) s.reached[head.y0 + j] = false;
-  return s.low;
+  return resumeBelow(s, head.y0);
 }
 
-// A block's outputs [first, i) are consecutive nodes, unflagged by the block's backward: the
-// sweep goes on from `first` without testing their flags one by one. Nothing below `first`
-// was flagged if `low` is above it, so the sweep may stop there.
+// Continues the sweep below a block (see Resume).
 template <class T>
-BURTORCH_INLINE Index skipBlock(Sweep<T>& s, Index first) noexcept {
-  s.low = std::min(s.low, first);
-  return first;
+BURTORCH_INLINE void continueBelow(Sweep<T>& s, Index& i, Resume r) noexcept {
+  s.low = r.low;
+  i = r.first;
 }
 
 // Every case multiplies the incoming gradient once by a local derivative computed from values
@@ -555,18 +566,9 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index& i, Args args, T gi) no
     case Op::LogSumExp: s.low = reduceBackward(s.reached, s.low, s.floor, op, i, a, b, gi); break;
     case Op::InnerProduct: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, false, gi); break;
     case Op::InnerProductWithBias: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, true, gi); break;
-    case Op::LinearRow:
-      s.low = linearRowBackward<T>(s.reached, s.low, s.floor, i, b);
-      i = skipBlock(s, s.links[b + 4]);
-      break;
-    case Op::LayerNormRow:
-      s.low = layerNormRowBackward<T>(s.reached, s.low, s.floor, i, a, b);
-      i = skipBlock(s, s.links[b + 3]);
-      break;
-    case Op::AttentionRow:
-      s.low = attentionRowBackward<T>(s.reached, s.low, s.floor, i, a);
-      i = skipBlock(s, s.links[a + 3]);
-      break;
+    case Op::LinearRow: continueBelow(s, i, linearRowBackward<T>(s.reached, s.low, s.floor, i, b)); break;
+    case Op::LayerNormRow: continueBelow(s, i, layerNormRowBackward<T>(s.reached, s.low, s.floor, i, a, b)); break;
+    case Op::AttentionRow: continueBelow(s, i, attentionRowBackward<T>(s.reached, s.low, s.floor, i, a)); break;
     default: BURTORCH_UNREACHABLE();  // every Op is handled above
   }
 }
