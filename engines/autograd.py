@@ -1,21 +1,21 @@
-"""HIPS autograd on the tiny and small graphs: value_and_grad over the pair (a, b), Python floats (FP64)."""
+"""HIPS autograd on the scalar graphs: value_and_grad over the pair (a, b), Python floats (FP64)."""
 from __future__ import annotations
 
 from engines.base import EngineSpec
-from engines.graphs import GRAPHS, GradientProgram
+from engines.programs import GradientProgram
 
 ENGINES = [
-    EngineSpec("autograd", "eager", "python", "cpu", workloads=("tiny", "small", "energy"), module="engines.autograd",
-               requires=("autograd",)),
+    EngineSpec("autograd", "eager", "python", "cpu", kinds=("graph",), module=__name__, requires=("autograd",),
+               paper_row=("autograd", "eager", "python", "cpu")),
 ]
 
 
-def build(spec: EngineSpec, workload: str, params: dict) -> GradientProgram:
+def graph_program(spec: EngineSpec, workload, params: dict, inputs=None) -> GradientProgram:
     import autograd
     import autograd.numpy as anp
     from importlib.metadata import version
 
-    fn = GRAPHS[workload]
+    fn = workload.graph
 
     def relu(x):
         return anp.maximum(x, 0.0)
@@ -29,3 +29,6 @@ def build(spec: EngineSpec, workload: str, params: dict) -> GradientProgram:
         return g, dg_da, dg_db
 
     return GradientProgram(compute, version("autograd"))
+
+
+BUILDERS = {"graph": graph_program}

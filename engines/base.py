@@ -1,8 +1,9 @@
 """What an engine is, and the small contract between an engine module and the worker.
 
 An engine is (framework, mode, language, device). A Python engine module declares its engines in
-`ENGINES` and implements `build(spec, workload, params) -> Program`; it imports its framework
-only inside `build`, so that listing engines and planning runs never imports one.
+`ENGINES` and, in `BUILDERS`, one function per workload kind (workloads/base.py):
+`builder(spec, workload, params, inputs) -> Program`. It imports its framework only inside a
+builder, so that listing engines and planning runs never imports one.
 """
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol
+
+# The engine every relative factor is taken against, as in the paper.
+BASELINE = "burtorch/eager/cpp/cpu"
 
 
 class Program(Protocol):
@@ -31,7 +35,11 @@ class EngineSpec:
     mode: str
     language: str
     device: str
-    workloads: tuple[str, ...]
+    # What it runs: every workload of these kinds (its builder works from the workload's own
+    # declaration: a graph, a model), and the named workloads (code of its own per workload:
+    # a native driver's compiled-in programs, a framework's hand-written model).
+    kinds: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
     # "python": run by harness.worker importing `module`; "native": an executable speaking the same protocol.
     kind: str = "python"
     module: str = ""
@@ -43,10 +51,17 @@ class EngineSpec:
     note: str = ""
     # An extra availability condition beyond `requires`: returns None when fine, else the reason.
     condition: Callable[[], str | None] | None = None
+    # The paper's row for this engine: (framework, mode, language, device) as paper_results.csv
+    # spells them, and the serialization path where the paper ran one framework two ways.
+    paper_row: tuple[str, str, str, str] | None = None
+    paper_variant: str | None = None
 
     @property
     def id(self) -> str:
         return f"{self.framework}/{self.mode}/{self.language}/{self.device}"
+
+    def runs(self, workload) -> bool:
+        return workload.name in self.workloads or workload.kind in self.kinds
 
     def unavailable_reason(self) -> str | None:
         """Why this engine cannot run here, or None. Never imports the framework."""

@@ -217,6 +217,7 @@ class BuiltOnFirstUse(EngineSpec):
 
 
 ENGINES = [
+    # The driver (libtorch_driver/main.cpp) has its workloads compiled in.
     BuiltOnFirstUse("libtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "energy", "save_load"),
-                    kind="native", executable=str(EXECUTABLE)),
+                    kind="native", executable=str(EXECUTABLE), paper_row=("libtorch", "eager", "cpp", "cpu")),
 ]

@@ -1,21 +1,21 @@
-"""micrograd (the PyPI package) on the tiny and small graphs: Karpathy's scalar Value, Python floats (FP64)."""
+"""micrograd (the PyPI package) on the scalar graphs: Karpathy's scalar Value, Python floats (FP64)."""
 from __future__ import annotations
 
 from engines.base import EngineSpec
-from engines.graphs import GRAPHS, GradientProgram
+from engines.programs import GradientProgram
 
 ENGINES = [
-    EngineSpec("micrograd", "eager", "python", "cpu", workloads=("tiny", "small", "energy"), module="engines.micrograd",
-               requires=("micrograd",)),
+    EngineSpec("micrograd", "eager", "python", "cpu", kinds=("graph",), module=__name__, requires=("micrograd",),
+               paper_row=("micrograd", "eager", "python", "cpu")),
 ]
 
 
-def build(spec: EngineSpec, workload: str, params: dict) -> GradientProgram:
+def graph_program(spec: EngineSpec, workload, params: dict, inputs=None) -> GradientProgram:
     from importlib.metadata import version
 
     from micrograd.engine import Value
 
-    fn = GRAPHS[workload]
+    fn = workload.graph
     a = Value(float(params["a"]))
     b = Value(float(params["b"]))
 
@@ -28,3 +28,6 @@ def build(spec: EngineSpec, workload: str, params: dict) -> GradientProgram:
         return g.data, a.grad, b.grad
 
     return GradientProgram(compute, version("micrograd"))
+
+
+BUILDERS = {"graph": graph_program}

@@ -1,35 +1,36 @@
 """Apple MLX: value_and_grad op by op (eager) and under mx.compile, on the CPU.
 
-MLX computes lazily: every step evaluates the value and both gradients, or nothing would be timed.
-MLX has float64 on its CPU device (not on the GPU), so the tiny and small graphs run in FP64 as in
-every other engine; MLP and GPT training runs in FP32 (engines/models_mlx.py).
+MLX computes lazily: every step evaluates the value and the gradients (or the new parameters),
+or nothing would be timed. MLX has float64 on its CPU device (not on the GPU), so the scalar
+graphs run in FP64 as in every other engine; training runs in FP32 with the workload's own
+numpy-style model over mlx.core. Only mlx.core is used: mlx.nn's activations are themselves
+compiled functions, which would make the eager mode partly compiled.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from engines.base import EngineSpec
-from engines.graphs import GRAPHS, GradientProgram
+from engines.programs import GradientProgram
 
 ENGINES = [
-    EngineSpec("mlx", mode, "python", "cpu", workloads=("tiny", "small", "mlp", "gpt", "energy"), module="engines.mlx",
-               requires=("mlx",))
-    for mode in ("eager", "compile")
+    EngineSpec("mlx", "eager", "python", "cpu", kinds=("graph", "training"), module=__name__, requires=("mlx",),
+               paper_row=("mlx", "eager", "python", "cpu")),
+    EngineSpec("mlx", "compile", "python", "cpu", kinds=("graph", "training"), module=__name__, requires=("mlx",)),
 ]
 
 
-def build(spec: EngineSpec, workload: str, params: dict, inputs: Path | None = None):
-    if workload in ("mlp", "gpt"):
-        from engines import models_mlx
-
-        return models_mlx.build(spec.mode, workload, inputs)
+def _import_mlx():
     import mlx.core as mx
 
     mx.set_default_device(mx.cpu)
-    fn = GRAPHS[workload]
+    return mx
 
-    # mx.maximum rather than mlx.nn.relu: the latter is itself an mx.compile'd function, which
-    # would make the eager mode partly compiled.
+
+def graph_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None) -> GradientProgram:
+    mx = _import_mlx()
+    fn = workload.graph
+
     def g_of(a, b):
         return fn(a, b, lambda x: mx.maximum(x, 0.0))
 
@@ -45,3 +46,31 @@ def build(spec: EngineSpec, workload: str, params: dict, inputs: Path | None = N
         return g, dg_da, dg_db
 
     return GradientProgram(compute, mx.__version__)
+
+
+def array_ops(mx):
+    from workloads.array_ops import ArrayOps
+
+    def pick(z, ids):
+        return mx.take_along_axis(z, mx.expand_dims(ids, -1), axis=-1).squeeze(-1)
+
+    return ArrayOps(mx, logsumexp=lambda z: mx.logsumexp(z, axis=-1), pick=pick,
+                    softmax=lambda z: mx.softmax(z, axis=-1), layer_norm=mx.fast.layer_norm)
+
+
+def training_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
+    from engines.training import functional_sgd
+
+    mx = _import_mlx()
+
+    def to_batch(x, y):
+        batch = mx.array(x, dtype=mx.int32), mx.array(y, dtype=mx.int32)
+        mx.eval(*batch)
+        return batch
+
+    return functional_sgd(workload, inputs, array_ops(mx), value_and_grad=mx.value_and_grad,
+                          compile_step=mx.compile if spec.mode == "compile" else None, to_array=mx.array,
+                          wait=mx.eval, to_batch=to_batch, version=mx.__version__)
+
+
+BUILDERS = {"graph": graph_program, "training": training_program}

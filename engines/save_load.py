@@ -1,4 +1,4 @@
-"""Save and load of the small graph's seven activations (workloads/save_load.py), per framework.
+"""Save and load of the small graph's seven activations (workloads/catalog/save_load.py), per framework.
 
 Each Program computes the activations once with its framework (forward and backward, FP64),
 then every step() writes the seven to one file and reads them back, timing the two halves apart.
@@ -26,8 +26,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from engines.graphs import small_activations
-from workloads.save_load import ACTIVATIONS
+from workloads.catalog.save_load import ACTIVATIONS
 
 
 class SaveLoadProgram:
@@ -35,7 +34,8 @@ class SaveLoadProgram:
 
     Building does one untimed round trip, so the totals cover the timed loop alone (the workload
     runs no warm-up steps) and the first timed step finds the serializer ready. Each step deletes
-    the file after loading it, untimed, so that every save writes a new file (workloads/save_load.py says why).
+    the file after loading it, untimed, so that every save writes a new file (workloads/catalog/save_load.py
+    says why).
     """
 
     def __init__(self, save: Callable[[object], None], load: Callable[[object], object],
@@ -74,12 +74,12 @@ class SaveLoadProgram:
 
 # ---- PyTorch ------------------------------------------------------------------------------
 
-def torch_activations(torch, mode: str, params: dict) -> list:
+def torch_activations(torch, mode: str, activations, params: dict) -> list:
     a = torch.tensor(params["a"], dtype=torch.float64, requires_grad=True)
     b = torch.tensor(params["b"], dtype=torch.float64, requires_grad=True)
 
     def nodes(a, b):
-        return small_activations(a, b, torch.relu)
+        return activations(a, b, torch.relu)
 
     if mode == "torchscript":
         nodes = torch.jit.trace(nodes, (a, b))
@@ -88,8 +88,8 @@ def torch_activations(torch, mode: str, params: dict) -> list:
     return [t.detach() for t in (a, b, c, d, e, f, g)]
 
 
-def torch_program(torch, mode: str, params: dict) -> SaveLoadProgram:
-    tensors = torch_activations(torch, "eager" if mode == "numpy" else mode, params)
+def torch_program(torch, mode: str, workload, params: dict) -> SaveLoadProgram:
+    tensors = torch_activations(torch, "eager" if mode == "numpy" else mode, workload.graph, params)
 
     def to_floats(loaded) -> list[float]:
         return [t.item() for t in loaded]
@@ -114,12 +114,12 @@ def torch_program(torch, mode: str, params: dict) -> SaveLoadProgram:
 
 # ---- TensorFlow ---------------------------------------------------------------------------
 
-def tensorflow_program(tf, mode: str, params: dict) -> SaveLoadProgram:
+def tensorflow_program(tf, mode: str, workload, params: dict) -> SaveLoadProgram:
     def activations(a, b):
         with tf.GradientTape() as tape:
             tape.watch(a)
             tape.watch(b)
-            nodes = small_activations(a, b, tf.nn.relu)
+            nodes = workload.graph(a, b, tf.nn.relu)
         tape.gradient(nodes[-1], (a, b))
         return [a, b, *nodes]
 

@@ -1,4 +1,4 @@
-"""TF Lite on the tiny and small graphs: a tf.function returning the value and both gradients, converted
+"""TF Lite on the scalar graphs: a tf.function returning the value and both gradients, converted
 once with TFLiteConverter and run by the TF Lite interpreter, one thread.
 
 TF Lite's built-in ops have no FP64, so this engine computes in FP32 (checked with the FP32
@@ -10,13 +10,12 @@ from __future__ import annotations
 import warnings
 
 from engines.base import EngineSpec
-from engines.graphs import GRAPHS
 
 NOTE = "TF Lite built-in ops have no FP64: FP32"
 
 ENGINES = [
-    EngineSpec("tflite", "graph", "interpreter", "cpu", workloads=("tiny", "small", "energy"), module="engines.tflite",
-               requires=("tensorflow",), precision="fp32", note=NOTE),
+    EngineSpec("tflite", "graph", "interpreter", "cpu", kinds=("graph",), module=__name__, requires=("tensorflow",),
+               precision="fp32", note=NOTE, paper_row=("tflite", "graph", "tflite_interpreter", "cpu")),
 ]
 
 OUTPUTS = ("g", "dg_da", "dg_db")
@@ -70,13 +69,13 @@ class InterpreterProgram:
         return {name: float(self._interpreter.get_tensor(index)) for name, index in self._fetches.items()}
 
 
-def build(spec: EngineSpec, workload: str, params: dict) -> InterpreterProgram:
+def graph_program(spec: EngineSpec, workload, params: dict, inputs=None) -> InterpreterProgram:
     import numpy as np
 
-    from engines.tensorflow import import_single_threaded
+    from engines.tf_runtime import single_threaded_tensorflow
 
-    tf = import_single_threaded()
-    model = convert(tf, GRAPHS[workload])
+    tf = single_threaded_tensorflow()
+    model = convert(tf, workload.graph)
     cls, name = interpreter_class(tf)
     with warnings.catch_warnings():
         # tf.lite.Interpreter warns that it is deprecated in favour of ai_edge_litert: known, and
@@ -87,3 +86,6 @@ def build(spec: EngineSpec, workload: str, params: dict) -> InterpreterProgram:
     a = np.array(params["a"], dtype=np.float32)
     b = np.array(params["b"], dtype=np.float32)
     return InterpreterProgram(interpreter, a, b, tf.__version__, {"precision_note": NOTE, "interpreter": name})
+
+
+BUILDERS = {"graph": graph_program}

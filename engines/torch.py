@@ -1,8 +1,8 @@
 """PyTorch: eager, TorchScript (traced), torch.compile, and eager on CUDA.
 
-Tiny and small graphs: every mode rebuilds the autograd graph each step and runs backward();
-the traced and compiled modes only change how the forward is executed. FP64 leaves, one thread.
-MLP and GPT (CPU modes): FP32 SGD training, in engines/models_torch.py. Save/load of the small
+Scalar graphs: every mode rebuilds the autograd graph each step and runs backward(); the traced
+and compiled modes only change how the forward is executed. FP64 leaves, one thread.
+Training (CPU modes): FP32 SGD, the models in engines/torch_models.py. Save/load of the small
 graph's activations (eager, TorchScript, and the NumPy bytes path as mode "numpy"): engines/save_load.py.
 """
 from __future__ import annotations
@@ -12,7 +12,10 @@ import shutil
 from pathlib import Path
 
 from engines.base import EngineSpec
-from engines.graphs import GRAPHS, GradientProgram
+from engines.programs import GradientProgram
+
+# The workloads engines/torch_models.py has a model for.
+TRAINING = ("mlp", "gpt")
 
 
 def nvidia_driver_missing() -> str | None:
@@ -22,30 +25,33 @@ def nvidia_driver_missing() -> str | None:
     return "no NVIDIA driver visible (no /proc/driver/nvidia/version, no nvidia-smi)"
 
 
-GRAPHS_AND_TRAINING = ("tiny", "small", "energy", "mlp", "gpt")
-
-
-def _spec(mode: str, device: str = "cpu", condition=None, workloads=GRAPHS_AND_TRAINING) -> EngineSpec:
-    return EngineSpec("torch", mode, "python", device, workloads=workloads, module="engines.torch",
-                      requires=("torch",), condition=condition)
+def _spec(mode: str, kinds: tuple, workloads: tuple = (), device: str = "cpu", condition=None, paper_row=None,
+          paper_variant=None) -> EngineSpec:
+    return EngineSpec("torch", mode, "python", device, kinds=kinds, workloads=workloads, module=__name__,
+                      requires=("torch",), condition=condition, paper_row=paper_row, paper_variant=paper_variant)
 
 
 ENGINES = [
-    _spec("eager", workloads=(*GRAPHS_AND_TRAINING, "save_load")),
-    _spec("torchscript", workloads=(*GRAPHS_AND_TRAINING, "save_load")),
-    _spec("compile"),
-    _spec("eager", "gpu", nvidia_driver_missing, workloads=("tiny", "small", "energy")),
-    # The paper's "PyTorch -> NumPy -> Bytes" row of Table 4 (engines/save_load.py): save/load only.
-    _spec("numpy", workloads=("save_load",)),
+    _spec("eager", ("graph", "save_load"), TRAINING, paper_row=("pytorch", "eager", "python", "cpu")),
+    _spec("torchscript", ("graph", "save_load"), TRAINING, paper_row=("pytorch", "graph", "torchscript", "cpu")),
+    _spec("compile", ("graph",), TRAINING),
+    _spec("eager", ("graph",), device="gpu", condition=nvidia_driver_missing,
+          paper_row=("pytorch", "eager", "python", "gpu")),
+    # The paper's "PyTorch -> NumPy -> Bytes" row of Table 4: save/load only.
+    _spec("numpy", ("save_load",), paper_row=("pytorch", "eager", "python", "cpu"),
+          paper_variant="PyTorch -> NumPy -> Bytes"),
 ]
 
 
-def _single_thread(torch) -> None:
+def _import_single_threaded():
+    import torch
+
     torch.set_num_threads(1)
     try:
         torch.set_num_interop_threads(1)
     except RuntimeError:
         pass  # settable once per process, before any inter-op work: already 1 or too late to change
+    return torch
 
 
 def _device(torch, spec: EngineSpec) -> str:
@@ -69,23 +75,12 @@ def _forward(torch, mode: str, fn, a, b):
     raise ValueError(f"unknown torch mode {mode!r}")
 
 
-def build(spec: EngineSpec, workload: str, params: dict, inputs: Path | None = None):
-    import torch
-
-    _single_thread(torch)
-    if workload in ("mlp", "gpt"):
-        from engines import models_torch
-
-        return models_torch.build(spec.mode, workload, inputs)
-    if workload == "save_load":
-        from engines import save_load
-
-        return save_load.torch_program(torch, spec.mode, params)
+def graph_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None) -> GradientProgram:
+    torch = _import_single_threaded()
     device = _device(torch, spec)
-    fn = GRAPHS[workload]
     a = torch.tensor(params["a"], dtype=torch.float64, device=device, requires_grad=True)
     b = torch.tensor(params["b"], dtype=torch.float64, device=device, requires_grad=True)
-    forward = _forward(torch, spec.mode, fn, a, b)
+    forward = _forward(torch, spec.mode, workload.graph, a, b)
 
     def compute():
         a.grad = None
@@ -96,3 +91,19 @@ def build(spec: EngineSpec, workload: str, params: dict, inputs: Path | None = N
 
     sync = torch.cuda.synchronize if device == "cuda" else None
     return GradientProgram(compute, torch.__version__, sync)
+
+
+def training_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
+    _import_single_threaded()
+    from engines import torch_models
+
+    return torch_models.build(spec.mode, workload, inputs)
+
+
+def save_load_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
+    from engines import save_load
+
+    return save_load.torch_program(_import_single_threaded(), spec.mode, workload, params)
+
+
+BUILDERS = {"graph": graph_program, "training": training_program, "save_load": save_load_program}

@@ -1,4 +1,4 @@
-"""The Program the MLP and GPT engines share: one SGD step per step(), batches prepared untimed.
+"""The Program the training engines share: one SGD step per step(), batches prepared untimed.
 
 An engine supplies two functions in its framework's terms:
   to_batch(x, y)     numpy token ids -> the framework's tensors (called from prepare(), untimed)
@@ -8,33 +8,31 @@ turned into floats only in outputs(), after the timed loop.
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from workloads import gpt, inputs, mlp
+from workloads import inputs
 from workloads.training import CHECKED_STEPS
 
-WORKLOADS = {"mlp": mlp, "gpt": gpt}
 
-
-def load(workload: str, folder: Path | None) -> inputs.Inputs:
+def load(workload, folder: Path | None) -> inputs.Inputs:
     if folder is None:
-        raise ValueError(f"the {workload} workload needs --inputs (the folder its prepare() wrote)")
+        raise ValueError(f"the {workload.name} workload needs --inputs (the folder its prepare() wrote)")
     loaded = inputs.read(folder)
-    if loaded.config["workload"] != workload:
-        raise ValueError(f"{folder} holds inputs for {loaded.config['workload']}, not {workload}")
+    if loaded.config["workload"] != workload.name:
+        raise ValueError(f"{folder} holds inputs for {loaded.config['workload']}, not {workload.name}")
     return loaded
 
 
-def first_batch(workload: str, data: inputs.Inputs) -> tuple:
+def first_batch(workload, data: inputs.Inputs) -> tuple:
     """Step 0's (x, y) in numpy: the example a tracing or compiling engine builds its graph on."""
-    return WORKLOADS[workload].split_rows(data.batch_rows(0))
+    return workload.split_rows(data.batch_rows(0))
 
 
 class TrainingProgram:
-    def __init__(self, workload: str, data: inputs.Inputs, to_batch: Callable, train_step: Callable,
-                 version: str):
-        self._split_rows = WORKLOADS[workload].split_rows
+    def __init__(self, workload, data: inputs.Inputs, to_batch: Callable, train_step: Callable, version: str):
+        self._split_rows = workload.split_rows
         self._data = data
         self._to_batch = to_batch
         self._train_step = train_step
@@ -61,19 +59,18 @@ class TrainingProgram:
         return {f"loss_{i}": float(loss) for i, loss in enumerate(self._losses)}
 
 
-def functional_sgd(workload: str, folder: Path | None, loss: Callable, *, value_and_grad: Callable,
-                   compile_step: Callable | None, to_array: Callable, wait: Callable, to_batch: Callable,
-                   version: str) -> TrainingProgram:
+def functional_sgd(workload, folder: Path | None, ops, *, value_and_grad: Callable, compile_step: Callable | None,
+                   to_array: Callable, wait: Callable, to_batch: Callable, version: str) -> TrainingProgram:
     """The Program of a framework whose parameters are immutable arrays (JAX, MLX).
 
-    loss(params, x, y) is the model in the framework's ops, value_and_grad the framework's
-    transform of it; compile_step, where given, wraps the whole SGD step (traced in the first,
-    warm-up, step); wait(loss, params) blocks until the framework's asynchronous or lazy
-    computation of the step is done, or nothing would be timed.
+    The model is the workload's own numpy-style loss over `ops` (workloads/array_ops.py),
+    value_and_grad the framework's transform of it; compile_step, where given, wraps the whole
+    SGD step (traced in the first, warm-up, step); wait(loss, params) blocks until the
+    framework's asynchronous or lazy computation of the step is done, or nothing would be timed.
     """
     data = load(workload, folder)
     lr = data.config["learning_rate"]
-    loss_and_grads = value_and_grad(loss)
+    loss_and_grads = value_and_grad(partial(workload.model, ops))
 
     def sgd_step(params, x, y):
         value, grads = loss_and_grads(params, x, y)

@@ -26,10 +26,10 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.report.summary import load_run, params_key, per_iteration_s
-from harness.stats import t_quantile
-
-CONFIDENCE = 0.95
+from harness.points import Point, group
+from harness.report.run import load_run
+from harness.stats import CONFIDENCE, t_quantile
+from harness.summary import format_seconds
 MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor", "CPU governor"),
                    (None, "profile", "profile"))
 # Peak memory repeats to within a few pages, so a tiny but consistent difference is
@@ -59,10 +59,12 @@ def welch(a: list[float], b: list[float]) -> LogDifference | None:
     """Welch's comparison of the log values of A and B; None unless each side has two positive values."""
     if len(a) < 2 or len(b) < 2 or min(a + b) <= 0:
         return None
+    from scipy import stats
+
     log_a, log_b = [math.log(v) for v in a], [math.log(v) for v in b]
-    var_a, var_b = statistics.variance(log_a) / len(a), statistics.variance(log_b) / len(b)
-    return LogDifference(statistics.fmean(log_b) - statistics.fmean(log_a), var_a + var_b,
-                         _welch_df([(var_a, len(a) - 1), (var_b, len(b) - 1)]))
+    var = statistics.variance(log_a) / len(a) + statistics.variance(log_b) / len(b)
+    test = stats.ttest_ind(log_b, log_a, equal_var=False)
+    return LogDifference(statistics.fmean(log_b) - statistics.fmean(log_a), var, float(test.df) if var else math.inf)
 
 
 def _welch_df(parts: list[tuple[float, float]]) -> float:
@@ -91,22 +93,14 @@ def verdict(interval: list[float] | None, worse: str = "slower", better: str = "
 
 # ----------------------------------------------------------------------------- per row
 
-def _time_values(trials: list[dict]) -> list[float]:
-    return [v for v in map(per_iteration_s, trials) if v is not None]
-
-
-def _block_values(trials: list[dict]) -> list[float]:
-    return [s for t in trials for s in t.get("samples_s") or [] if isinstance(s, (int, float))]
-
-
-def compare_time(a: list[dict], b: list[dict]) -> tuple[dict, LogDifference | None]:
-    values_a, values_b = _time_values(a), _time_values(b)
+def compare_time(a: Point, b: Point) -> tuple[dict, LogDifference | None]:
+    values_a, values_b = a.time_values(), b.time_values()
     if not values_a or not values_b:
         return {"time_a_s": None, "time_b_s": None, "time_ratio": None, "time_ci": None,
                 "time_unit": None, "time_verdict": "not measured"}, None
     unit, difference = TRIALS, welch(values_a, values_b)
     if difference is None:
-        unit, difference = BLOCKS, welch(_block_values(a), _block_values(b))
+        unit, difference = BLOCKS, welch(a.block_times(), b.block_times())
     mean_a, mean_b = statistics.fmean(values_a), statistics.fmean(values_b)
     interval = difference.interval() if difference else None
     return {"time_a_s": mean_a, "time_b_s": mean_b,
@@ -115,9 +109,8 @@ def compare_time(a: list[dict], b: list[dict]) -> tuple[dict, LogDifference | No
             "time_verdict": verdict(interval)}, difference
 
 
-def compare_memory(a: list[dict], b: list[dict]) -> dict:
-    values_a = [t["peak_resident_bytes"] for t in a if isinstance(t.get("peak_resident_bytes"), (int, float))]
-    values_b = [t["peak_resident_bytes"] for t in b if isinstance(t.get("peak_resident_bytes"), (int, float))]
+def compare_memory(a: Point, b: Point) -> dict:
+    values_a, values_b = a.values("peak_resident_bytes"), b.values("peak_resident_bytes")
     if not values_a or not values_b:
         return {"mem_a_bytes": None, "mem_b_bytes": None, "mem_ratio": None, "mem_ci": None,
                 "mem_verdict": "not measured"}
@@ -132,15 +125,9 @@ def compare_memory(a: list[dict], b: list[dict]) -> dict:
 
 # ----------------------------------------------------------------------------- two runs
 
-def _groups(trials: list[dict]) -> dict[tuple, list[dict]]:
-    groups: dict[tuple, list[dict]] = {}
-    for trial in trials:
-        groups.setdefault((trial["workload"], trial["engine"], params_key(trial.get("params"))), []).append(trial)
-    return groups
-
-
-def _describe(groups: set[tuple]) -> list[dict]:
-    return [{"workload": w, "engine": e, "params": json.loads(p)} for w, e, p in sorted(groups)]
+def _describe(keys: set) -> list[dict]:
+    return [{"workload": k.workload, "engine": k.engine, "params": json.loads(k.params)}
+            for k in sorted(keys, key=lambda k: (k.workload, k.engine, k.params))]
 
 
 def _manifest_warnings(a: dict, b: dict) -> list[str]:
@@ -172,16 +159,15 @@ def _geometric_means(differences: dict[str, list[LogDifference]]) -> dict[str, d
 def compare_runs(run_a: Path, run_b: Path) -> dict:
     """A plain, JSON-ready comparison of two runs (see the module docstring)."""
     a, b = load_run(Path(run_a)), load_run(Path(run_b))
-    groups_a, groups_b = _groups(a.trials), _groups(b.trials)
+    points_a, points_b = group(a.trials), group(b.trials)
     rows, differences = [], {}
-    for group in sorted(set(groups_a) & set(groups_b)):
-        workload, engine, params = group
-        time, difference = compare_time(groups_a[group], groups_b[group])
+    for key in sorted(set(points_a) & set(points_b), key=lambda k: (k.workload, k.engine, k.params)):
+        time, difference = compare_time(points_a[key], points_b[key])
         if difference is not None:
-            differences.setdefault(workload, []).append(difference)
-        rows.append({"workload": workload, "engine": engine, "params": json.loads(params),
-                     "trials_a": len(groups_a[group]), "trials_b": len(groups_b[group]),
-                     **time, **compare_memory(groups_a[group], groups_b[group])})
+            differences.setdefault(key.workload, []).append(difference)
+        rows.append({"workload": key.workload, "engine": key.engine, "params": json.loads(key.params),
+                     "trials_a": len(points_a[key].trials), "trials_b": len(points_b[key].trials),
+                     **time, **compare_memory(points_a[key], points_b[key])})
     return {
         "run_a": _run_info(a), "run_b": _run_info(b),
         "method": f"B/A of per-iteration time and of peak resident memory, {CONFIDENCE:.0%} Welch t interval "
@@ -189,8 +175,8 @@ def compare_runs(run_a: Path, run_b: Path) -> dict:
         "warnings": _manifest_warnings(a.manifest, b.manifest),
         "rows": rows,
         "geomean": _geometric_means(differences),
-        "only_in_a": _describe(set(groups_a) - set(groups_b)),
-        "only_in_b": _describe(set(groups_b) - set(groups_a)),
+        "only_in_a": _describe(set(points_a) - set(points_b)),
+        "only_in_b": _describe(set(points_b) - set(points_a)),
     }
 
 
@@ -211,15 +197,6 @@ def exit_status(result: dict, fail_if_slower_pct: float | None) -> int:
 
 # ----------------------------------------------------------------------------- output
 
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
 def size(value: float | None) -> str:
     return "n/a" if value is None else f"{value / 2**20:.1f} MB"
 
@@ -239,7 +216,7 @@ def table_rows(result: dict) -> list[list[str]]:
     for row in result["rows"]:
         time_verdict = row["time_verdict"] + (" *" if row["time_unit"] == BLOCKS else "")
         rows.append([row["workload"], row["engine"], " ".join(f"{k}={v}" for k, v in row["params"].items()),
-                     duration(row["time_a_s"]), duration(row["time_b_s"]),
+                     format_seconds(row["time_a_s"], "n/a"), format_seconds(row["time_b_s"], "n/a"),
                      ratio_text(row["time_ratio"], row["time_ci"]), time_verdict,
                      size(row["mem_a_bytes"]), size(row["mem_b_bytes"]),
                      ratio_text(row["mem_ratio"], row["mem_ci"]), row["mem_verdict"]])

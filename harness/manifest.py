@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness import __version__, doctor, machine
-from harness.measure import clocks
+from harness.measure import tsc
 from harness.results import write_json_atomic, MANIFEST_FILE
 
 FRAMEWORK_DISTRIBUTIONS = ("torch", "tensorflow", "jax", "jaxlib", "autograd", "micrograd", "mlx",
@@ -94,7 +94,7 @@ def build(run_id: str, plan_spec: dict, cpu: int, python: str, argv: list[str]) 
         "native": native_build_info(),
         "git_commit": git_commit(),
         "doctor": [asdict(f) for f in findings],
-        "tsc": dict(zip(("hz", "source"), clocks.tsc_rate_hz())),
+        "tsc": dict(zip(("hz", "source"), tsc.tsc_rate_hz())),
         "unavailable": {},
     }
 

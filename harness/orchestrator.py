@@ -6,7 +6,6 @@ interval of their mean is tight enough or --max-trials is reached.
 """
 from __future__ import annotations
 
-import json
 import signal
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,9 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harness import manifest as manifest_mod
 from harness import results
 from harness.plan import PlannedTrial
-from harness.runner import ChildSpawner, Interrupted, RunOptions, measure, prepare_inputs
-from harness.stats import relative_half_width
-from harness.summary import group, per_trial_means
+from harness.runner import measure, prepare_inputs
+from harness.spawn import ChildSpawner, Interrupted, RunOptions
+from harness.points import group
 
 EXIT_INTERRUPTED = 130
 
@@ -40,28 +39,27 @@ def pending(plan: list[PlannedTrial], run_dir: Path) -> list[PlannedTrial]:
 
 def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, skipped: dict) -> list[PlannedTrial]:
     """One more trial for every point whose interval is still too wide."""
-    groups = group(results.read_trials(run_dir))
+    points = group(results.read_trials(run_dir))
     extra, seen = [], set()
     for pt in plan:
-        key = (pt.workload.name, json.dumps(pt.params, sort_keys=True), pt.engine.id)
-        if key in seen or pt.engine.id in skipped:
+        key = pt.point_key()
+        if key in seen or pt.engine.id in skipped or key not in points:
             continue
         seen.add(key)
-        recorded = groups.get(key, [])
-        means = per_trial_means(recorded)
-        width = relative_half_width(means)
-        if len(recorded) < adaptive.max_trials and means and (width is None or width > adaptive.threshold):
-            extra.append(replace(pt, trial=max(t["trial"] for t in recorded) + 1))
+        point = points[key]
+        width = point.time_half_width()
+        if len(point.trials) < adaptive.max_trials and point.time_values() and (width is None or width > adaptive.threshold):
+            extra.append(replace(pt, trial=max(t["trial"] for t in point.trials) + 1))
     return extra
 
 
 def execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
             tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None = None,
             meter=None) -> int:
+    mended = results.mend_tail(run_dir)  # before pending(): a cut trial must count as missing
+    if mended:
+        console.print(f"[yellow]warning[/]: {run_dir / results.TRIALS_FILE}: {mended}", highlight=False)
     todo = pending(plan, run_dir)
-    if results.drop_torn_tail(run_dir):
-        console.print(f"[yellow]warning[/]: dropped an incomplete last line of {run_dir / results.TRIALS_FILE}; "
-                      f"that trial runs again", highlight=False)
     spawner = ChildSpawner(options)
     skipped: dict[str, str] = manifest.setdefault("unavailable", {})
     previous = {sig: signal.signal(sig, lambda *_: spawner.interrupt()) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -74,7 +72,7 @@ def execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: Ru
                     if pt.engine.id not in skipped:
                         try:
                             trial = measure(pt, spawner, tsc, prepare_inputs(pt, run_dir),
-                                            meter if pt.workload.name == "energy" else None)
+                                            meter if pt.workload.measures_energy else None)
                         except Interrupted:
                             return _finish(run_dir, manifest, "interrupted", console)
                         results.append_trial(run_dir, trial)

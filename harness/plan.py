@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engines.base import EngineSpec
+from harness.points import PointKey, params_key
 from harness.results import trial_key
 from workloads.base import Workload
 
@@ -28,6 +29,9 @@ class PlannedTrial:
     def key(self) -> tuple:
         return trial_key(self.engine.id, self.workload.name, self.params, self.trial)
 
+    def point_key(self) -> PointKey:
+        return PointKey(self.engine.id, self.workload.name, params_key(self.params))
+
     def label(self) -> str:
         point = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
         return f"{self.engine.id} · {self.workload.name}[{point}] · trial {self.trial + 1}"
@@ -44,7 +48,7 @@ def make_plan(engines: list[EngineSpec], workloads: list[Workload], profile: str
                 continue
             for params in workload.points(narrow_for(workload, narrow), profile):
                 for engine in engines:
-                    if workload.name in engine.workloads:
+                    if engine.runs(workload):
                         plan.append(PlannedTrial(
                             engine=engine, workload=workload, params=params, trial=index,
                             iterations=workload.iterations[profile], warmup=workload.warmup[profile],

@@ -17,6 +17,16 @@ TRIALS_FILE = "trials.jsonl"
 MANIFEST_FILE = "manifest.json"
 STATUSES = ("ok", "failed", "timeout", "oom", "unavailable")
 
+# The fields of the one JSON line every child prints when its trial ran: the Python worker
+# (harness/worker.py) and the native drivers (burtorch_ext/src/driver/measured_run.hpp) alike.
+# A workload may add fields of its own (param_count, save_s ...): they land in Trial.extra.
+CHILD_FIELDS = frozenset({
+    "status", "outputs", "precision", "iterations", "warmup", "loop_time_s", "per_iter_s", "samples_s",
+    "framework_version", "cpu_clocks", "cpu_clocks_source", "instructions", "loop_cpu_time_s", "cpu_time_s",
+    "peak_resident_bytes", "peak_resident_source", "peak_virtual_bytes", "peak_virtual_source",
+    "peak_private_bytes", "peak_private_source",
+})
+
 
 @dataclass
 class Trial:
@@ -88,44 +98,100 @@ def append_trial(run_dir: Path, trial: Trial) -> None:
 
 
 _reported: set[tuple[str, int]] = set()
+# Numbers beyond this are no measure of anything here: a damaged line, not a reading.
+LARGEST = 1e300
+
+
+def damage(record) -> str | None:
+    """Why a parsed trial line cannot be used (wrong types, unknown status, a non-finite or
+    absurd number), or None when it can."""
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    for name in ("engine", "workload"):
+        if not isinstance(record.get(name), str) or not record[name]:
+            return f"'{name}' is not a name"
+    if not isinstance(record.get("params"), dict):
+        return "'params' is not an object"
+    if isinstance(record.get("trial"), bool) or not isinstance(record.get("trial"), int) or record["trial"] < 0:
+        return "'trial' is not a trial number"
+    if record.get("status", "ok") not in STATUSES:
+        return f"unknown status {record.get('status')!r}"
+    for name in ("per_iter_s", "check", "extra"):
+        if record.get(name) is not None and not isinstance(record[name], dict):
+            return f"'{name}' is not an object"
+    return _bad_number(record)
+
+
+def _bad_number(value, where: str = "") -> str | None:
+    if isinstance(value, dict):
+        return next(filter(None, (_bad_number(v, f"{where}.{k}" if where else str(k)) for k, v in value.items())), None)
+    if isinstance(value, list):
+        return next(filter(None, (_bad_number(v, f"{where}[{i}]") for i, v in enumerate(value))), None)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= LARGEST:
+        return f"'{where}' is {value!r}"
+    return None
 
 
 def read_trials(run_dir: Path, warn=None) -> list[dict]:
-    """Every complete trial line; a torn or corrupt line is reported (once per process) and skipped."""
+    """Every usable trial line; a torn or damaged line is reported (once per process) and skipped."""
     path = Path(run_dir) / TRIALS_FILE
-    if not path.exists():
+    try:
+        lines = path.read_bytes().decode("utf-8", errors="replace").split("\n")
+    except FileNotFoundError:
         return []
     trials = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                record = None
-            if not isinstance(record, dict):
-                if (str(path), number) not in _reported:
-                    _reported.add((str(path), number))
-                    (warn or _stderr)(f"{path}:{number}: ignoring an incomplete trial line (interrupted write?)")
-                continue
-            trials.append(record)
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            record, why = None, "an incomplete trial line (interrupted write?)"
+        else:
+            why = damage(record)
+            why = why and f"a damaged trial line ({why})"
+        if why:
+            if (str(path), number) not in _reported:
+                _reported.add((str(path), number))
+                (warn or _stderr)(f"{path}:{number}: ignoring {why}")
+            continue
+        trials.append(record)
     return trials
 
 
-def drop_torn_tail(run_dir: Path) -> bool:
-    """Cut a last line that lacks its newline (a write cut short), so appends start on a fresh line."""
+def mend_tail(run_dir: Path) -> str | None:
+    """Make the file end on a complete, usable line before a resume appends to it: a last line
+    that lacks only its newline is a trial written whole and keeps it; a last line that is torn
+    or damaged is cut (its trial runs again). Returns what was done, or None."""
     path = Path(run_dir) / TRIALS_FILE
-    if not path.exists():
-        return False
-    data = path.read_bytes()
-    if not data or data.endswith(b"\n"):
-        return False
-    with open(path, "r+b") as fh:
-        fh.truncate(data.rfind(b"\n") + 1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    return True
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    body = data[:-1] if data.endswith(b"\n") else data
+    start = body.rfind(b"\n") + 1
+    last = body[start:]
+    if not last.strip():
+        return None
+    try:
+        usable = damage(json.loads(last.decode("utf-8"))) is None
+    except (ValueError, RecursionError):
+        usable = False
+    if usable and data.endswith(b"\n"):
+        return None
+    try:
+        with open(path, "r+b") as fh:
+            if usable:
+                fh.seek(len(data))
+                fh.write(b"\n")
+            else:
+                fh.truncate(start)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise ResultsUnwritable(f"cannot repair {path}: {exc.strerror or exc}") from exc
+    return "completed the last line, which had lost its newline" if usable else \
+        "dropped a torn or damaged last line; that trial runs again"
 
 
 def _stderr(message: str) -> None:

@@ -7,183 +7,18 @@ before starting the next, so a crash, a hang or Ctrl-C loses at most the trial i
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import threading
-import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.measure import affinity, clocks, limits
+from harness.measure.tsc import estimate_cycles
 from harness.plan import PlannedTrial
 from harness.results import Trial
+from harness.spawn import ChildRun, ChildSpawner, RunOptions
 from harness.worker import EXIT_UNAVAILABLE
 
-# Single-threaded settings every child gets, whatever its framework.
-SINGLE_THREAD_ENV = {
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "VECLIB_MAXIMUM_THREADS": "1",
-    "NUMEXPR_NUM_THREADS": "1",
-    "TF_NUM_INTRAOP_THREADS": "1",
-    "TF_NUM_INTEROP_THREADS": "1",
-    "TF_CPP_MIN_LOG_LEVEL": "2",
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-    "JAX_PLATFORMS": "cpu",
-    "PYTHONHASHSEED": "0",
-}
 STDERR_TAIL_CHARS = 2000
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory", "OutOfMemory")
-
-
-@dataclass
-class ChildRun:
-    returncode: int | None
-    stdout: str
-    stderr: str
-    wall_s: float
-    cpu_time_s: float | None
-    timed_out: bool = False
-    spawn_error: str | None = None
-
-
-@dataclass
-class RunOptions:
-    cpu: int
-    python: str = sys.executable
-    mem_limit_bytes: int | None = None
-    sample_private: bool = False
-    env: dict = field(default_factory=dict)
-
-
-class Interrupted(Exception):
-    """Ctrl-C or SIGTERM reached the runner."""
-
-
-class MemoryCapFailed(RuntimeError):
-    """The memory cap the user asked for could not be put on a child: nothing is measured without it."""
-
-
-class ChildSpawner:
-    """Runs one child at a time; a signal to the runner stops the child in flight."""
-
-    def __init__(self, options: RunOptions):
-        self.options = options
-        self.current: subprocess.Popen | None = None
-        self.interrupted = False
-        self.pin_problem: str | None = None
-
-    def interrupt(self) -> None:
-        self.interrupted = True
-        if self.current is not None:
-            kill_tree(self.current)
-
-    def run(self, cmd: list[str], timeout_s: float) -> ChildRun:
-        if self.interrupted:
-            raise Interrupted
-        env = {**os.environ, **SINGLE_THREAD_ENV, **self.options.env}
-        start = time.perf_counter()
-        try:
-            with affinity.pinned_spawning(self.options.cpu):
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                        stdin=subprocess.DEVNULL, **self._platform_kwargs())
-        except OSError as exc:
-            return ChildRun(None, "", "", time.perf_counter() - start, None,
-                            spawn_error=f"cannot start {cmd[0]}: {exc.strerror or exc}")
-        self.current = proc
-        self.pin_problem = None if hasattr(os, "sched_setaffinity") else affinity.pin_process(proc.pid, self.options.cpu)
-        job = self._windows_memory_cap(proc)
-        out, err = _drain(proc.stdout), _drain(proc.stderr)
-        try:
-            returncode, cpu_time_s, timed_out = _wait(proc, timeout_s)
-        finally:
-            self.current = None
-            del job
-        wall_s = time.perf_counter() - start
-        out.join()
-        err.join()
-        if self.interrupted:
-            raise Interrupted
-        return ChildRun(returncode, out.text(), err.text(), wall_s, cpu_time_s, timed_out)
-
-    def _windows_memory_cap(self, proc: subprocess.Popen):
-        """Windows has no rlimits: a job object caps the child's memory (held until it exits)."""
-        if os.name != "nt" or not self.options.mem_limit_bytes:
-            return None
-        try:
-            return limits.cap_process_memory(proc.pid, self.options.mem_limit_bytes)
-        except OSError as exc:
-            kill_tree(proc)
-            raise MemoryCapFailed(f"--mem-limit could not be applied: {exc}") from exc
-
-    def _platform_kwargs(self) -> dict:
-        if os.name == "nt":
-            return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-        # A session of its own: a Ctrl-C at the terminal reaches only the runner, which then
-        # stops the child (and anything it spawned) itself.
-        kwargs = {"start_new_session": True}
-        limit = self.options.mem_limit_bytes
-        if limit:
-            # The cap must hold from the child's first allocation, which only a preexec_fn can give.
-            import resource
-
-            kwargs["preexec_fn"] = lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        return kwargs
-
-
-class _drain(threading.Thread):
-    def __init__(self, stream):
-        super().__init__(daemon=True)
-        self.stream, self.chunks = stream, []
-        self.start()
-
-    def run(self):
-        for chunk in iter(lambda: self.stream.read1(65536), b""):
-            self.chunks.append(chunk)
-        self.stream.close()
-
-    def text(self) -> str:
-        return b"".join(self.chunks).decode("utf-8", errors="replace")
-
-
-def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[int, float | None, bool]:
-    """Wait for the child with a deadline; POSIX takes its rusage from wait4 on the way."""
-    if os.name == "nt":
-        try:
-            return proc.wait(timeout=timeout_s), None, False
-        except subprocess.TimeoutExpired:
-            kill_tree(proc)
-            return proc.wait(), None, True
-    reaped: dict = {}
-
-    def reap():
-        _, status, usage = os.wait4(proc.pid, 0)
-        reaped["status"], reaped["usage"] = status, usage
-
-    waiter = threading.Thread(target=reap, daemon=True)
-    waiter.start()
-    waiter.join(timeout_s)
-    timed_out = waiter.is_alive()
-    if timed_out:
-        kill_tree(proc)
-        waiter.join()
-    proc.returncode = os.waitstatus_to_exitcode(reaped["status"])
-    usage = reaped["usage"]
-    return proc.returncode, usage.ru_utime + usage.ru_stime, timed_out
-
-
-def kill_tree(proc: subprocess.Popen) -> None:
-    try:
-        if os.name == "nt":
-            proc.kill()
-        else:
-            os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOptions,
@@ -270,7 +105,7 @@ def assign(trial: Trial, fields: dict) -> None:
 
 def fill_from_payload(trial: Trial, payload: dict, tsc: tuple[float | None, str]) -> None:
     # The parent's own readings of CPU time and the check take precedence over what the child says.
-    measured = clocks.estimate_cycles(payload, *tsc)
+    measured = estimate_cycles(payload, *tsc)
     assign(trial, {k: v for k, v in measured.items() if k not in ("status", "outputs", "cpu_time_s", "check")})
 
 

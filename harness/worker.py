@@ -43,22 +43,23 @@ def claim_stdout() -> object:
     return os.fdopen(result_fd, "w")
 
 
-def build_program(engine_id: str, workload: str, params: dict, inputs: str | None):
+def build_program(engine_id: str, workload_name: str, params: dict, inputs: str | None):
+    """(spec, workload, program): the engine's builder for the workload's kind."""
     from engines import all_engines, module_of
+    from workloads import load
 
     spec = all_engines()[engine_id]
-    extra = {"inputs": Path(inputs)} if inputs else {}
-    return spec, module_of(spec).build(spec, workload, params, **extra)
+    workload = load(workload_name)
+    builder = module_of(spec).BUILDERS[workload.kind]
+    return spec, workload, builder(spec, workload, params, Path(inputs) if inputs else None)
 
 
 def run(args: argparse.Namespace) -> dict:
-    from workloads import load
-
     sampler = memory.PrivateSampler() if args.sample_private else None
     if sampler:
         sampler.start()
     try:
-        spec, program = build_program(args.engine, args.workload, json.loads(args.params), args.inputs)
+        spec, workload, program = build_program(args.engine, args.workload, json.loads(args.params), args.inputs)
     except ImportError as exc:
         return {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
     prepare = getattr(program, "prepare", None)
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> dict:
     result = {
         "status": "ok",
         "outputs": program.outputs(),
-        "precision": spec.precision or load(args.workload).precision,
+        "precision": spec.precision or workload.precision,
         "iterations": args.iterations,
         "warmup": args.warmup,
         "loop_time_s": loop_time_s,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads import WORKLOADS
+from workloads import load
 from workloads.inputs import read_config
 
 try:
@@ -51,7 +51,7 @@ def inputs(tmp_path_factory):
         key = (workload, steps, tuple(sorted(params.items())))
         if key not in made:
             made[key] = tmp_path_factory.mktemp(workload)
-            WORKLOADS[workload].prepare(params, steps, made[key])
+            load(workload).prepare(params, steps, made[key])
         return made[key]
 
     return folder
@@ -68,7 +68,7 @@ def train(workload: str, folder: Path, iterations: int, warmup: int = 0, **param
 @pytest.mark.parametrize("workload", ["tiny", "small", "energy"])
 def test_outputs_match_the_reference(workload):
     result = result_of(workload, "--iterations", "2000", "--warmup", "5", "--blocks", "10")
-    w = WORKLOADS[workload]
+    w = load(workload)
     check = w.check(w.points()[0], result["outputs"], result["precision"])
     assert check.ok, check.as_dict()
     assert result["precision"] == "fp64"
@@ -119,7 +119,7 @@ def test_linux_memory_fields():
 
 def test_parameters_override_the_defaults():
     result = result_of("tiny", "--iterations", "10", "--param", "a=-4", "--param", "b=3")
-    expected = WORKLOADS["tiny"].reference({"a": -4.0, "b": 3.0})
+    expected = load("tiny").reference({"a": -4.0, "b": 3.0})
     assert result["outputs"] == pytest.approx(expected, rel=1e-15)
 
 
@@ -161,7 +161,7 @@ def test_training_losses_match_the_reference(inputs, workload, params):
     """Three SGD steps (the first a warm-up) from the shared initial parameters and batches."""
     folder = inputs(workload, 3, **params)
     result = train(workload, folder, iterations=2, warmup=1, **params)
-    w = WORKLOADS[workload]
+    w = load(workload)
     check = w.check(params, result["outputs"], result["precision"], folder)
     assert check.ok, check.as_dict()
     assert sorted(result["outputs"]) == ["loss_0", "loss_1", "loss_2"]
@@ -206,7 +206,7 @@ def test_training_needs_its_inputs_folder(inputs):
 def test_save_load_round_trip(tmp_path):
     result = result_of("save_load", "--iterations", "50", "--blocks", "5", "--param", "a=-4.0", "--param", "b=2.0",
                        env={"TMPDIR": str(tmp_path)})
-    w = WORKLOADS["save_load"]
+    w = load("save_load")
     check = w.check({"a": -4.0, "b": 2.0}, result["outputs"], result["precision"])
     assert check.ok and check.max_rel_err == 0.0, check.as_dict()
     assert result["file_size_bytes"] == 56

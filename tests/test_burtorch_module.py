@@ -17,7 +17,7 @@ from typing import Callable
 import pytest
 
 from engines.base import EngineSpec
-from workloads import WORKLOADS
+from workloads import load
 
 try:
     from tests.test_burtorch_build import ROOT, import_burtorch
@@ -429,9 +429,9 @@ def test_causal_self_attention_matches_torch(bt, torch, bias):
 def test_engine_program_rebuilds_each_step(bt, workload):
     from engines import burtorch as engine
 
-    w = WORKLOADS[workload]
+    w = load(workload)
     params = w.points()[0]
-    program = engine.build(engine.ENGINES[1], workload, params)
+    program = engine.BUILDERS[w.kind](engine.ENGINES[1], w, params)
     size = None
     for _ in range(5):
         program.step()
@@ -454,4 +454,4 @@ def test_worker_runs_the_python_engine(bt):
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["status"] == "ok"
-    assert WORKLOADS["small"].check({"a": -4.0, "b": 2.0}, result["outputs"], "fp64").ok
+    assert load("small").check({"a": -4.0, "b": 2.0}, result["outputs"], "fp64").ok

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workloads import data, gpt, inputs, mlp
+from workloads import data, inputs
+from workloads.catalog import gpt, mlp
 
 
 @pytest.fixture

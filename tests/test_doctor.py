@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import doctor, machine
+from harness import doctor, machine, machine_other
 from harness.measure import clocks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machine"
@@ -146,7 +146,7 @@ def fake_psutil(busy_percent, plugged):
 def test_windows_balanced_plan_on_battery(monkeypatch):
     monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.setitem(sys.modules, "psutil", fake_psutil(busy_percent=40.0, plugged=False))
-    monkeypatch.setattr(machine, "command", lambda args: "Power Scheme GUID: 381b4222  (Balanced)")
+    monkeypatch.setattr(machine_other, "command", lambda args: "Power Scheme GUID: 381b4222  (Balanced)")
     monkeypatch.setattr(clocks, "windows_kernel32", lambda: FakeKernel32())
     topics = by_topic(doctor.diagnose(1, watch_s=0.01))
     assert topics["governor"].level == "warn" and "Balanced" in topics["governor"].message
@@ -161,7 +161,7 @@ def test_macos_quiet_core_and_no_cycle_counter(monkeypatch):
     monkeypatch.setattr(sys, "platform", "darwin")
     monkeypatch.setitem(sys.modules, "psutil", fake_psutil(busy_percent=1.0, plugged=True))
     values = {"machdep.cpu.brand_string": "Apple M1", "hw.logicalcpu": "2", "hw.physicalcpu": "2"}
-    monkeypatch.setattr(machine, "command", lambda args: values.get(args[-1]))
+    monkeypatch.setattr(machine_other, "command", lambda args: values.get(args[-1]))
     topics = by_topic(doctor.diagnose(1, watch_s=0.01))
     assert topics["pinned core"].level == "ok"
     assert topics["governor"].level == "info" and "Low Power Mode" in topics["governor"].fix

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.measure import energy
+from harness.measure import energy, energy_sources
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "energy"
 
@@ -226,7 +226,7 @@ def test_windows_battery_charging_mid_run_is_rejected():
 
 
 @pytest.mark.parametrize("state, why", [
-    (wmi(capabilities=0x80000000 | energy.BATTERY_CAPACITY_RELATIVE), "relative units"),
+    (wmi(capabilities=0x80000000 | energy_sources.BATTERY_CAPACITY_RELATIVE), "relative units"),
     (wmi(power_online=True, discharging=False), "on AC power"),
     ({"status": [], "capabilities": []}, "no battery"),
 ])
@@ -236,7 +236,7 @@ def test_windows_battery_that_cannot_be_used(state, why):
 
 
 def test_asking_for_the_battery_gets_none_when_there_is_no_usable_one():
-    relative = wmi(capabilities=energy.BATTERY_CAPACITY_RELATIVE)
+    relative = wmi(capabilities=energy_sources.BATTERY_CAPACITY_RELATIVE)
     source, why = energy.select_source("battery", platform="win32", windows_query=lambda: relative)
     assert source is None and "relative units" in why
 

@@ -13,7 +13,7 @@ import pytest
 
 from engines import all_engines
 from engines import libtorch
-from workloads import WORKLOADS
+from workloads import load
 
 ENGINE = "libtorch/eager/cpp/cpu"
 # The keys harness/worker.py writes; the runner treats every child alike.
@@ -36,7 +36,7 @@ def run(driver: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def result_of(driver: str, workload: str, iterations: int = 200) -> dict:
-    point = WORKLOADS[workload].points()[0]
+    point = load(workload).points()[0]
     params = [arg for name, value in point.items() for arg in ("--param", f"{name}={value!r}")]
     done = run(driver, workload, "--iterations", str(iterations), "--warmup", "3", "--blocks", "10", *params)
     assert done.returncode == 0, done.stderr
@@ -48,7 +48,7 @@ def result_of(driver: str, workload: str, iterations: int = 200) -> dict:
 @pytest.mark.parametrize("workload", ["tiny", "small", "energy"])
 def test_outputs_match_the_reference(driver, workload):
     result = result_of(driver, workload)
-    w = WORKLOADS[workload]
+    w = load(workload)
     check = w.check(w.points()[0], result["outputs"], result["precision"])
     assert check.ok, check.as_dict()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import machine
+from harness import machine, machine_other
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machine"
 CPU = "devices/system/cpu"
@@ -111,7 +111,7 @@ def test_macos_branch_reads_sysctl(monkeypatch):
     monkeypatch.setattr(sys, "platform", "darwin")
     values = {"machdep.cpu.brand_string": "Apple M2", "hw.logicalcpu": "8", "hw.physicalcpu": "8",
               "hw.memsize": "17179869184", "kern.hv_vmm_present": "0"}
-    monkeypatch.setattr(machine, "command", lambda args: values.get(args[-1]))
+    monkeypatch.setattr(machine_other, "command", lambda args: values.get(args[-1]))
     facts = machine.describe()
     assert facts["cpu_model"] == "Apple M2"
     assert (facts["logical_cores"], facts["physical_cores"], facts["smt"]) == (8, 8, False)
@@ -136,7 +136,7 @@ def test_windows_branch_reads_registry_powercfg_and_psutil(monkeypatch):
     monkeypatch.setitem(sys.modules, "winreg", types.SimpleNamespace(
         HKEY_LOCAL_MACHINE="HKLM", OpenKey=lambda root, path: FakeKey(),
         QueryValueEx=lambda key, name: (registry[name], 1)))
-    monkeypatch.setattr(machine, "command", lambda args: (
+    monkeypatch.setattr(machine_other, "command", lambda args: (
         "Power Scheme GUID: 8c5e7fda-e8bf-4a96-9a85-a6e23a8c635c  (High performance)"
         if args[0] == "powercfg" else None))
     monkeypatch.setitem(sys.modules, "psutil", types.SimpleNamespace(

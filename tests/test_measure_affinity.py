@@ -34,11 +34,14 @@ def test_default_cpu_is_the_last_allowed_core_and_valid():
 
 
 @linux_only
-def test_preexec_pins_the_child_before_it_runs():
+def test_a_child_spawned_while_pinned_runs_on_the_core_from_its_start_and_the_runner_is_unpinned():
     cpu = affinity.default_cpu()
-    out = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
-                         preexec_fn=affinity.pin_preexec(cpu), capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == f"[{cpu}]"
+    before = os.sched_getaffinity(0)
+    with affinity.pinned_spawning(cpu):
+        child = subprocess.Popen([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                                 stdout=subprocess.PIPE, text=True)
+    assert child.communicate()[0].strip() == f"[{cpu}]"
+    assert os.sched_getaffinity(0) == before
 
 
 @linux_only
@@ -53,30 +56,6 @@ def test_pin_process_pins_a_running_child():
         child.wait()
 
 
-@linux_only
-def test_raise_priority_changes_nice_or_says_why():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        done = affinity.raise_priority(child.pid)
-        if done == f"nice {affinity.RAISED_NICE}":
-            assert os.getpriority(os.PRIO_PROCESS, child.pid) == affinity.RAISED_NICE
-        else:
-            assert done.startswith("priority unchanged")
-    finally:
-        child.kill()
-        child.wait()
-
-
-def test_raise_priority_without_permission_says_so(monkeypatch):
-    monkeypatch.setattr(sys, "platform", "linux")
-
-    def refuse(which, who, prio):
-        raise PermissionError(1, "Operation not permitted")
-
-    monkeypatch.setattr(os, "setpriority", refuse, raising=False)
-    assert "needs root or CAP_SYS_NICE" in affinity.raise_priority(1234)
-
-
 class FakeProcess:
     calls: list = []
 
@@ -88,9 +67,6 @@ class FakeProcess:
             return [0, 1, 2, 3]
         FakeProcess.calls.append(("cpu_affinity", self.pid, cpus))
 
-    def nice(self, value):
-        FakeProcess.calls.append(("nice", self.pid, value))
-
 
 @pytest.fixture
 def windows(monkeypatch):
@@ -98,26 +74,19 @@ def windows(monkeypatch):
     monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.delattr(os, "sched_setaffinity", raising=False)
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
-    monkeypatch.setitem(sys.modules, "psutil", types.SimpleNamespace(Process=FakeProcess, HIGH_PRIORITY_CLASS=128))
+    monkeypatch.setitem(sys.modules, "psutil", types.SimpleNamespace(Process=FakeProcess))
 
 
 def test_windows_pins_with_psutil(windows):
     assert affinity.pin_process(4321, 3) is None
     assert FakeProcess.calls == [("cpu_affinity", 4321, [3])]
-    assert affinity.pin_preexec(3) is None  # no preexec pinning: the runner pins after start
 
 
 def test_windows_default_cpu_from_psutil(windows):
     assert affinity.default_cpu() == 3
 
 
-def test_windows_raises_priority_class(windows):
-    assert affinity.raise_priority(4321) == "HIGH_PRIORITY_CLASS"
-    assert FakeProcess.calls == [("nice", 4321, 128)]
-
-
 def test_macos_cannot_pin(monkeypatch):
     monkeypatch.setattr(sys, "platform", "darwin")
     monkeypatch.delattr(os, "sched_setaffinity", raising=False)
-    assert affinity.pin_preexec(0) is None
     assert "macOS" in affinity.pin_process(1234, 0)

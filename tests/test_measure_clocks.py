@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.measure import clocks
+from harness.measure import clocks, tsc
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machine"
 
@@ -207,17 +207,17 @@ def test_tsc_rate_prefers_sysfs_tsc_freq_khz(tmp_path, linux):
     path = tmp_path / "devices/system/cpu/cpu0/tsc_freq_khz"
     path.parent.mkdir(parents=True)
     path.write_text("2995200\n")
-    assert clocks.tsc_rate_hz(tmp_path, FIXTURES / "proc_vm") == (2_995_200_000.0, "sysfs cpu0/tsc_freq_khz")
+    assert tsc.tsc_rate_hz(tmp_path, FIXTURES / "proc_vm") == (2_995_200_000.0, "sysfs cpu0/tsc_freq_khz")
 
 
 def test_tsc_rate_falls_back_to_cpuinfo_mhz(tmp_path, linux):
-    hz, source = clocks.tsc_rate_hz(tmp_path, FIXTURES / "proc_vm")
+    hz, source = tsc.tsc_rate_hz(tmp_path, FIXTURES / "proc_vm")
     assert hz == pytest.approx(2596.150e6)
     assert source == "/proc/cpuinfo cpu MHz"
 
 
 def test_tsc_rate_unknown_says_why(tmp_path, linux):
-    hz, source = clocks.tsc_rate_hz(tmp_path, tmp_path)
+    hz, source = tsc.tsc_rate_hz(tmp_path, tmp_path)
     assert hz is None and "cpu MHz" in source
 
 
@@ -225,18 +225,18 @@ def test_tsc_rate_elsewhere_uses_psutil_nominal(monkeypatch):
     monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.setitem(sys.modules, "psutil", types.SimpleNamespace(
         cpu_freq=lambda: types.SimpleNamespace(current=1800.0, min=0.0, max=3000.0)))
-    assert clocks.tsc_rate_hz() == (3_000_000_000.0, "psutil.cpu_freq().max (nominal)")
+    assert tsc.tsc_rate_hz() == (3_000_000_000.0, "psutil.cpu_freq().max (nominal)")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the real /proc")
 def test_real_tsc_rate():
-    hz, source = clocks.tsc_rate_hz()
+    hz, source = tsc.tsc_rate_hz()
     assert hz is None or hz > 1e8, source
 
 
 def test_estimate_fills_a_missing_count_and_labels_it():
     reason = "perf_event_open: ENOENT: no hardware cycle counter exposed"
-    result = clocks.estimate_cycles({"cpu_clocks": None, "instructions": None, "cpu_clocks_source": reason,
+    result = tsc.estimate_cycles({"cpu_clocks": None, "instructions": None, "cpu_clocks_source": reason,
                                      "loop_cpu_time_s": 0.5}, 2e9, "/proc/cpuinfo cpu MHz")
     assert result["cpu_clocks"] == 1_000_000_000
     assert result["cpu_clocks_source"] == "tsc_estimate"
@@ -246,11 +246,11 @@ def test_estimate_fills_a_missing_count_and_labels_it():
 
 def test_estimate_leaves_a_real_count_alone():
     real = {"cpu_clocks": 123, "cpu_clocks_source": "perf_event_open", "loop_cpu_time_s": 1.0}
-    assert clocks.estimate_cycles(real, 2e9, "x") == real
+    assert tsc.estimate_cycles(real, 2e9, "x") == real
 
 
 def test_estimate_without_a_rate_stays_null():
-    result = clocks.estimate_cycles({"cpu_clocks": None, "cpu_clocks_source": "perf_event_open: ENOENT",
+    result = tsc.estimate_cycles({"cpu_clocks": None, "cpu_clocks_source": "perf_event_open: ENOENT",
                                      "loop_cpu_time_s": 0.5}, None, "no cpu MHz")
     assert result["cpu_clocks"] is None
     assert "perf_event_open: ENOENT" in result["cpu_clocks_source"] and "no cpu MHz" in result["cpu_clocks_source"]

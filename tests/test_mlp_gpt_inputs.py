@@ -6,7 +6,9 @@ import struct
 import numpy as np
 import pytest
 
-from workloads import WORKLOADS, gpt, inputs, mlp
+from workloads import inputs, load, training
+from workloads.catalog import gpt, mlp
+from workloads.array_ops import autograd_ops
 from workloads.base import relative_error
 
 
@@ -60,7 +62,7 @@ def test_prepared_folder_holds_what_the_docstring_promises(mlp_inputs):
     assert data.params.dtype == np.float32 and np.abs(data.params).max() <= 1.0
     assert data.batches.shape == (5, 2) and data.samples.shape[1] == 17
     assert data.samples.max() < mlp.VOCAB
-    assert data.config["learning_rate"] == mlp.LEARNING_RATE
+    assert data.config["learning_rate"] == training.LEARNING_RATE
     assert sorted(inputs.reference_losses(data.config)) == ["loss_0", "loss_1", "loss_2"]
     x, y = mlp.split_rows(data.batch_rows(4))
     assert x.shape == (2, 16) and y.shape == (2,)
@@ -77,20 +79,20 @@ def test_prepare_is_deterministic_and_shares_weights_across_batch_sizes(tmp_path
 def test_the_reference_is_the_loss_of_the_initial_weights_then_of_each_sgd_step(mlp_inputs):
     data = inputs.read(mlp_inputs)
     params = [t.astype(np.float64) for t in data.tensors()]
-    expected = WORKLOADS["mlp"].reference({}, mlp_inputs)
-    assert expected["loss_0"] == pytest.approx(mlp.loss(params, *mlp.split_rows(data.batch_rows(0))), rel=1e-14)
+    expected = load("mlp").reference({}, mlp_inputs)
+    assert expected["loss_0"] == pytest.approx(mlp.loss(autograd_ops(), params, *mlp.split_rows(data.batch_rows(0))), rel=1e-14)
     assert len(set(expected.values())) == 3, "each step has its own loss"
 
 
 def test_a_run_shorter_than_three_steps_is_checked_on_the_steps_it_ran(tmp_path):
     gpt.prepare({"batch": 1}, 1, tmp_path)
-    expected = WORKLOADS["gpt"].reference({"batch": 1}, tmp_path)
+    expected = load("gpt").reference({"batch": 1}, tmp_path)
     assert list(expected) == ["loss_0"]
-    assert WORKLOADS["gpt"].check({"batch": 1}, expected, "fp32", tmp_path).ok
+    assert load("gpt").check({"batch": 1}, expected, "fp32", tmp_path).ok
 
 
 def test_losses_off_by_more_than_the_fp32_tolerance_fail_the_check(mlp_inputs):
-    w = WORKLOADS["mlp"]
+    w = load("mlp")
     expected = w.reference({}, mlp_inputs)
     close = {k: v * (1 + 1e-6) for k, v in expected.items()}
     assert w.check({}, close, "fp32", mlp_inputs).ok
@@ -102,9 +104,9 @@ def test_losses_off_by_more_than_the_fp32_tolerance_fail_the_check(mlp_inputs):
 def test_a_loss_near_zero_is_compared_absolutely_and_the_graphs_still_relatively():
     # One sample's loss can be ~1e-7 while FP32 rounds it at the logits' scale: a correct engine
     # must not fail on that, and the FP64 graph checks must stay strictly relative.
-    assert relative_error(1e-7 + 5e-5, 1e-7, WORKLOADS["mlp"].error_floor) <= WORKLOADS["mlp"].tolerance["fp32"]
+    assert relative_error(1e-7 + 5e-5, 1e-7, load("mlp").error_floor) <= load("mlp").tolerance["fp32"]
     assert relative_error(1e-7 + 5e-5, 1e-7) > 100
-    assert WORKLOADS["tiny"].error_floor == WORKLOADS["small"].error_floor == 0.0
+    assert load("tiny").error_floor == load("small").error_floor == 0.0
 
 
 def test_an_engine_is_told_when_it_runs_past_the_prepared_steps(mlp_inputs):

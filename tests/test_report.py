@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import render
-from harness.report.summary import load_run
+from harness.report.run import load_run
 from harness.report.tables import build_tables
 from harness.results import MANIFEST_FILE, Trial, append_trial
 
@@ -130,6 +131,17 @@ def rows_by_engine(table, **point) -> dict:
     return {r["engine"]: r for r in table.rows if all(r["params"].get(k) == v for k, v in point.items())}
 
 
+def table_lines(path: Path) -> list[str]:
+    """The Markdown file's lines, table rows with their cells' padding removed."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("|"):
+            cells = re.split(r"(?<!\\)\|", line.strip()[1:-1])
+            line = "| " + " | ".join(c.strip() for c in cells) + " |"
+        lines.append(line)
+    return lines
+
+
 def paper_cells() -> list[dict]:
     with open(PAPER_CSV, encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
@@ -179,8 +191,8 @@ def test_tiny_relative_factors_and_paper_column(linux_tables):
 
 
 def test_tiny_markdown_golden_lines(linux_report):
-    text = (linux_report / "tables" / "tiny.md").read_text(encoding="utf-8")
-    lines = text.splitlines()
+    lines = table_lines(linux_report / "tables" / "tiny.md")
+    text = "\n".join(lines)
     assert ("| torch/eager/python/cpu | 2.13.0 / 2.5.1 | ✓ | 3/3 | 150 ± 15 (×1,500) | 154 ± 0.37 (×1,404) "
             "| noisy: trials vary by 10.0% (coefficient of variation > 5%) |") in lines
     assert ("| tensorflow/eager/python/cpu | — / 2.18.0 |  |  | not in this run | 1,635 ± 16 (×14,867) "
@@ -207,7 +219,7 @@ def test_failed_check_is_marked_not_dropped(linux_tables, linux_report):
     assert jax["check_ok"] is False
     assert jax["time_per_iter_s"] == pytest.approx(1e-4)
     assert any("check FAILED in 3 of 3" in n for n in jax["notes"])
-    text = (linux_report / "tables" / "tiny.md").read_text(encoding="utf-8")
+    text = "\n".join(table_lines(linux_report / "tables" / "tiny.md"))
     assert "| jax/jit/python/cpu | — / 0.4.30 | ✗ FAILED (3.2e-04) | 3/3 |" in text
 
 
@@ -241,8 +253,7 @@ def test_small_table_marks_estimates_and_missing_memory(linux_tables, linux_repo
         "Table 3", "pytorch", "eager", "relative_peak_resident")
     assert any("peak private not measured: not sampled" in n for n in torch["notes"])
     assert any("estimate" in n for n in torch["notes"])
-    text = (linux_report / "tables" / "small.md").read_text(encoding="utf-8")
-    line = next(li for li in text.splitlines() if li.startswith("| torch/eager/python/cpu"))
+    line = next(li for li in table_lines(linux_report / "tables" / "small.md") if li.startswith("| torch/eager/python/cpu"))
     assert "≈1.8e+06" in line or "≈1,800,000" in line
     assert "| n/a |" in line
 
@@ -405,13 +416,13 @@ def test_index_html_renders_in_chromium_with_every_figure(linux_report, tmp_path
 
 
 def test_a_noisy_row_is_marked(tmp_path):
-    from harness.report.summary import summarize_run
+    from harness.points import group
 
     def trial(index, seconds):
         return {"engine": "micrograd/eager/python/cpu", "workload": "tiny", "params": {}, "trial": index,
                 "status": "ok", "per_iter_s": {"mean": seconds}}
 
-    steady = summarize_run([trial(0, 1.00), trial(1, 1.01), trial(2, 0.99)])
-    shaky = summarize_run([trial(0, 1.0), trial(1, 1.3), trial(2, 0.8)])
+    steady = group([trial(0, 1.00), trial(1, 1.01), trial(2, 0.99)])
+    shaky = group([trial(0, 1.0), trial(1, 1.3), trial(2, 0.8)])
     assert not any("noisy" in n for s in steady.values() for n in s.notes())
     assert any("noisy" in n for s in shaky.values() for n in s.notes())

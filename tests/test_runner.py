@@ -184,8 +184,9 @@ def test_energy_reading_brackets_the_measured_child(fake_engines):
     from engines import all_engines
     from harness.measure import affinity
     from harness.plan import make_plan
-    from harness.runner import ChildSpawner, RunOptions, measure
-    from workloads import WORKLOADS
+    from harness.runner import measure
+    from harness.spawn import ChildSpawner, RunOptions
+    from workloads import load
 
     class Meter:
         calls = []
@@ -198,7 +199,7 @@ def test_energy_reading_brackets_the_measured_child(fake_engines):
             return {"energy_total_j": 3.0, "energy_os_j": 1.0, "energy_task_j": 2.0,
                     "energy_source": "fake", "energy_window_s": 0.5}
 
-    (pt,) = make_plan([all_engines()["fake/ok/python/cpu"]], [WORKLOADS["small"]], "smoke")
+    (pt,) = make_plan([all_engines()["fake/ok/python/cpu"]], [load("small")], "smoke")
     spawner = ChildSpawner(RunOptions(cpu=affinity.default_cpu()))
     trial = measure(pt, spawner, (None, "no rate"), None, Meter())
     assert Meter.calls == ["start", "stop"]

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 from engines import all_engines
-from engines.graphs import small
-from engines.save_load import small_activations
+from workloads.graphs import small, small_activations
 from harness.plan import PlannedTrial
-from harness.runner import RunOptions, child_command, parse_payload
-from workloads import WORKLOADS
+from harness.runner import child_command, parse_payload
+from harness.spawn import RunOptions
+from workloads import load
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOAD = WORKLOADS["save_load"]
+WORKLOAD = load("save_load")
 POINT = WORKLOAD.points()[0]
-ENGINES = sorted(eid for eid, spec in all_engines().items() if "save_load" in spec.workloads)
+ENGINES = sorted(eid for eid, spec in all_engines().items() if spec.runs(WORKLOAD))
 RAW_PAYLOAD_BYTES = 7 * 8
 
 

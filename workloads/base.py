@@ -1,7 +1,10 @@
-"""What a workload is: its parameter grid, its iteration counts per profile, and its reference outputs.
+"""What a workload is: everything about it, declared in one place.
 
-A workload says WHAT is run; engines say HOW. Nothing here imports a framework: the runner
-process that plans and checks trials stays lean.
+A workload module (workloads/catalog/<name>.py) declares WHAT is run — its parameter grid,
+iteration counts per profile, reference outputs and check, the data it prepares — and where the
+paper reports it: the table(s), their metrics and notes, the figure. Engines say HOW. The
+harness and the report read these declarations and never name a workload. Nothing here imports
+a framework, the engines or the harness.
 """
 from __future__ import annotations
 
@@ -15,6 +18,12 @@ PROFILES = ("smoke", "quick", "paper")
 
 # Relative tolerance of the numerical check, per precision the engine computed in.
 TOLERANCE = {"fp64": 1e-12, "fp32": 1e-5}
+
+# What an engine must implement to run a workload:
+#   graph      a scalar function g(a, b, relu) rebuilt and differentiated every iteration (`graph`)
+#   save_load  the small graph's activations written to a file and read back every iteration
+#   training   SGD steps of a model on batches the harness prepared (`model`, `split_rows`, `prepare`)
+KINDS = ("graph", "save_load", "training")
 
 
 @dataclass(frozen=True)
@@ -33,9 +42,39 @@ class Check:
 
 
 @dataclass(frozen=True)
+class PaperTable:
+    """Where the paper reports a workload, and how the report rebuilds its table and figure.
+
+    Metric ids name the measures of harness/report/metrics.py; the report pairs our rows with the
+    paper's (paper_results.csv) at the same point and engine.
+    """
+    csv_name: str  # the workload's name in paper_results.csv
+    title: str  # may name the `split_by` parameter: "MLP, batch {batch}"
+    metrics: tuple[str, ...]
+    # The table's file name (default: the workload's), formatted like the title.
+    name: str | None = None
+    # The paper's iteration count behind its totals (its times are per loop); None where it
+    # prints values per step already (MLP, GPT).
+    iterations: int | None = None
+    # Parameters that tell the paper's rows apart (matched with its columns of the same name).
+    point: tuple[str, ...] = ()
+    # Column titles of those parameters (default: their names).
+    point_titles: Mapping[str, str] = field(default_factory=dict)
+    # One table per value of this parameter (the paper's MLP tables: one per batch size).
+    split_by: str | None = None
+    # "bars": time per engine; "energy": energy per engine; "lines": time and memory against `figure_x`.
+    figure: str | None = None
+    figure_x: str | None = None  # a parameter, or "param_count"
+    notes: tuple[str, ...] = ()
+    # Add the "In theory, registers only" lower bound of the graph under the table (Tables 2, 3).
+    theory_bound: bool = False
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     title: str
+    kind: str
     precision: str
     iterations: Mapping[str, int]
     trials: Mapping[str, int]
@@ -58,6 +97,19 @@ class Workload:
     # check() divides each error by max(|expected|, error_floor): with a floor of 1 a training loss
     # near zero is compared absolutely, since its FP32 rounding is set by the logits' scale, not by it.
     error_floor: float = 0.0
+    # kind "graph": g(a, b, relu), written over operator overloading (workloads/graphs.py).
+    graph: Callable | None = None
+    # kind "training": loss(ops, params, x, y) in numpy style over an ArrayOps (workloads/array_ops.py),
+    # and split_rows(rows) -> (x, y) of a batch of sample rows.
+    model: Callable | None = None
+    split_rows: Callable | None = None
+    # The runner reads the machine's energy counter around each measured process.
+    measures_energy: bool = False
+    paper: PaperTable | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"workload {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
 
     def timing_blocks(self, iterations: int) -> int:
         return iterations if self.blocks is None else self.blocks

@@ -3,7 +3,7 @@
 If every value lived in a register and every scalar operation took one clock cycle, one
 iteration of a graph (forward and backward) would take as many cycles as it has operations,
 and no engine could do it in less time than operations / clock rate. The operations are
-counted by running the graph's own definition (engines/graphs.py) on a counting scalar:
+counted by running the workload's own graph (workloads/graphs.py) on a counting scalar:
 
 - forward: one operation per +, -, *, /, unary minus and ReLU; x**n is n - 1 multiplications;
 - backward, per operand that is a node: its local derivative times the incoming gradient.
@@ -22,9 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workloads import small, tiny
-
-GRAPH_WORKLOADS = {"tiny": tiny.WORKLOAD, "small": small.WORKLOAD}
+from workloads.base import Workload
 
 
 class _Tape:
@@ -86,13 +84,11 @@ def _relu(x: _Counted) -> _Counted:
     return x._make(max(x.value, 0.0), [(x, 1)])
 
 
-def op_counts(workload: str) -> tuple[int, int, float]:
+def op_counts(workload: Workload) -> tuple[int, int, float]:
     """(forward operations, backward operations, g) of one iteration of a graph workload at its point."""
-    from engines.graphs import GRAPHS
-
-    point = GRAPH_WORKLOADS[workload].points()[0]
+    point = workload.points()[0]
     tape = _Tape()
-    g = GRAPHS[workload](_Counted(tape, point["a"], [], 0), _Counted(tape, point["b"], [], 0), _relu)
+    g = workload.graph(_Counted(tape, point["a"], [], 0), _Counted(tape, point["b"], [], 0), _relu)
     has_gradient: set[int] = set()
     backward_ops = 0
     for node in reversed(tape.nodes):  # the tape is in topological order
@@ -105,7 +101,6 @@ def op_counts(workload: str) -> tuple[int, int, float]:
 @dataclass(frozen=True)
 class Bound:
     """The lower bound for one iteration of a graph: operations at one per cycle, at `clock_hz`."""
-    workload: str
     forward_ops: int
     backward_ops: int
     clock_hz: float | None
@@ -120,29 +115,6 @@ class Bound:
         return None if self.clock_hz is None else self.cycles / self.clock_hz
 
 
-def bound(workload: str, clock_hz: float | None, clock_source: str) -> Bound:
+def bound(workload: Workload, clock_hz: float | None, clock_source: str) -> Bound:
     forward, backward, _ = op_counts(workload)
-    return Bound(workload, forward, backward, clock_hz, clock_source)
-
-
-def clock_of(manifest: dict) -> tuple[float | None, str]:
-    """The fastest clock the run's core is known to reach (the lowest bound): max, else nominal,
-    else current frequency from the machine facts, else the TSC rate; with where it came from."""
-    mhz = (manifest.get("machine") or {}).get("cpu_mhz") or {}
-    for key in ("max", "nominal", "current"):
-        if mhz.get(key):
-            return mhz[key] * 1e6, f"{key} CPU frequency ({mhz.get('source')})"
-    tsc = manifest.get("tsc") or {}
-    if tsc.get("hz"):
-        return tsc["hz"], f"TSC rate ({tsc.get('source')})"
-    return None, "no CPU frequency in the manifest"
-
-
-def note(workload: str, manifest: dict) -> str:
-    """One labelled line for a report table: the bound on this run's machine, per iteration."""
-    b = bound(workload, *clock_of(manifest))
-    head = (f"In theory, registers only (a lower bound, not a measurement): {b.cycles} scalar operations "
-            f"per iteration ({b.forward_ops} forward + {b.backward_ops} backward) at one per clock cycle")
-    if b.seconds is None:
-        return f"{head}; no clock rate known ({b.clock_source})."
-    return f"{head} = Ω({b.seconds * 1e9:.3g} ns) per iteration at {b.clock_hz / 1e9:.3g} GHz, the {b.clock_source}."
+    return Bound(forward, backward, clock_hz, clock_source)

@@ -1,18 +1,13 @@
-"""Pin a trial to one core and raise its priority, per OS (DESIGN.md, Hygiene).
+"""Pin a trial to one core, per OS.
 
-Linux pins the child before it runs (preexec_fn), so even its imports stay on the core;
-Windows pins it right after start; macOS has no affinity API, which pin_process says.
+Linux pins the child from its first instruction (pinned_spawning), so even its imports stay on
+the core; Windows pins it right after start; macOS has no affinity API, which pin_process says.
 """
 from __future__ import annotations
 
 import os
 import sys
 from contextlib import contextmanager
-from typing import Callable
-
-# Raising priority above normal needs root/CAP_SYS_NICE on POSIX; -5 is enough to win against
-# ordinary background work without starving the system.
-RAISED_NICE = -5
 
 
 def allowed_cpus() -> list[int]:
@@ -63,17 +58,6 @@ def validate_cpu(cpu) -> str | None:
     return None
 
 
-def pin_preexec(cpu: int) -> Callable[[], None] | None:
-    """A subprocess preexec_fn that pins the child to `cpu` (Linux), or None where unsupported."""
-    if not hasattr(os, "sched_setaffinity"):
-        return None
-
-    def pin() -> None:
-        os.sched_setaffinity(0, {cpu})
-
-    return pin
-
-
 def pin_process(pid: int, cpu: int) -> str | None:
     """Pin a running process to `cpu`. None on success, else the reason it is not pinned."""
     if hasattr(os, "sched_setaffinity"):
@@ -92,24 +76,6 @@ def pin_process(pid: int, cpu: int) -> str | None:
     except (AttributeError, OSError, ValueError) as exc:
         return f"psutil cpu_affinity failed: {exc}"
     return None
-
-
-def raise_priority(pid: int) -> str:
-    """Best effort: raise the process's scheduling priority; returns what was done or why not."""
-    if sys.platform == "win32":
-        try:
-            import psutil
-            psutil.Process(pid).nice(psutil.HIGH_PRIORITY_CLASS)
-        except (ImportError, AttributeError, OSError) as exc:
-            return f"priority unchanged ({type(exc).__name__}: {exc})"
-        return "HIGH_PRIORITY_CLASS"
-    try:
-        os.setpriority(os.PRIO_PROCESS, pid, RAISED_NICE)
-    except PermissionError:
-        return f"priority unchanged (nice {RAISED_NICE} needs root or CAP_SYS_NICE)"
-    except OSError as exc:
-        return f"priority unchanged ({exc.strerror})"
-    return f"nice {RAISED_NICE}"
 
 
 @contextmanager

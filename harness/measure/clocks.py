@@ -1,9 +1,9 @@
-"""CPU time and CPU clocks (cycles) of the current process, per OS (DESIGN.md, Measures).
+"""CPU time and CPU clocks (cycles) of the current process, per OS (measures table: docs/architecture.md).
 
 Linux counts the process's own user-mode cycles with perf_event_open; Windows asks
 QueryProcessCycleTime; macOS has no per-process cycle counter we can read, so it says why.
 Where no counter works, the runner multiplies CPU time by the TSC rate and labels the result
-`tsc_estimate` (estimate_cycles below), so an estimate is never mistaken for a reading.
+`tsc_estimate` (harness/measure/tsc.py), so an estimate is never mistaken for a reading.
 """
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ class LinuxPerf:
 def perf_failure_reason(exc: OSError, proc_root: str | Path = "/proc") -> str:
     name = errno.errorcode.get(exc.errno, str(exc.errno))
     if exc.errno in (errno.EACCES, errno.EPERM):
-        paranoid = _read_text(Path(proc_root) / "sys/kernel/perf_event_paranoid") or "?"
+        paranoid = read_text(Path(proc_root) / "sys/kernel/perf_event_paranoid") or "?"
         why = (f"not permitted, kernel.perf_event_paranoid={paranoid}; own-process user-mode "
                "counting needs <= 2 or CAP_PERFMON")
     elif exc.errno in (errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP):
@@ -249,57 +249,7 @@ class CycleCounter:
         return {**self.backend.stop(), "loop_cpu_time_s": loop_cpu_time_s}
 
 
-# ---- TSC rate and the labelled estimate --------------------------------------------------
-
-def tsc_rate_hz(sys_root: str | Path = "/sys", proc_root: str | Path = "/proc") -> tuple[float | None, str]:
-    """(rate in Hz or None, where it came from or why there is none)."""
-    if sys.platform.startswith("linux"):
-        khz = _read_text(Path(sys_root) / "devices/system/cpu/cpu0/tsc_freq_khz")
-        if khz and khz.isdigit():
-            return int(khz) * 1e3, "sysfs cpu0/tsc_freq_khz"
-        mhz = cpuinfo_mhz(proc_root)
-        if mhz is not None:
-            return mhz * 1e6, "/proc/cpuinfo cpu MHz"
-        return None, "no tsc_freq_khz in sysfs and no 'cpu MHz' in /proc/cpuinfo"
-    try:
-        import psutil
-        freq = psutil.cpu_freq()
-    except (ImportError, OSError, NotImplementedError, AttributeError) as exc:
-        return None, f"psutil.cpu_freq unavailable ({exc})"
-    if freq is None or not freq.max:
-        return None, "psutil.cpu_freq reports no nominal frequency"
-    return freq.max * 1e6, "psutil.cpu_freq().max (nominal)"
-
-
-def cpuinfo_mhz(proc_root: str | Path = "/proc") -> float | None:
-    for line in (_read_text(Path(proc_root) / "cpuinfo") or "").splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "cpu MHz":
-            try:
-                return float(value)
-            except ValueError:
-                return None
-    return None
-
-
-def estimate_cycles(counted: dict, hz: float | None, hz_source: str) -> dict:
-    """Fill a missing cpu_clocks with loop CPU time × rate, labelled `tsc_estimate`.
-
-    A real count passes through unchanged. cpu_clocks_note keeps the rate used and why the
-    counter was not available, so the estimate can be judged later.
-    """
-    if counted.get("cpu_clocks") is not None:
-        return counted
-    why = counted.get("cpu_clocks_source") or "no counter"
-    cpu_s = counted.get("loop_cpu_time_s")
-    if hz is None or cpu_s is None:
-        return {**counted, "cpu_clocks": None,
-                "cpu_clocks_source": f"{why}; no estimate: {hz_source if hz is None else 'no CPU time'}"}
-    return {**counted, "cpu_clocks": round(cpu_s * hz), "cpu_clocks_source": "tsc_estimate",
-            "cpu_clocks_note": f"loop CPU time x {hz / 1e6:.3f} MHz from {hz_source}; {why}"}
-
-
-def _read_text(path: Path) -> str | None:
+def read_text(path: Path) -> str | None:
     try:
         return path.read_text().strip()
     except OSError:

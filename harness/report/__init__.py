@@ -4,8 +4,7 @@
     reports/<run-id>/tables/<name>.md | .tex | .csv
     reports/<run-id>/figures/<name>.png | .pdf
 
-pandas is not needed and matplotlib is imported only while drawing, so importing this package
-stays cheap.
+pandas and matplotlib are imported only while rendering, so importing this package stays cheap.
 """
 from __future__ import annotations
 
@@ -15,9 +14,10 @@ from pathlib import Path
 
 def render(run_dir: Path, out_root: Path = Path("reports")) -> Path:
     """Render the report of `run_dir` into `out_root/<run-id>/` and return that folder."""
-    from harness.report import figures, formats, html, summary, tables
+    from harness.report import figures, formats, html, tables
+    from harness.report.run import load_run
 
-    run = summary.load_run(Path(run_dir))
+    run = load_run(Path(run_dir))
     folder = Path(out_root) / run.run_id
     # A re-render after more trials landed must not leave figures of an older render behind.
     for generated in ("tables", "figures"):

@@ -1,17 +1,20 @@
 """The paper's figures redrawn from the report's tables (matplotlib, Agg), as PNG and PDF.
 
-- Fig. 3/5/6 style: time per iteration per engine, log scale, ×factor over BurTorch on each bar,
-  with the paper's bar beside ours.
-- Fig. 7 style: energy per engine (task + OS), where the run has energy readings.
-- MLP: time and memory against parameter count, one column per batch size.
-- GPT: time and memory against batch size.
+Each table's declaration (PaperTable.figure) says which:
+- "bars", Fig. 3/5/6 style: time per iteration per engine, log scale, ×factor over BurTorch on
+  each bar, with the paper's bar beside ours;
+- "energy", Fig. 7 style: energy per engine (total, task, OS), where the run has energy readings;
+- "lines": compute time and memory against `figure_x` (a parameter, or the parameter count),
+  one column per table of the workload (the MLP's batch sizes).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.report.tables import MB, PAPER_MEMORY, Table, factor
+from harness.report.cells import factor
+from harness.report.metrics import MB, METRICS, PAPER_MEMORY
+from harness.report.tables import Table
 
 OURS_COLOR = "#1f77b4"
 PAPER_COLOR = "#bbbbbb"
@@ -106,7 +109,7 @@ def energy_bars(table: Table, folder: Path) -> Figure | None:
     ax.set_title(f"{table.title}\n(×N = total relative to BurTorch)", fontsize=10)
     ax.margins(x=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, folder, "fig_energy", table.title)
+    return _save(fig, folder, f"fig_{table.name}", table.title)
 
 
 def _series(rows: list[dict], x_key, y_key: str) -> dict[str, list[tuple]]:
@@ -135,61 +138,43 @@ def _plot_lines(ax, rows: list[dict], x_key, y_key: str, scale: float, colors: d
     ax.grid(True, which="both", alpha=0.3)
 
 
-def mlp_lines(tables: list[Table], os_name: str, folder: Path) -> Figure | None:
-    tables = [t for t in tables if t.name.startswith("mlp_b")]
-    if not tables:
-        return None
-    memory_key, memory_title, _ = PAPER_MEMORY[os_name]
+def lines(tables: list[Table], os_name: str, folder: Path) -> Figure:
+    """Compute per step (top) and the paper's memory (bottom) against the declared x, a column per table."""
+    memory = PAPER_MEMORY[os_name]
+    x_name = tables[0].declaration.figure_x
+
+    def x_of(row: dict):
+        return row.get("param_count") if x_name == "param_count" else row["params"].get(x_name)
+
     plt = _pyplot()
     fig, axes = plt.subplots(2, len(tables), figsize=(6 * len(tables), 8), squeeze=False)
     colors: dict = {}
     for col, table in enumerate(tables):
-        batch = table.name.removeprefix("mlp_b")
         time_ax, mem_ax = axes[0][col], axes[1][col]
-        _plot_lines(time_ax, table.rows, lambda r: r.get("param_count"), "time_per_step_s", 1e3, colors)
-        _plot_lines(mem_ax, table.rows, lambda r: r.get("param_count"), memory_key, 1 / MB, colors)
-        time_ax.set_title(f"MLP, batch {batch}: compute per step", fontsize=10)
+        _plot_lines(time_ax, table.rows, x_of, METRICS["step_time"].key, 1e3, colors)
+        _plot_lines(mem_ax, table.rows, x_of, memory.key, 1 / MB, colors)
+        name = table.title.split(":")[0]
+        time_ax.set_title(f"{name}: compute per step", fontsize=10)
         time_ax.set_ylabel("ms per SGD step")
-        mem_ax.set_title(f"MLP, batch {batch}: {memory_title}", fontsize=10)
+        mem_ax.set_title(f"{name}: {memory.title}", fontsize=10)
         mem_ax.set_ylabel("MB")
-        mem_ax.set_xlabel("trainable parameters d")
+        mem_ax.set_xlabel("trainable parameters d" if x_name == "param_count" else x_name)
         time_ax.legend(fontsize=7)
     fig.tight_layout()
-    return _save(fig, folder, "fig_mlp", "MLP: time and memory against parameter count")
-
-
-def _batch(row: dict):
-    return row["params"].get("batch")
-
-
-def gpt_lines(tables: list[Table], os_name: str, folder: Path) -> Figure | None:
-    table = next((t for t in tables if t.name == "gpt"), None)
-    if table is None:
-        return None
-    memory_key, memory_title, _ = PAPER_MEMORY[os_name]
-    plt = _pyplot()
-    fig, (time_ax, mem_ax) = plt.subplots(1, 2, figsize=(12, 4.5))
-    colors: dict = {}
-    _plot_lines(time_ax, table.rows, _batch, "time_per_step_s", 1e3, colors)
-    _plot_lines(mem_ax, table.rows, _batch, memory_key, 1 / MB, colors)
-    time_ax.set_title("Mini-GPT: compute per step", fontsize=10)
-    time_ax.set_ylabel("ms per SGD step")
-    mem_ax.set_title(f"Mini-GPT: {memory_title}", fontsize=10)
-    mem_ax.set_ylabel("MB")
-    for ax in (time_ax, mem_ax):
-        ax.set_xlabel("batch size")
-    time_ax.legend(fontsize=7)
-    fig.tight_layout()
-    return _save(fig, folder, "fig_gpt", "Mini-GPT: time and memory against batch size")
+    title = f"{tables[0].title.split(',')[0].split(':')[0]}: time and memory against {x_name.replace('_', ' ')}"
+    return _save(fig, folder, f"fig_{tables[0].workload}", title)
 
 
 def draw_all(tables: list[Table], os_name: str, folder: Path) -> list[Figure]:
     figures = []
+    by_workload: dict[str, list[Table]] = {}
     for table in tables:
-        if table.name in ("tiny", "small"):
+        kind = table.declaration.figure
+        if kind == "bars":
             figures.append(time_bars(table, folder))
-        if table.name == "energy":
+        elif kind == "energy":
             figures.append(energy_bars(table, folder))
-    figures.append(mlp_lines(tables, os_name, folder))
-    figures.append(gpt_lines(tables, os_name, folder))
+        elif kind == "lines":
+            by_workload.setdefault(table.workload, []).append(table)
+    figures += [lines(group, os_name, folder) for group in by_workload.values()]
     return [f for f in figures if f is not None]

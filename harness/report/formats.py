@@ -1,28 +1,23 @@
-"""A Table written as Markdown, LaTeX (booktabs) and CSV.
+"""A Table written as Markdown, LaTeX (booktabs) and CSV, by pandas.
 
 Markdown and LaTeX show the formatted cells; the CSV keeps the raw numbers (SI units: seconds,
 bytes, joules, clocks) so that a reader can recompute anything.
 """
 from __future__ import annotations
 
-import csv
-import io
-import json
 from pathlib import Path
 
+import pandas as pd
+
+from harness.report import cells
 from harness.report.tables import Table
 
 
 def markdown(table: Table) -> str:
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-    out = [f"## {table.title}", "", table.caption, "",
-           line([c.title for c in table.columns]), line(["---"] * len(table.columns))]
-    out += [line(cells) for cells in table.cells()]
-    if table.notes:
-        out += [""] + [f"- {note}" for note in table.notes]
-    return "\n".join(out) + "\n"
+    escaped = table.shown.map(lambda c: c.replace("|", "\\|"))
+    body = escaped.to_markdown(index=False, tablefmt="pipe", disable_numparse=True)
+    notes = "".join(f"\n- {note}" for note in table.notes)
+    return f"## {table.title}\n\n{table.caption}\n\n{body}\n" + (f"{notes}\n" if notes else "")
 
 
 # One pass over the characters, so no replacement is escaped again.
@@ -40,43 +35,22 @@ def tex_escape(text: str) -> str:
 
 def latex(table: Table) -> str:
     """A booktabs table; needs \\usepackage{booktabs} (and amssymb for \\checkmark)."""
-    def line(cells: list[str]) -> str:
-        return " & ".join(tex_escape(c) for c in cells) + r" \\"
-
-    out = [r"\begin{table}[ht]", r"\centering", r"\scriptsize",
-           rf"\caption{{{tex_escape(table.title)}. {tex_escape(table.caption)}}}",
-           rf"\label{{tab:burtbench-{table.name}}}",
-           r"\begin{tabular}{" + "l" * len(table.columns) + "}", r"\toprule",
-           line([c.title for c in table.columns]), r"\midrule"]
-    out += [line(cells) for cells in table.cells()]
-    out += [r"\bottomrule", r"\end{tabular}"]
+    shown = table.shown.map(tex_escape)
+    shown.columns = [tex_escape(c) for c in shown.columns]
+    tex = shown.to_latex(index=False, escape=False, column_format="l" * len(shown.columns), position="ht",
+                         caption=f"{tex_escape(table.title)}. {tex_escape(table.caption)}",
+                         label=f"tab:burtbench-{table.name}")
     if table.notes:
-        out += [r"\par\smallskip", r"\begin{minipage}{\linewidth}\scriptsize"]
-        out += [tex_escape(note) + r"\par" for note in table.notes]
-        out += [r"\end{minipage}"]
-    out.append(r"\end{table}")
-    return "\n".join(out) + "\n"
-
-
-def _csv_value(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True)
-    if isinstance(value, list):
-        return "; ".join(str(v) for v in value)
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
+        notes = "\n".join(tex_escape(note) + r"\par" for note in table.notes)
+        tex = tex.replace(r"\end{table}", r"\par\smallskip" "\n" r"\begin{minipage}{\linewidth}\scriptsize" "\n"
+                          + notes + "\n" r"\end{minipage}" "\n" r"\end{table}")
+    return tex
 
 
 def csv_text(table: Table) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(table.fields)
-    for row in table.rows:
-        writer.writerow([_csv_value(row.get(name)) for name in table.fields])
-    return buffer.getvalue()
+    frame = pd.DataFrame([[cells.raw(row.get(name)) for name in table.fields] for row in table.rows],
+                         columns=table.fields)
+    return frame.to_csv(index=False, lineterminator="\n")
 
 
 def write_table(table: Table, folder: Path) -> list[Path]:

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.report.figures import Figure
-from harness.report.summary import Run
+from harness.report.run import Run
 from harness.report.tables import Table
 
 STYLE = """
@@ -122,10 +122,10 @@ def _row_class(row: dict) -> str:
 
 
 def table_html(table: Table) -> str:
-    head = "".join(f"<th>{esc(c.title)}</th>" for c in table.columns)
+    head = "".join(f"<th>{esc(title)}</th>" for title in table.shown.columns)
     body = "".join(
         f"<tr{_row_class(row)}>" + "".join(f"<td>{esc(cell)}</td>" for cell in cells) + "</tr>"
-        for row, cells in zip(table.rows, table.cells()))
+        for row, cells in zip(table.rows, table.shown.itertuples(index=False)))
     notes = "".join(f"<li>{esc(n)}</li>" for n in table.notes)
     links = " · ".join(f"<a href='tables/{table.name}.{ext}'>{ext}</a>" for ext in ("md", "tex", "csv"))
     return (f"<article id='table-{esc(table.name)}'><h3>{esc(table.title)}</h3><p>{esc(table.caption)}</p>"

@@ -12,32 +12,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-# Our engine id -> the paper's (framework, mode, language, device). Engines absent here
-# (torch.compile, MLX compile, the BurTorch Python module) have no counterpart in the paper.
-PAPER_ROW = {
-    "burtorch/eager/cpp/cpu": ("burtorch", "eager", "cpp", "cpu"),
-    "tensorflow/eager/python/cpu": ("tensorflow", "eager", "python", "cpu"),
-    "tensorflow/graph/python/cpu": ("tensorflow", "graph", "semi_python", "cpu"),
-    "tflite/graph/interpreter/cpu": ("tflite", "graph", "tflite_interpreter", "cpu"),
-    "autograd/eager/python/cpu": ("autograd", "eager", "python", "cpu"),
-    "torch/eager/python/gpu": ("pytorch", "eager", "python", "gpu"),
-    "torch/eager/python/cpu": ("pytorch", "eager", "python", "cpu"),
-    "torch/torchscript/python/cpu": ("pytorch", "graph", "torchscript", "cpu"),
-    "libtorch/eager/cpp/cpu": ("libtorch", "eager", "cpp", "cpu"),
-    "jax/eager/python/cpu": ("jax", "eager", "python", "cpu"),
-    "jax/jit/python/cpu": ("jax", "graph", "semi_python", "cpu"),
-    "micrograd/eager/python/cpu": ("micrograd", "eager", "python", "cpu"),
-    "mlx/eager/python/cpu": ("mlx", "eager", "python", "cpu"),
-}
-ENGINE_OF_ROW = {row: engine for engine, row in PAPER_ROW.items()}
-BASELINE_ENGINE = "burtorch/eager/cpp/cpu"
-
-# Iterations behind the paper's total times; its MLP/GPT numbers are already per step.
-PAPER_ITERATIONS = {"tiny": 100_000, "small": 20_000, "save_load": 5_000, "energy": 200_000}
-
-# Our workload name -> the CSV's.
-CSV_WORKLOAD = {"energy": "energy_small"}
-
 OS_NAMES = {"windows": "Windows", "linux": "Linux", "macos": "macOS"}
 
 _FRAMEWORK_NAMES = {
@@ -69,7 +43,7 @@ class PaperRow:
 
     @property
     def engine(self) -> str | None:
-        return ENGINE_OF_VARIANT.get(self.variant) if self.variant else ENGINE_OF_ROW.get(self.key)
+        return engine_of_row().get((self.key, self.variant))
 
     @property
     def label(self) -> str:
@@ -82,7 +56,12 @@ class PaperRow:
         return f"{label} ({self.variant})" if self.variant else label
 
 
-ENGINE_OF_VARIANT = {"PyTorch -> NumPy -> Bytes": "torch/numpy/python/cpu"}
+@lru_cache(maxsize=1)
+def engine_of_row() -> dict[tuple, str]:
+    """(paper row key, variant) -> our engine id, from the engines' own declarations (EngineSpec.paper_row)."""
+    from engines import all_engines
+
+    return {(spec.paper_row, spec.paper_variant): spec.id for spec in all_engines().values() if spec.paper_row}
 
 
 def _int_or_none(text: str) -> int | None:
@@ -125,14 +104,20 @@ def _paper_row(row_key: tuple, row: dict) -> PaperRow:
     )
 
 
-def rows_for(workload: str, os_name: str) -> list[PaperRow]:
-    """The paper's rows for a workload on an OS; Windows' when the paper ran it there only."""
-    csv_workload = CSV_WORKLOAD.get(workload, workload)
+def rows_for(csv_workload: str, os_name: str) -> list[PaperRow]:
+    """The paper's rows for a workload (by its CSV name) on an OS; Windows' when the paper ran it there only."""
     by_os = {}
     for row in load_rows():
         if row.workload == csv_workload:
             by_os.setdefault(row.os, []).append(row)
     return by_os.get(os_name) or by_os.get("windows") or []
+
+
+def first_table(csv_workload: str) -> float:
+    """The number of the first paper table that reports a workload, on any OS: the report's order."""
+    numbers = [int(m.group(1)) for row in load_rows() if row.workload == csv_workload
+               for m in [re.search(r"(\d+)", row.table)] if m]
+    return min(numbers, default=float("inf"))
 
 
 def table_names(rows: list[PaperRow]) -> str:

@@ -20,7 +20,10 @@ class JsonLine {
     quoted(text);
     return *this;
   }
-  JsonLine& field(std::string_view name, const char* text) { return field(name, std::string_view(text)); }
+  // A C string, or null where there is none.
+  JsonLine& field(std::string_view name, const char* text) {
+    return text ? field(name, std::string_view(text)) : null(name);
+  }
   JsonLine& field(std::string_view name, double number) {
     key(name);
     appendNumber(number);

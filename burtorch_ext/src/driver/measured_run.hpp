@@ -63,10 +63,10 @@ int measureAndReport(W& step, const Options& options, std::string_view precision
   const PeakMemory peak = peakMemory();
   json.field("peak_resident_bytes", peak.residentBytes)
       .field("peak_virtual_bytes", peak.virtualBytes)
-      .field("peak_private_bytes", peak.privateBytes);
-  if (peak.residentSource) json.field("peak_resident_source", peak.residentSource);
-  if (peak.virtualSource) json.field("peak_virtual_source", peak.virtualSource);
-  if (peak.privateSource) json.field("peak_private_source", peak.privateSource);
+      .field("peak_private_bytes", peak.privateBytes)
+      .field("peak_resident_source", peak.residentSource)
+      .field("peak_virtual_source", peak.virtualSource)
+      .field("peak_private_source", peak.privateSource);
 
   const std::string line = json.finish();
   std::fwrite(line.data(), 1, line.size(), stdout);

@@ -27,7 +27,8 @@ struct PeakMemory {
   std::optional<std::uint64_t> residentBytes;
   std::optional<std::uint64_t> virtualBytes;
   std::optional<std::uint64_t> privateBytes;
-  const char* residentSource = nullptr;  // set only where a field is null: why
+  // Where each figure was read, or why it is null: the fields the Python worker reports too.
+  const char* residentSource = nullptr;
   const char* virtualSource = nullptr;
   const char* privateSource = nullptr;
 };
@@ -60,8 +61,8 @@ inline PeakMemory peakMemoryFromProcStatus(std::string_view status) {
   PeakMemory peak;
   peak.residentBytes = procStatusBytes(status, "VmHWM");
   peak.virtualBytes = procStatusBytes(status, "VmPeak");
-  if (!peak.residentBytes) peak.residentSource = "VmHWM missing from /proc/self/status";
-  if (!peak.virtualBytes) peak.virtualSource = "VmPeak missing from /proc/self/status";
+  peak.residentSource = peak.residentBytes ? "/proc/self/status VmHWM" : "no VmHWM in /proc/self/status";
+  peak.virtualSource = peak.virtualBytes ? "/proc/self/status VmPeak" : "no VmPeak in /proc/self/status";
   peak.privateSource = "not sampled by the native driver (Linux has no peak of private memory; it would need a sampling thread)";
   return peak;
 }
@@ -72,6 +73,8 @@ inline PeakMemory peakMemoryFromWindowsCounters(std::uint64_t peakWorkingSet, st
   PeakMemory peak;
   peak.residentBytes = peakWorkingSet;
   peak.privateBytes = peakPagefileUsage;
+  peak.residentSource = "GetProcessMemoryInfo PeakWorkingSetSize";
+  peak.privateSource = "GetProcessMemoryInfo PeakPagefileUsage";
   peak.virtualSource = "Windows keeps no peak address-space size in GetProcessMemoryInfo; see peak_private_bytes";
   return peak;
 }
@@ -80,6 +83,7 @@ inline PeakMemory peakMemoryFromWindowsCounters(std::uint64_t peakWorkingSet, st
 inline PeakMemory peakMemoryFromMacRusage(std::uint64_t maxRssBytes) {
   PeakMemory peak;
   peak.residentBytes = maxRssBytes;
+  peak.residentSource = "getrusage ru_maxrss";
   peak.virtualSource = "macOS keeps no peak virtual size";
   peak.privateSource = "not measured by the native driver on macOS";
   return peak;

@@ -2,7 +2,8 @@
 
     c = a + b;  d = a*b + b^3;  e = c - d;  f = e^2;  g = f / 2      (a = -41, b = 2)
 """
-from workloads.base import Workload
+from workloads import graphs
+from workloads.base import PaperTable, Workload
 
 
 def reference(params, inputs=None):
@@ -15,6 +16,8 @@ def reference(params, inputs=None):
 WORKLOAD = Workload(
     name="tiny",
     title="Tiny graph (paper Fig. 1, Tables 2/11/15)",
+    kind="graph",
+    graph=graphs.tiny,
     precision="fp64",
     grid={"a": (-41.0,), "b": (2.0,)},
     iterations={"smoke": 200, "quick": 2_000, "paper": 100_000},
@@ -22,4 +25,6 @@ WORKLOAD = Workload(
     warmup={"smoke": 5, "quick": 20, "paper": 20},
     timeout_s={"smoke": 120, "quick": 300, "paper": 1800},
     reference=reference,
+    paper=PaperTable(csv_name="tiny", title="Tiny graph (paper Fig. 1): compute time, mean ± std over trials",
+                     metrics=("time",), iterations=100_000, figure="bars", theory_bound=True),
 )

@@ -12,36 +12,30 @@ A batch of b is b (context, target) samples; one step is forward + backward + up
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
 from workloads import data, training
-from workloads.base import TOLERANCE, Workload
+from workloads.array_ops import autograd_ops
+from workloads.base import PaperTable
 
 CONTEXT, EMBEDDING, VOCAB = 16, 64, len(data.NAMES_ALPHABET)
-# One SGD step size for every engine and both workloads. Not the paper's BurTorch 0.1: from the
-# uniform(-1, 1) start, 0.1 makes the e = 1024 MLP diverge (at b = 1 its loss climbs from 28 to
-# over 100 in 4,000 steps), and logit gaps beyond 87 push softmax into FP32 subnormals, whose
-# cost can differ from kernel to kernel. At 0.01 the loss falls at every corner of both grids
-# (mean of the last 100 steps against the first 100, torch eager, paper step counts).
-LEARNING_RATE = 0.01
-# The check compares the first steps' losses with errors relative to max(|loss|, 1): a single
-# sample's loss can be near zero (from this start the logits reach +-60) while its FP32 rounding is
-# that of the logits, so a plain relative error would fail correct engines. Measured here (torch
-# eager, 40 batch draws each at e = 128, 512, 1024, b = 1; every Python engine at the grid's
-# corners) the error stays below 1.1e-5; 1e-4 leaves a tenfold margin for other kernels'
-# summation orders, yet a 1% error in the step size fails at e = 1024, b = 64 (1.5e-3). Three
-# losses cannot see every wrong gradient: they check that the engines train the same model from
-# the same start, not each gradient.
-FP32_TOLERANCE = 1e-4
-ERROR_FLOOR = 1.0
+class Params(NamedTuple):
+    """The MLP's tensors, in the order of params.bin."""
+    wte: object
+    w1: object
+    b1: object
+    w2: object
+    b2: object
 
 
 def param_shapes(hidden_dim: int) -> list[tuple[str, tuple[int, ...]]]:
-    return [("wte", (VOCAB, EMBEDDING)), ("w1", (hidden_dim, CONTEXT * EMBEDDING)), ("b1", (hidden_dim,)),
-            ("w2", (VOCAB, hidden_dim)), ("b2", (VOCAB,))]
+    shapes = {"wte": (VOCAB, EMBEDDING), "w1": (hidden_dim, CONTEXT * EMBEDDING), "b1": (hidden_dim,),
+              "w2": (VOCAB, hidden_dim), "b2": (VOCAB,)}
+    return [(name, shapes[name]) for name in Params._fields]
 
 
 def param_count(hidden_dim: int) -> int:
@@ -65,42 +59,32 @@ def samples(corpus_text: str) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(stream, CONTEXT + 1)[starts]
 
 
-def split_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def split_rows(rows) -> tuple:
     """(contexts (b, 16), targets (b,)) of a batch of sample rows."""
     return rows[:, :CONTEXT], rows[:, CONTEXT]
 
 
-def loss(params, x, y):
-    """The model in (autograd) numpy: the specification every engine implements."""
-    import autograd.numpy as anp
-
-    wte, w1, b1, w2, b2 = params
-    emb = wte[x].reshape(x.shape[0], CONTEXT * EMBEDDING)
-    h = anp.tanh(emb @ w1.T + b1)
-    logits = h @ w2.T + b2
-    return anp.mean(logsumexp(logits) - logits[np.arange(len(y)), y])
-
-
-def logsumexp(z):
-    import autograd.numpy as anp
-
-    top = anp.max(z, axis=-1, keepdims=True)
-    return (top + anp.log(anp.sum(anp.exp(z - top), axis=-1, keepdims=True)))[..., 0]
+def loss(ops, params, x, y):
+    """The model in numpy style (workloads/array_ops.py): the specification every engine implements."""
+    p = Params(*params)
+    emb = p.wte[x].reshape(x.shape[0], CONTEXT * EMBEDDING)
+    h = ops.np.tanh(emb @ p.w1.T + p.b1)
+    logits = h @ p.w2.T + p.b2
+    return ops.np.mean(ops.logsumexp(logits) - ops.pick(logits, y))
 
 
 def prepare(params: Mapping, steps: int, folder: Path) -> None:
     corpus = data.names_corpus()
     hidden = int(params["hidden_dim"])
-    config = {"workload": "mlp", "learning_rate": LEARNING_RATE, "hidden_dim": hidden, "context": CONTEXT,
+    config = {"workload": "mlp", "learning_rate": training.LEARNING_RATE, "hidden_dim": hidden, "context": CONTEXT,
               "embedding": EMBEDDING, "vocab": VOCAB}
     training.prepare_run(Path(folder), config, param_shapes(hidden), samples(corpus.text), steps,
-                         int(params["batch"]), corpus, loss, split_rows)
+                         int(params["batch"]), corpus, partial(loss, autograd_ops()), split_rows)
 
 
-WORKLOAD = Workload(
+WORKLOAD = training.training_workload(
     name="mlp",
     title="makemore MLP, context 16, embedding 64, hidden e (paper Tables 5/6/12/13/16/17)",
-    precision="fp32",
     grid={"hidden_dim": (4, 16, 32, 64, 128, 512, 1024), "batch": (1, 64)},
     # quick covers the ends and the middle of the sweep: each point costs every framework's start-up.
     profile_grid={"quick": {"hidden_dim": (4, 128, 1024)}},
@@ -110,9 +94,14 @@ WORKLOAD = Workload(
     # torch.compile, jax.jit and tf.function compile in the first step: never timed.
     warmup={"smoke": 1, "quick": 2, "paper": 10},
     timeout_s={"smoke": 300, "quick": 600, "paper": 7200},
-    blocks=None,
-    reference=training.reference,
     prepare=prepare,
-    tolerance={**TOLERANCE, "fp32": FP32_TOLERANCE},
-    error_floor=ERROR_FLOOR,
+    model=loss,
+    split_rows=split_rows,
+    paper=PaperTable(
+        name="mlp_b{batch}", point_titles={"hidden_dim": "Hidden e"},
+        csv_name="mlp", title="MLP (makemore), batch {batch}: init, compute per SGD step, memory",
+        metrics=("init", "step_time", "paper_memory"), point=("hidden_dim", "batch"),
+        split_by="batch", figure="lines", figure_x="param_count",
+        notes=("Compute = mean ± std per step; ours: std over timing blocks averaged over trials, "
+               "paper: std over its 4,000 steps.",)),
 )

@@ -15,9 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from engines.training import TrainingProgram, first_batch, load
-from workloads import gpt
-
-CAUSAL = torch.tril(torch.ones(gpt.BLOCK_SIZE, gpt.BLOCK_SIZE, dtype=torch.bool))
+from workloads.catalog import gpt
 
 
 def mlp_loss(wte, w1, b1, w2, b2, x, y):
@@ -26,32 +24,38 @@ def mlp_loss(wte, w1, b1, w2, b2, x, y):
     return F.cross_entropy(F.linear(h, w2, b2), y)
 
 
-def attention(h, wq, wk, wv):
+def attention(h, block: gpt.Block, causal):
     b, t, d = h.shape
 
     def heads(w):  # (b, t, d) -> (b, heads, t, head_size)
         return F.linear(h, w).view(b, t, gpt.HEADS, gpt.HEAD_SIZE).transpose(1, 2)
 
-    q, k, v = heads(wq), heads(wk), heads(wv)
+    q, k, v = heads(block.wq), heads(block.wk), heads(block.wv)
     scores = (q @ k.transpose(-2, -1)) * gpt.HEAD_SIZE**-0.5
-    weights = F.softmax(scores.masked_fill(~CAUSAL[:t, :t], float("-inf")), dim=-1)
+    weights = F.softmax(scores.masked_fill(~causal[:t, :t], float("-inf")), dim=-1)
     return (weights @ v).transpose(1, 2).reshape(b, t, d)
 
 
-def gpt_loss(*tensors):
+def gpt_loss(*tensors, causal):
     *params, x, y = tensors
-    wte, wpe, blocks, (lnf_g, lnf_b, head_w, head_b) = gpt.unpack(params)
+    p = gpt.unpack(params)
     d = (gpt.D_MODEL,)
-    h = F.embedding(x, wte) + wpe[: x.shape[1]]
-    for ln1_g, ln1_b, wq, wk, wv, proj_w, proj_b, ln2_g, ln2_b, ff1_w, ff1_b, ff2_w, ff2_b in blocks:
-        h = h + F.linear(attention(F.layer_norm(h, d, ln1_g, ln1_b, gpt.LN_EPS), wq, wk, wv), proj_w, proj_b)
-        ff = F.relu(F.linear(F.layer_norm(h, d, ln2_g, ln2_b, gpt.LN_EPS), ff1_w, ff1_b))
-        h = h + F.linear(ff, ff2_w, ff2_b)
-    logits = F.linear(F.layer_norm(h, d, lnf_g, lnf_b, gpt.LN_EPS), head_w, head_b)
+    h = F.embedding(x, p.wte) + p.wpe[: x.shape[1]]
+    for block in p.blocks:
+        normed = F.layer_norm(h, d, block.ln1_g, block.ln1_b, gpt.LN_EPS)
+        h = h + F.linear(attention(normed, block, causal), block.proj_w, block.proj_b)
+        ff = F.relu(F.linear(F.layer_norm(h, d, block.ln2_g, block.ln2_b, gpt.LN_EPS), block.ff1_w, block.ff1_b))
+        h = h + F.linear(ff, block.ff2_w, block.ff2_b)
+    logits = F.linear(F.layer_norm(h, d, p.lnf_g, p.lnf_b, gpt.LN_EPS), p.head_w, p.head_b)
     return F.cross_entropy(logits.reshape(-1, gpt.VOCAB), y.reshape(-1))
 
 
-LOSSES = {"mlp": mlp_loss, "gpt": gpt_loss}
+def loss_of(workload: str):
+    """The workload's loss as a function of (parameters..., x, y) only, as tracing wants it."""
+    if workload == "mlp":
+        return mlp_loss
+    causal = torch.tril(torch.ones(gpt.BLOCK_SIZE, gpt.BLOCK_SIZE, dtype=torch.bool))
+    return lambda *tensors: gpt_loss(*tensors, causal=causal)
 
 
 def to_batch(x, y):
@@ -68,11 +72,11 @@ def forward_of(mode: str, loss, example: tuple):
     raise ValueError(f"unknown torch mode {mode!r}")
 
 
-def build(mode: str, workload: str, folder: Path | None) -> TrainingProgram:
+def build(mode: str, workload, folder: Path | None) -> TrainingProgram:
     data = load(workload, folder)
     params = [torch.tensor(t, requires_grad=True) for t in data.tensors()]
     optimizer = torch.optim.SGD(params, lr=data.config["learning_rate"], foreach=True)
-    forward = forward_of(mode, LOSSES[workload], (*params, *to_batch(*first_batch(workload, data))))
+    forward = forward_of(mode, loss_of(workload.name), (*params, *to_batch(*first_batch(workload, data))))
 
     def train_step(batch):
         optimizer.zero_grad(set_to_none=True)

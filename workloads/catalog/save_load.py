@@ -1,7 +1,6 @@
 """Save and load seven activations of the small graph (paper Table 4), FP64, 56 bytes of payload.
 
-The small graph (workloads/small.py) is built once, with its gradients; its seven activations
-cover both kinds of node:
+The small graph is built once, with its gradients; its seven activations cover both kinds of node:
 
     leaves         a = -4, b = 2
     intermediate   c = -1, d = 6, e = -7, f = 49   (each node's final value)
@@ -23,8 +22,9 @@ The totals cover every step after the engine built the program, so the workload 
 steps: each engine does one untimed round trip while building instead (lazy initialization such
 as TensorFlow's tracing is then done before the first timed step).
 """
-from workloads import small
-from workloads.base import Workload
+from workloads import graphs
+from workloads.base import PaperTable, Workload
+from workloads.catalog import small
 
 ACTIVATIONS = ("a", "b", "c", "d", "e", "f", "g")
 
@@ -43,12 +43,16 @@ def reference(params, inputs=None):
 WORKLOAD = Workload(
     name="save_load",
     title="Save and load of 7 activations of the small graph (paper Table 4)",
+    kind="save_load",
+    graph=graphs.small_activations,
     precision="fp64",
-    grid=dict(small.WORKLOAD.grid),
+    grid=small.GRID,
     iterations={"smoke": 20, "quick": 500, "paper": 5_000},
     trials={"smoke": 1, "quick": 3, "paper": 5},
     warmup={"smoke": 0, "quick": 0, "paper": 0},
     timeout_s={"smoke": 120, "quick": 300, "paper": 1800},
     reference=reference,
     tolerance={"fp64": 0.0},
+    paper=PaperTable(csv_name="save_load", title="Save and load of 7 activations (FP64)",
+                     metrics=("save_time", "load_time", "file_size"), iterations=5_000),
 )

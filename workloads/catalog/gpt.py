@@ -19,26 +19,47 @@ kept here as in Karpathy's gpt.py, the paper's PyTorch baseline.
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
-from workloads import data, mlp, training
-from workloads.base import TOLERANCE, Workload
-from workloads.mlp import logsumexp
+from workloads import data, training
+from workloads.array_ops import autograd_ops
+from workloads.base import PaperTable
 
 LAYERS, HEADS, BLOCK_SIZE, D_MODEL = 6, 6, 8, 24
 HEAD_SIZE = D_MODEL // HEADS
 VOCAB = len(data.TEXT_ALPHABET)
 LN_EPS = 1e-5
-# One SGD step size and one check for both workloads and every engine (see mlp.py); measured
-# here the GPT's FP32 losses stay within 5e-7 of the reference (its LayerNorms keep logits small).
-LEARNING_RATE = mlp.LEARNING_RATE
-FP32_TOLERANCE = mlp.FP32_TOLERANCE
 
-BLOCK_TENSORS = ("ln1_g", "ln1_b", "wq", "wk", "wv", "proj_w", "proj_b", "ln2_g", "ln2_b",
-                 "ff1_w", "ff1_b", "ff2_w", "ff2_b")
+
+class Block(NamedTuple):
+    """One transformer block's tensors, in the order of params.bin."""
+    ln1_g: object
+    ln1_b: object
+    wq: object
+    wk: object
+    wv: object
+    proj_w: object
+    proj_b: object
+    ln2_g: object
+    ln2_b: object
+    ff1_w: object
+    ff1_b: object
+    ff2_w: object
+    ff2_b: object
+
+
+class Params(NamedTuple):
+    wte: object
+    wpe: object
+    blocks: list  # of Block
+    lnf_g: object
+    lnf_b: object
+    head_w: object
+    head_b: object
 
 
 def param_shapes() -> list[tuple[str, tuple[int, ...]]]:
@@ -48,7 +69,7 @@ def param_shapes() -> list[tuple[str, tuple[int, ...]]]:
              "ff2_b": (d,)}
     shapes = [("wte", (VOCAB, d)), ("wpe", (BLOCK_SIZE, d))]
     for layer in range(LAYERS):
-        shapes += [(f"h{layer}.{name}", block[name]) for name in BLOCK_TENSORS]
+        shapes += [(f"h{layer}.{name}", block[name]) for name in Block._fields]
     return shapes + [("lnf_g", (d,)), ("lnf_b", (d,)), ("head_w", (VOCAB, d)), ("head_b", (VOCAB,))]
 
 
@@ -56,11 +77,11 @@ def param_count() -> int:
     return sum(int(np.prod(shape)) for _, shape in param_shapes())
 
 
-def unpack(params: list) -> tuple:
-    """(wte, wpe, [13 tensors per block], (lnf_g, lnf_b, head_w, head_b)) of the flat tensor list."""
-    n = len(BLOCK_TENSORS)
-    blocks = [params[2 + n * i: 2 + n * (i + 1)] for i in range(LAYERS)]
-    return params[0], params[1], blocks, params[2 + n * LAYERS:]
+def unpack(params: list) -> Params:
+    """The flat tensor list of params.bin as named records."""
+    n = len(Block._fields)
+    blocks = [Block(*params[2 + n * i: 2 + n * (i + 1)]) for i in range(LAYERS)]
+    return Params(params[0], params[1], blocks, *params[2 + n * LAYERS:])
 
 
 def samples(corpus_text: str) -> np.ndarray:
@@ -68,61 +89,54 @@ def samples(corpus_text: str) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(data.encode(corpus_text, data.TEXT_ALPHABET), BLOCK_SIZE + 1)
 
 
-def split_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def split_rows(rows) -> tuple:
     return rows[:, :BLOCK_SIZE], rows[:, 1:]
 
 
-def layer_norm(x, g, b):
-    import autograd.numpy as anp
+def layer_norm(ops, h, g, b):
+    if ops.layer_norm is not None:
+        return ops.layer_norm(h, g, b, LN_EPS)
+    mu = ops.np.mean(h, axis=-1, keepdims=True)
+    var = ops.np.mean((h - mu) ** 2, axis=-1, keepdims=True)
+    return (h - mu) / ops.np.sqrt(var + LN_EPS) * g + b
 
-    mu = anp.mean(x, axis=-1, keepdims=True)
-    var = anp.mean((x - mu) ** 2, axis=-1, keepdims=True)
-    return (x - mu) / anp.sqrt(var + LN_EPS) * g + b
 
-
-def attention(h, wq, wk, wv):
-    import autograd.numpy as anp
-
+def attention(ops, h, block: Block):
+    np_ = ops.np
     b, t, _ = h.shape
 
     def heads(w):  # (b, t, d) -> (b, heads, t, head_size)
-        return anp.transpose((h @ w.T).reshape(b, t, HEADS, HEAD_SIZE), (0, 2, 1, 3))
+        return np_.transpose((h @ w.T).reshape(b, t, HEADS, HEAD_SIZE), (0, 2, 1, 3))
 
-    q, k, v = heads(wq), heads(wk), heads(wv)
-    scores = q @ anp.transpose(k, (0, 1, 3, 2)) / np.sqrt(HEAD_SIZE)
-    scores = anp.where(np.tril(np.ones((t, t), dtype=bool)), scores, -np.inf)
-    weights = anp.exp(scores - anp.max(scores, axis=-1, keepdims=True))
-    weights = weights / anp.sum(weights, axis=-1, keepdims=True)
-    return anp.transpose(weights @ v, (0, 2, 1, 3)).reshape(b, t, D_MODEL)
+    q, k, v = heads(block.wq), heads(block.wk), heads(block.wv)
+    scores = (q @ np_.swapaxes(k, -1, -2)) * HEAD_SIZE**-0.5
+    scores = np_.where(np_.tril(np_.ones((t, t))) > 0, scores, float("-inf"))
+    return np_.transpose(ops.softmax(scores) @ v, (0, 2, 1, 3)).reshape(b, t, D_MODEL)
 
 
-def loss(params, x, y):
-    """The model in (autograd) numpy: the specification every engine implements."""
-    import autograd.numpy as anp
-
-    wte, wpe, blocks, (lnf_g, lnf_b, head_w, head_b) = unpack(params)
-    h = wte[x] + wpe[np.arange(x.shape[1])]
-    for ln1_g, ln1_b, wq, wk, wv, proj_w, proj_b, ln2_g, ln2_b, ff1_w, ff1_b, ff2_w, ff2_b in blocks:
-        h = h + attention(layer_norm(h, ln1_g, ln1_b), wq, wk, wv) @ proj_w.T + proj_b
-        h = h + anp.maximum(layer_norm(h, ln2_g, ln2_b) @ ff1_w.T + ff1_b, 0.0) @ ff2_w.T + ff2_b
-    logits = layer_norm(h, lnf_g, lnf_b) @ head_w.T + head_b
-    b, t = y.shape
-    picked = logits[np.arange(b)[:, None], np.arange(t)[None, :], y]
-    return anp.mean(logsumexp(logits) - picked)
+def loss(ops, params, x, y):
+    """The model in numpy style (workloads/array_ops.py): the specification every engine implements."""
+    p = unpack(params)
+    h = p.wte[x] + p.wpe[: x.shape[1]]
+    for block in p.blocks:
+        h = h + attention(ops, layer_norm(ops, h, block.ln1_g, block.ln1_b), block) @ block.proj_w.T + block.proj_b
+        hidden = ops.np.maximum(layer_norm(ops, h, block.ln2_g, block.ln2_b) @ block.ff1_w.T + block.ff1_b, 0.0)
+        h = h + hidden @ block.ff2_w.T + block.ff2_b
+    logits = layer_norm(ops, h, p.lnf_g, p.lnf_b) @ p.head_w.T + p.head_b
+    return ops.np.mean(ops.logsumexp(logits) - ops.pick(logits, y))
 
 
 def prepare(params: Mapping, steps: int, folder: Path) -> None:
     corpus = data.text_corpus()
-    config = {"workload": "gpt", "learning_rate": LEARNING_RATE, "layers": LAYERS, "heads": HEADS,
+    config = {"workload": "gpt", "learning_rate": training.LEARNING_RATE, "layers": LAYERS, "heads": HEADS,
               "block_size": BLOCK_SIZE, "d_model": D_MODEL, "vocab": VOCAB}
     training.prepare_run(Path(folder), config, param_shapes(), samples(corpus.text), steps,
-                         int(params["batch"]), corpus, loss, split_rows)
+                         int(params["batch"]), corpus, partial(loss, autograd_ops()), split_rows)
 
 
-WORKLOAD = Workload(
+WORKLOAD = training.training_workload(
     name="gpt",
     title="mini-GPT, 6 blocks x 6 heads, block size 8, d_model 24 (paper Tables 7/14/18)",
-    precision="fp32",
     grid={"batch": (1, 2, 4, 8, 16, 32, 64)},
     profile_grid={"quick": {"batch": (1, 8, 64)}},
     iterations={"smoke": 4, "quick": 20, "paper": 3_000},
@@ -130,9 +144,13 @@ WORKLOAD = Workload(
     trials={"smoke": 1, "quick": 1, "paper": 1},
     warmup={"smoke": 1, "quick": 2, "paper": 10},
     timeout_s={"smoke": 300, "quick": 600, "paper": 7200},
-    blocks=None,
-    reference=training.reference,
     prepare=prepare,
-    tolerance={**TOLERANCE, "fp32": FP32_TOLERANCE},
-    error_floor=mlp.ERROR_FLOOR,
+    model=loss,
+    split_rows=split_rows,
+    paper=PaperTable(
+        point_titles={"batch": "Batch"},
+        csv_name="gpt", title="Mini-GPT (46K parameters): compute per SGD step and memory by batch size",
+        metrics=("step_time", "paper_memory"), point=("batch",), figure="lines", figure_x="batch",
+        notes=("Compute = mean ± std per step; ours: std over timing blocks averaged over trials, "
+               "paper: std over its 3,000 steps.",)),
 )

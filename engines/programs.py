@@ -1,0 +1,27 @@
+"""The Program the scalar-graph engines share."""
+from __future__ import annotations
+
+from typing import Callable
+
+
+class GradientProgram:
+    """A Program whose step is `compute() -> (g, dg/da, dg/db)` in the framework's own types.
+
+    The last triple is kept as is and turned into Python floats only by outputs(), after the
+    timed loop, so no conversion (and no device round trip) is timed that the engine does not need.
+    """
+
+    def __init__(self, compute: Callable[[], tuple], version: str,
+                 sync: Callable[[], None] | None = None, extra: dict | None = None):
+        self._compute = compute
+        self._last: tuple | None = None
+        self.version = version
+        self.sync = sync
+        self.extra = extra or {}
+
+    def step(self) -> None:
+        self._last = self._compute()
+
+    def outputs(self) -> dict[str, float]:
+        g, dg_da, dg_db = self._last
+        return {"g": float(g), "dg_da": float(dg_da), "dg_db": float(dg_db)}

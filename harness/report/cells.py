@@ -1,0 +1,87 @@
+"""How a report table's raw values are shown: numbers, spreads, relative factors, checks."""
+from __future__ import annotations
+
+import json
+
+from harness.report.metrics import Metric
+
+
+def number(value: float | None) -> str:
+    """Three significant digits; whole numbers with thousands separators from 100 up."""
+    if value is None:
+        return "n/a"
+    if abs(value) >= 100 or value == int(value):
+        return f"{value:,.0f}"
+    return f"{value:#.3g}"
+
+
+def spread(value: float) -> str:
+    """A standard deviation: two significant digits are all it carries."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2g}"
+
+
+def factor(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"×{value:,.0f}" if value >= 100 else f"×{value:.3g}"
+
+
+def value_cell(value, std, rel, scale: float) -> str:
+    if value is None:
+        return "n/a"
+    text = number(value * scale)
+    if std is not None:
+        text += f" ± {spread(std * scale)}"
+    if rel is not None:
+        text += f" ({factor(rel)})"
+    return text
+
+
+def ours(metric: Metric, row: dict) -> str:
+    if not row["in_run"]:
+        return row["absent"]
+    text = value_cell(row[metric.key], row[f"{metric.key}_std"], row[f"rel_{metric.key}"], metric.scale)
+    estimate = metric.source_field == "cpu_clocks_source" and any("estimate" in n for n in row["notes"])
+    return f"≈{text}" if estimate and row[metric.key] is not None else text
+
+
+def theirs(metric: Metric, row: dict) -> str:
+    if row["paper_row"] is None or row[f"paper_{metric.key}"] is None:
+        return "—"
+    return value_cell(row[f"paper_{metric.key}"], row[f"paper_{metric.key}_std"], row[f"paper_rel_{metric.key}"],
+                      metric.scale)
+
+
+def version(row: dict) -> str:
+    return f"{row['version'] or '—'} / {row['paper_version'] or '—'}"
+
+
+def check(row: dict) -> str:
+    if not row["in_run"]:
+        return ""
+    if row["check_ok"] is None:
+        return "—"
+    if row["check_ok"]:
+        return "✓"
+    return "✗ FAILED" if row["max_rel_err"] is None else f"✗ FAILED ({row['max_rel_err']:.1e})"
+
+
+def trials(row: dict) -> str:
+    return f"{row['trials_ok']}/{row['trials']}" if row["in_run"] else ""
+
+
+def param_count(row: dict) -> str:
+    return f"{row['param_count']:,}" if row["param_count"] else "n/a"
+
+
+def raw(value) -> str:
+    """A raw value for the CSV: JSON for a point, notes joined, floats exact."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, list):
+        return "; ".join(str(v) for v in value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)

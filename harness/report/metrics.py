@@ -1,0 +1,119 @@
+"""The measures a report table can show, by id: how to read ours from a point and the paper's from its row.
+
+A workload's PaperTable names its metrics by these ids. Values are in SI units (seconds, bytes,
+joules, clocks); `scale` turns them into the unit shown. The id "paper_memory" stands for the
+memory the paper reports on the run's OS (VmPeak on Linux, private bytes on Windows, resident
+on macOS), with peak resident beside it where that is another measure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from harness.points import Point
+
+MB = 2**20
+MWH = 3.6  # joules per mWh
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # the table's field of our value; paper_<key>, rel_<key> ... hold the rest
+    title: str
+    unit: str
+    scale: float  # shown value = SI value * scale
+    ours: Callable[[Point], float | None]
+    ours_std: Callable[[Point], float | None] | None = None
+    # The paper's CSV metric, and the factor that turns it into SI units.
+    paper: str | None = None
+    paper_to_si: float = 1.0
+    # The paper prints a total over its iterations (Tables 2-4, 19): divided by them per iteration.
+    paper_per_iteration: bool = False
+    # The paper's printed relative factor, where it prints one; otherwise it is computed.
+    paper_rel: str | None = None
+    # Trial field saying why this measure is missing on this machine (or that it is an estimate).
+    source_field: str | None = None
+    # What a reader must know to read the column; {paper_iterations}, {our_iterations} and
+    # {os} are filled in. Notes shared by several metrics are written once.
+    note: str | None = None
+
+
+PER_ITERATION_NOTE = ("Times are per iteration: ours = mean over trials of each trial's per-iteration time "
+                      "({our_iterations} iterations per trial); paper = its total over {paper_iterations} "
+                      "iterations / {paper_iterations}.")
+SMALL_NOTE = ("Min = the fastest trial. CPU clocks per iteration: ours = cpu_clocks / iterations, ≈ marks an "
+              "estimate (CPU time × TSC rate); paper = its total clocks / {paper_iterations}.")
+MEMORY_NOTE = "MB = 2^20 bytes. Peak private and resident memory as the paper's Table 3 (Windows) defines them."
+ENERGY_NOTE = ("Totals for the whole process, not per iteration: ours {our_iterations} iterations, "
+               "paper {paper_iterations}. 1 mWh = 3.6 J.")
+
+
+def _resident(point: Point):
+    return point.mean("peak_resident_bytes")
+
+
+METRICS = {
+    "time": Metric("time_per_iter_s", "Time / iteration", "µs", 1e6, Point.time_mean, Point.time_std_over_trials,
+                   paper="compute_time_s", paper_per_iteration=True, paper_rel="relative_to_burtorch",
+                   note=PER_ITERATION_NOTE),
+    "min_time": Metric("min_time_per_iter_s", "Min time / iteration", "µs", 1e6, Point.time_min,
+                       paper="min_compute_time_s", paper_per_iteration=True, paper_rel="relative_min_compute_time",
+                       note=SMALL_NOTE),
+    "cpu_clocks": Metric("cpu_clocks_per_iter", "CPU clocks / iteration", "clocks", 1.0,
+                         lambda p: p.per_iteration("cpu_clocks"), paper="cpu_clocks_mticks", paper_to_si=1e6,
+                         paper_per_iteration=True, paper_rel="relative_cpu_clocks", source_field="cpu_clocks_source",
+                         note=SMALL_NOTE),
+    "peak_private": Metric("peak_private_bytes", "Peak private", "MB", 1 / MB, lambda p: p.mean("peak_private_bytes"),
+                           paper="peak_private_mb", paper_to_si=MB, paper_rel="relative_peak_private",
+                           source_field="peak_private_source", note=MEMORY_NOTE),
+    "peak_resident": Metric("peak_resident_bytes", "Peak resident", "MB", 1 / MB, _resident,
+                            paper="peak_resident_mb", paper_to_si=MB, paper_rel="relative_peak_resident",
+                            note=MEMORY_NOTE),
+    "save_time": Metric("save_per_iter_s", "Save / iteration", "µs", 1e6, lambda p: p.per_iteration("save_s"),
+                        paper="save_s", paper_per_iteration=True,
+                        note="Save and load times are per iteration: ours = the trial's save_s / load_s totals / "
+                             "iterations; paper = its total over {paper_iterations} iterations / {paper_iterations}."),
+    "load_time": Metric("load_per_iter_s", "Load / iteration", "µs", 1e6, lambda p: p.per_iteration("load_s"),
+                        paper="load_s", paper_per_iteration=True),
+    "file_size": Metric("file_size_bytes", "File size", "bytes", 1.0, lambda p: p.mean("file_size_bytes"),
+                        paper="file_size_bytes"),
+    "init": Metric("init_time_s", "Init", "ms", 1e3, lambda p: p.mean("init_time_s"), paper="init_ms",
+                   paper_to_si=1e-3, note="Init = end-to-end time of a 1-step run."),
+    "step_time": Metric("time_per_step_s", "Compute / step", "ms", 1e3, Point.time_mean, Point.time_std_within,
+                        paper="compute_ms_per_iter", paper_to_si=1e-3),
+    "wall_time": Metric("wall_time_s", "Time incl. init", "s", 1.0, lambda p: p.mean("wall_time_s"),
+                        paper="time_with_init_s", note=ENERGY_NOTE),
+    **{f"energy_{part}": Metric(f"energy_{part}_j", f"Energy {title}", "mWh", 1 / MWH,
+                                lambda p, part=part: p.mean(f"energy_{part}_j"), paper=f"energy_{part}_mwh",
+                                paper_to_si=MWH, source_field="energy_source")
+       for part, title in (("total", "total"), ("task", "task"), ("os", "OS"))},
+}
+
+# The trial field holding the memory the paper reports for MLP/GPT on each OS (paper_workloads.md).
+PAPER_MEMORY = {
+    "linux": Metric("peak_virtual_bytes", "Peak virtual (VmPeak)", "MB", 1 / MB,
+                    lambda p: p.mean("peak_virtual_bytes"), paper="peak_mem_mb", paper_to_si=MB),
+    "windows": Metric("peak_private_bytes", "Peak private", "MB", 1 / MB, lambda p: p.mean("peak_private_bytes"),
+                      paper="peak_mem_mb", paper_to_si=MB, source_field="peak_private_source"),
+    "macos": Metric("peak_resident_bytes", "Peak resident", "MB", 1 / MB, _resident, paper="peak_mem_mb",
+                    paper_to_si=MB),
+}
+RESIDENT_BESIDE = Metric("peak_resident_bytes", "Peak resident", "MB", 1 / MB, _resident)
+
+
+def resolve(ids: tuple[str, ...], os_name: str) -> list[Metric]:
+    """The metrics of a table on a run's OS, in order."""
+    metrics = []
+    for metric_id in ids:
+        if metric_id == "paper_memory":
+            memory = PAPER_MEMORY[os_name]
+            metrics.append(memory)
+            if memory.key != RESIDENT_BESIDE.key:
+                metrics.append(RESIDENT_BESIDE)
+        else:
+            metrics.append(METRICS[metric_id])
+    return metrics
+
+
+def memory_note(os_name: str, os_label: str) -> str:
+    return f"{PAPER_MEMORY[os_name].title}: the memory the paper reports on {os_label}; MB = 2^20 bytes."

@@ -1,0 +1,73 @@
+"""The notes under a report table: what a reader needs to read its numbers, from the declarations."""
+from __future__ import annotations
+
+from harness.points import Point
+from harness.report import paper
+from harness.report.metrics import Metric
+from workloads import theory
+
+RELATIVE_NOTE = ("(×N) = relative to BurTorch ({baseline}) at the same point, in this run and "
+                 "in the paper (the paper's printed factor where it prints one).")
+
+
+def counts(values) -> str:
+    return ", ".join(f"{v:,}" for v in sorted(set(values))) or "?"
+
+
+def metric_notes(metrics: list[Metric], points: list[Point], paper_iterations: int | None) -> list[str]:
+    """Each metric's note once, with the iteration counts filled in."""
+    ours = counts(p.iterations() for p in points if p.iterations())
+    theirs = f"{paper_iterations:,}" if paper_iterations else "?"
+    notes = [m.note.format(our_iterations=ours, paper_iterations=theirs) for m in metrics if m.note]
+    return list(dict.fromkeys(notes))
+
+
+def measure_notes(metrics: list[Metric], point: Point) -> list[str]:
+    """Measures shown in a table that this point lacks (and why), or that are estimates.
+
+    A point with no successful trial is explained by its trial statuses instead."""
+    if not point.trials_ok():
+        return []
+    notes = []
+    for metric in metrics:
+        if metric.source_field == "cpu_clocks_source" and "tsc_estimate" in point.sources(metric.source_field):
+            notes.append("CPU clocks are an estimate (CPU time × TSC rate)")
+        if metric.ours(point) is None:
+            why = "; ".join(sorted(point.sources(metric.source_field))) if metric.source_field else ""
+            notes.append(f"{metric.title.lower()} not measured" + (f": {why}" if why else ""))
+    return notes
+
+
+def paper_source(rows: list[paper.PaperRow], run_os: str) -> tuple[str, list[str]]:
+    """'Table 11 (Linux)' and a note when the paper has no table for the run's OS."""
+    if not rows:
+        return "none", ["The paper has no table for this workload."]
+    used_os = rows[0].os
+    notes = []
+    if used_os != run_os:
+        notes.append(f"The paper ran this workload on {paper.OS_NAMES[used_os]} only; "
+                     f"this run is on {paper.OS_NAMES[run_os]}.")
+    return f"{paper.table_names(rows)} ({paper.OS_NAMES[used_os]})", notes
+
+
+def clock_of(manifest: dict) -> tuple[float | None, str]:
+    """The fastest clock the run's core is known to reach (the lowest bound): max, else nominal,
+    else current frequency from the machine facts, else the TSC rate; with where it came from."""
+    mhz = (manifest.get("machine") or {}).get("cpu_mhz") or {}
+    for key in ("max", "nominal", "current"):
+        if mhz.get(key):
+            return mhz[key] * 1e6, f"{key} CPU frequency ({mhz.get('source')})"
+    tsc = manifest.get("tsc") or {}
+    if tsc.get("hz"):
+        return tsc["hz"], f"TSC rate ({tsc.get('source')})"
+    return None, "no CPU frequency in the manifest"
+
+
+def theory_note(workload, manifest: dict) -> str:
+    """One labelled line: the "registers only" bound of a graph on this run's machine, per iteration."""
+    b = theory.bound(workload, *clock_of(manifest))
+    head = (f"In theory, registers only (a lower bound, not a measurement): {b.cycles} scalar operations "
+            f"per iteration ({b.forward_ops} forward + {b.backward_ops} backward) at one per clock cycle")
+    if b.seconds is None:
+        return f"{head}; no clock rate known ({b.clock_source})."
+    return f"{head} = Ω({b.seconds * 1e9:.3g} ns) per iteration at {b.clock_hz / 1e9:.3g} GHz, the {b.clock_source}."

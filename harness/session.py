@@ -1,0 +1,208 @@
+"""A run from the user's request to its results: the plan, the engines made ready, the run folder
+and its lock, the manifest, the energy meter, the trials, the summary.
+
+cli.py parses the command line and reports errors; this module does the work of `burtbench run`.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from harness import selection
+from harness.errors import UsageError
+from harness.lock import RunLock
+from workloads.base import PROFILES
+
+# What a resumed run takes from its manifest: giving any of these again is an error.
+PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything `burtbench run` was asked, checked."""
+    spec: dict  # the plan as the manifest records it (see plan_spec)
+    run_dir: Path | None  # the folder of a resumed run; None: a new folder under `out`
+    out: Path
+    cpu: int
+    python: str
+    mem_limit_bytes: int | None
+    sample_private: bool
+    energy: str
+    idle_seconds: float
+
+
+def plan_spec(args) -> dict:
+    """The plan of a new run from the parsed options, every value checked."""
+    from engines import all_engines
+    from workloads import all_workloads
+
+    profile = args.profile or "quick"
+    if profile not in PROFILES:
+        raise UsageError(f"--profile: unknown profile '{profile}'{selection.did_you_mean(profile, PROFILES)} "
+                         f"(choose {', '.join(PROFILES)})")
+    workloads = selection.resolve_workloads(args.workload, all_workloads())
+    engines = selection.resolve_engines(args.engine, all_engines())
+    narrow = selection.parse_params(args.param, workloads)
+    usable = [w for w in workloads if any(e.runs(w) for e in engines)]
+    if not usable:
+        raise UsageError("no selected engine implements any selected workload (burtbench list shows who does what)")
+    data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
+    selection.use_data_dir(data_dir)
+    if args.adaptive and args.trials and args.max_trials < args.trials:
+        raise UsageError(f"--max-trials {args.max_trials} is below --trials {args.trials}")
+    return {"profile": profile, "engines": [e.id for e in engines], "workloads": [w.name for w in usable],
+            "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
+            "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
+            "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir}
+
+
+def request(args) -> RunRequest:
+    from harness import results
+
+    python = selection.check_python(args.python)
+    if args.resume:
+        run_dir = existing_run(args.resume, "--resume")
+        given = [o for o in PLAN_OPTIONS if getattr(args, o) not in ("all", [], None)]
+        if given:
+            raise UsageError("--resume runs the folder's own plan; drop "
+                             + "/".join(f"--{o.replace('_', '-')}" for o in PLAN_OPTIONS))
+        manifest = results.read_manifest(run_dir)
+        spec = manifest["plan"]
+        selection.use_data_dir(spec.get("data_dir"))
+        cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
+    else:
+        run_dir, spec = None, plan_spec(args)
+        cpu = selection.check_cpu(args.cpu)
+        selection.check_out_dir(Path(args.out))
+    return RunRequest(spec, run_dir, Path(args.out), cpu, python, args.mem_limit, args.sample_private, args.energy,
+                      args.idle_seconds)
+
+
+def existing_run(path: str, what: str) -> Path:
+    from harness import results
+
+    run_dir = Path(path)
+    if not results.is_run_dir(run_dir):
+        raise UsageError(f"{what} {path}: not a burtbench run folder (no manifest.json)")
+    return run_dir
+
+
+def make_plan(spec: dict) -> list:
+    from engines import all_engines
+    from harness.plan import make_plan as plan_of
+    from workloads import load
+
+    registry = all_engines()
+    missing = [e for e in spec["engines"] if e not in registry]
+    if missing:
+        raise UsageError(f"the run names engines this installation does not know: {', '.join(missing)}")
+    try:
+        workloads = [load(w) for w in spec["workloads"]]
+    except KeyError as exc:
+        raise UsageError(f"the run names a workload this installation does not know: {exc}") from None
+    narrow = {k: tuple(v) for k, v in spec["narrow"].items()}
+    return plan_of([registry[e] for e in spec["engines"]], workloads, spec["profile"], narrow, spec["trials"],
+                   spec["timeout_s"])
+
+
+def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
+    """The plan without engines that cannot run here, and why each cannot. An engine built on first
+    use (the LibTorch driver) is built here, before the first trial."""
+    unavailable = {}
+    for pt in plan:
+        if pt.engine.id not in unavailable:
+            prepare = getattr(pt.engine, "prepare", None)
+            unavailable[pt.engine.id] = pt.engine.unavailable_reason() or (prepare() if prepare else None)
+    unavailable = {k: v for k, v in unavailable.items() if v}
+    for eid, reason in unavailable.items():
+        console.print(f"[yellow]skipping[/] {eid}: unavailable: {reason}", highlight=False)
+    plan = [pt for pt in plan if pt.engine.id not in unavailable]
+    if not plan:
+        raise UsageError("nothing to run: every selected engine is unavailable (burtbench list says why)")
+    return plan, unavailable
+
+
+def new_run_dir(out: Path, profile: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = out / f"{stamp}-{profile}"
+    suffix = 1
+    while run_dir.exists():
+        suffix += 1
+        run_dir = out / f"{stamp}-{profile}-{suffix}"
+    return run_dir
+
+
+def worker_env(python: str) -> dict:
+    """Another interpreter finds the harness through PYTHONPATH (it has only its own packages)."""
+    if python == sys.executable:
+        return {}
+    root = str(Path(__file__).resolve().parent.parent)
+    return {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+
+
+def run(req: RunRequest, console: Console) -> int:
+    plan, unavailable = ready_engines(make_plan(req.spec), console)
+    if req.run_dir is not None:
+        with RunLock(req.run_dir):
+            return _run_locked(req, console, req.run_dir, plan, unavailable)
+    run_dir = new_run_dir(req.out, req.spec["profile"])
+    run_dir.mkdir()
+    with RunLock(run_dir):
+        return _run_locked(req, console, run_dir, plan, unavailable)
+
+
+def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, unavailable: dict) -> int:
+    from harness import manifest as manifest_mod
+    from harness import orchestrator, results, summary
+    from harness.measure import tsc
+    from harness.spawn import RunOptions
+
+    if req.run_dir is not None:
+        manifest = results.read_manifest(run_dir)
+        manifest["status"] = "running"
+        manifest.setdefault("resumed_at", []).append(manifest_mod.now())
+    else:
+        manifest = manifest_mod.build(run_dir.name, req.spec, req.cpu, req.python, sys.argv)
+    manifest["unavailable"] = {**manifest.get("unavailable", {}), **unavailable}
+    manifest["options"] = {"mem_limit_bytes": req.mem_limit_bytes, "python": req.python,
+                           "sample_private": req.sample_private}
+    manifest_mod.save(run_dir, manifest)
+    noisy = [f["topic"] for f in manifest.get("doctor", []) if f.get("level") == "warn"]
+    if noisy:
+        console.print(f"[yellow]warning[/]: machine not quiet ({', '.join(noisy)}): see burtbench doctor",
+                      highlight=False)
+    options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
+                         sample_private=req.sample_private, env=worker_env(req.python))
+    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile) pinned to core {req.cpu} → {run_dir}",
+                  highlight=False)
+    meter = energy_meter(req, plan, run_dir, manifest, console)
+    spec = req.spec
+    adaptive = spec.get("adaptive") and orchestrator.Adaptive(spec["adaptive"]["max_trials"], spec["noise_threshold"])
+    code = orchestrator.execute(plan, run_dir, manifest, options, tsc.tsc_rate_hz(), console, adaptive or None,
+                                meter)
+    console.print(summary.summary_table(results.read_trials(run_dir), spec.get("noise_threshold", 0.05)))
+    console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)
+    return code
+
+
+def energy_meter(req: RunRequest, plan: list, run_dir: Path, manifest: dict, console: Console):
+    """The suite's energy meter, its idle power measured now, where a planned workload measures energy."""
+    if not any(pt.workload.measures_energy for pt in plan):
+        return None
+    from harness import manifest as manifest_mod
+    from harness.measure import energy
+
+    meter, manifest["energy"] = energy.suite_meter(req.energy, req.idle_seconds)
+    manifest_mod.save(run_dir, manifest)
+    found = manifest["energy"]
+    if found["energy_source"]:
+        console.print(f"energy: {found['energy_source']}, idle power {found.get('idle_w')} W "
+                      f"over {req.idle_seconds:g} s", highlight=False)
+    else:
+        console.print(f"energy: not measured ({found['energy_source_reason']})", highlight=False)
+    return meter
