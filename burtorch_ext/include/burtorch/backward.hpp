@@ -59,106 +59,6 @@ class BackwardScratch {
 
 namespace detail {
 
-// The state of one backward sweep. The main loop keeps it in registers and never takes its
-// address. An out-of-line n-ary case gets the flags, `low` and `floor` as arguments, finds the
-// pool's arrays itself, and returns the new `low`: passed whole, in memory, the struct would
-// be stored field by field and read back 16 bytes at a time, and each such load would wait for
-// the stores to retire.
-template <class T>
-struct Sweep {
-  T* g;
-  const T* v;
-  const Index* links;
-  bool* reached;
-  Index low;    // the lowest node flagged so far: the sweep stops there
-  Index floor;  // nodes below are leaves: never visited
-
-  static Sweep resume(bool* reached, Index low, Index floor) noexcept {
-    Pool<T>& pool = Pool<T>::local();
-    return {pool.grads(), pool.values(), pool.links(), reached, low, floor};
-  }
-
-  BURTORCH_INLINE void add(Index j, T delta) noexcept {
-    g[j] += delta;
-    reached[j] = true;
-    low = std::min(low, j);
-  }
-
-  // As add(), without the flag where j is one of the leading leaves.
-  BURTORCH_INLINE void addToLeafOrNode(Index j, T delta) noexcept {
-    if (j < floor) g[j] += delta;
-    else add(j, delta);
-  }
-
-  // Flags nodes [first, first + n), unless all of them are leading leaves.
-  BURTORCH_INLINE void reach(Index first, std::size_t n) noexcept {
-    if (first + n <= floor) return;
-    std::fill_n(reached + first, n, true);
-    low = std::min(low, first);
-  }
-
-  // The gradient of x . w over consecutive nodes x..x+n and w..w+n, a contiguous loop each.
-  BURTORCH_INLINE void addProduct(Index x, Index w, std::size_t n, T gi) noexcept {
-    kernels::axpy(g + x, gi, v + w, n);
-    kernels::axpy(g + w, gi, v + x, n);
-    reach(x, n);
-    reach(w, n);
-  }
-};
-
-template <class T, class At, class F>
-BURTORCH_INLINE void addEach(Sweep<T>& s, At at, std::size_t n, F delta) noexcept {
-  for (std::size_t k = 0; k < n; ++k) s.add(at(k), delta(at(k)));
-}
-
-// d(prod)/dx_k is the product of the others: divide where no factor is zero; with one zero
-// factor only that one gets a gradient; with two or more every gradient is zero.
-template <class T>
-BURTORCH_OUTLINE Index reduceMulBackward(bool* reached, Index low, Index floor, Index list, std::size_t n, T gi) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  visitList(s.links, list, [&](auto at) {
-    std::size_t zeros = 0;
-    T nonZero = 1;
-    for (std::size_t k = 0; k < n; ++k) {
-      const T x = s.v[at(k)];
-      if (x == T(0)) ++zeros;
-      else nonZero *= x;
-    }
-    for (std::size_t k = 0; k < n; ++k) {
-      const T x = s.v[at(k)];
-      T d = 0;
-      if (zeros == 0) d = gi * nonZero / x;
-      else if (zeros == 1 && x == T(0)) d = gi * nonZero;
-      s.add(at(k), d);
-    }
-  });
-  return s.low;
-}
-
-template <class T>
-BURTORCH_OUTLINE Index reduceBackward(bool* reached, Index low, Index floor, Op op, Index i, Index list, std::size_t n, T gi) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const T count = static_cast<T>(n);
-  const T* v = s.v;
-  visitList(s.links, list, [&](auto at) {
-    switch (op) {
-      case Op::ReduceSum: addEach(s, at, n, [&](Index) { return gi; }); break;
-      case Op::ReduceSub:  // by position: x_1 may appear again among the subtrahends
-        if (n == 0) break;
-        s.add(at(0), gi);
-        addEach(s, [at](std::size_t k) { return at(k + 1); }, n - 1, [&](Index) { return -gi; });
-        break;
-      case Op::ReduceMean: addEach(s, at, n, [&](Index) { return gi / count; }); break;
-      case Op::ReduceSumOfSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j]; }); break;
-      case Op::ReduceMeanSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j] / count; }); break;
-      case Op::ReduceNegMean: addEach(s, at, n, [&](Index) { return -gi / count; }); break;
-      case Op::LogSumExp: addEach(s, at, n, [&](Index j) { return gi * std::exp(v[j] - v[i]); }); break;
-      default: break;
-    }
-  });
-  return s.low;
-}
-
 // d(x . w): operand by operand, or a contiguous loop per run where both lists are runs.
 template <class T, class XAt, class WAt>
 BURTORCH_INLINE void productBackward(Sweep<T>& s, XAt xAt, WAt wAt, std::size_t n, T gi) noexcept {
@@ -194,19 +94,6 @@ BURTORCH_OUTLINE Index innerProductBackward(bool* reached, Index low, Index floo
   });
   if (withBias) s.addToLeafOrNode(s.links[tail + 2], gi);
   return s.low;
-}
-
-// Where the sweep goes on after a block's backward (a layer's rows, a layer norm, an attention
-// head) ran at its highest reached output i: the block's outputs [first, i) are consecutive
-// nodes that the block's backward unflagged, so the sweep resumes at `first` without testing
-// their flags one by one; nothing below `first` was flagged if `low` was above it.
-struct Resume {
-  Index low, first;
-};
-
-template <class T>
-BURTORCH_INLINE Resume resumeBelow(const Sweep<T>& s, Index first) noexcept {
-  return {std::min(s.low, first), first};
 }
 
 // Rows of axpy() into one y, applied kManyRows at a time (kernels::axpyMany) in the order given.

@@ -8,6 +8,7 @@
 #include "burtorch/scalar_ops.hpp"
 #include "burtorch/lists.hpp"
 #include "burtorch/kernels.hpp"
+#include "burtorch/sweep.hpp"
 #include "burtorch/reductions.hpp"
 #include "burtorch/backward.hpp"
 #include "burtorch/serialize.hpp"

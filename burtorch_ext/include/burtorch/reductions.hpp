@@ -13,6 +13,7 @@
 #include "burtorch/kernels.hpp"
 #include "burtorch/lists.hpp"
 #include "burtorch/scalar_ops.hpp"
+#include "burtorch/sweep.hpp"
 
 namespace burtorch {
 
@@ -69,6 +70,59 @@ Value<T> reduce(Op op, RecordedList<T> xs) noexcept {
   const T* v = pool.values();
   const T data = visitList(pool.links(), xs.offset, [&](auto at) { return reduceForward(op, v, at, xs.count); });
   return node(data, op, xs.offset, xs.count);
+}
+
+template <class T, class At, class F>
+BURTORCH_INLINE void addEach(Sweep<T>& s, At at, std::size_t n, F delta) noexcept {
+  for (std::size_t k = 0; k < n; ++k) s.add(at(k), delta(at(k)));
+}
+
+// d(prod)/dx_k is the product of the others: divide where no factor is zero; with one zero
+// factor only that one gets a gradient; with two or more every gradient is zero.
+template <class T>
+BURTORCH_OUTLINE Index reduceMulBackward(bool* reached, Index low, Index floor, Index list, std::size_t n, T gi) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
+  visitList(s.links, list, [&](auto at) {
+    std::size_t zeros = 0;
+    T nonZero = 1;
+    for (std::size_t k = 0; k < n; ++k) {
+      const T x = s.v[at(k)];
+      if (x == T(0)) ++zeros;
+      else nonZero *= x;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      const T x = s.v[at(k)];
+      T d = 0;
+      if (zeros == 0) d = gi * nonZero / x;
+      else if (zeros == 1 && x == T(0)) d = gi * nonZero;
+      s.add(at(k), d);
+    }
+  });
+  return s.low;
+}
+
+template <class T>
+BURTORCH_OUTLINE Index reduceBackward(bool* reached, Index low, Index floor, Op op, Index i, Index list, std::size_t n, T gi) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
+  const T count = static_cast<T>(n);
+  const T* v = s.v;
+  visitList(s.links, list, [&](auto at) {
+    switch (op) {
+      case Op::ReduceSum: addEach(s, at, n, [&](Index) { return gi; }); break;
+      case Op::ReduceSub:  // by position: x_1 may appear again among the subtrahends
+        if (n == 0) break;
+        s.add(at(0), gi);
+        addEach(s, [at](std::size_t k) { return at(k + 1); }, n - 1, [&](Index) { return -gi; });
+        break;
+      case Op::ReduceMean: addEach(s, at, n, [&](Index) { return gi / count; }); break;
+      case Op::ReduceSumOfSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j]; }); break;
+      case Op::ReduceMeanSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j] / count; }); break;
+      case Op::ReduceNegMean: addEach(s, at, n, [&](Index) { return -gi / count; }); break;
+      case Op::LogSumExp: addEach(s, at, n, [&](Index j) { return gi * std::exp(v[j] - v[i]); }); break;
+      default: break;
+    }
+  });
+  return s.low;
 }
 
 // sum_k v[x(k)] * v[w(k)]: operand by operand, or over contiguous values where both lists are
