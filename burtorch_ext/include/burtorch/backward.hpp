@@ -17,7 +17,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "burtorch/inner_product.hpp"
+#include "burtorch/linear.hpp"
 #include "burtorch/reductions.hpp"
+#include "burtorch/scalar_ops.hpp"
+#include "burtorch/sweep.hpp"
 
 namespace burtorch {
 
@@ -58,43 +62,6 @@ class BackwardScratch {
 };
 
 namespace detail {
-
-// d(x . w): operand by operand, or a contiguous loop per run where both lists are runs.
-template <class T, class XAt, class WAt>
-BURTORCH_INLINE void productBackward(Sweep<T>& s, XAt xAt, WAt wAt, std::size_t n, T gi) noexcept {
-  for (std::size_t k = 0; k < n; ++k) {
-    const Index x = xAt(k), w = wAt(k);
-    const T xv = s.v[x], wv = s.v[w];
-    s.add(x, gi * wv);
-    s.add(w, gi * xv);
-  }
-}
-
-template <class T>
-BURTORCH_INLINE void productBackward(Sweep<T>& s, RangeAt x, RangeAt w, std::size_t n, T gi) noexcept {
-  s.addProduct(x.first, w.first, n, gi);
-}
-
-template <class T>
-void productBackward(Sweep<T>& s, RunsAt x, RangeAt w, std::size_t n, T gi) noexcept {
-  for (std::size_t r = 0; r < n / x.length; ++r) s.addProduct(x.firsts[r], w.first + static_cast<Index>(r * x.length), x.length, gi);
-}
-
-template <class T>
-void productBackward(Sweep<T>& s, RangeAt x, RunsAt w, std::size_t n, T gi) noexcept {
-  productBackward(s, w, x, n, gi);
-}
-
-template <class T>
-BURTORCH_OUTLINE Index innerProductBackward(bool* reached, Index low, Index floor, Index xList, Index tail, bool withBias, T gi) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const std::size_t n = s.links[tail];
-  visitList(s.links, xList, [&](auto xAt) {
-    visitList(s.links, s.links[tail + 1], [&](auto wAt) { productBackward(s, xAt, wAt, n, gi); });
-  });
-  if (withBias) s.addToLeafOrNode(s.links[tail + 2], gi);
-  return s.low;
-}
 
 // Rows of axpy() into one y, applied kManyRows at a time (kernels::axpyMany) in the order given.
 template <class T>
@@ -408,10 +375,10 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index& i, Args args, T gi) no
     case Op::Sqrt: s.add(a, gi * (T(0.5) / v[i])); break;
     case Op::InvSqrt: s.add(a, gi * (T(-0.5) * v[i] * v[i] * v[i])); break;
     case Op::Neg: s.add(a, -gi); break;
-    case Op::MulConst: s.add(a, gi * loadConstant<T>(s.links, b)); break;
+    case Op::MulConst: s.add(a, gi * readRecord<T>(s.links + b)); break;
     case Op::AddConst: s.add(a, gi); break;
     case Op::PowConst: {
-      const T c = loadConstant<T>(s.links, b);
+      const T c = readRecord<T>(s.links + b);
       s.add(a, gi * (c * std::pow(v[a], c - T(1))));
       break;
     }
@@ -451,8 +418,8 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index& i, Args args, T gi) no
     case Op::ReduceMeanSquares:
     case Op::ReduceNegMean:
     case Op::LogSumExp: s.low = reduceBackward(s.reached, s.low, s.floor, op, i, a, b, gi); break;
-    case Op::InnerProduct: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, false, gi); break;
-    case Op::InnerProductWithBias: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, true, gi); break;
+    case Op::InnerProduct:
+    case Op::InnerProductWithBias: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, gi); break;
     case Op::LinearRow: continueBelow(s, i, linearRowBackward<T>(s.reached, s.low, s.floor, i, b)); break;
     case Op::LayerNormRow: continueBelow(s, i, layerNormRowBackward<T>(s.reached, s.low, s.floor, i, a, b)); break;
     case Op::AttentionRow: continueBelow(s, i, attentionRowBackward<T>(s.reached, s.low, s.floor, i, a)); break;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "burtorch/inner_product.hpp"
 #include "burtorch/lists.hpp"
 #include "burtorch/scalar_ops.hpp"
 
@@ -40,10 +41,10 @@ void forEachOperand(const Pool<T>& pool, Index i, F f) {
   } else if (isReduce(op)) {
     visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < args.b; ++k) f(at(k)); });
   } else if (op == Op::InnerProduct || op == Op::InnerProductWithBias) {
-    const std::size_t n = links[args.b];
-    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
-    visitList(links, links[args.b + 1], [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
-    if (op == Op::InnerProductWithBias) f(links[args.b + 2]);
+    const auto product = readRecord<InnerProductRecord>(links + args.b);
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < product.n; ++k) f(at(k)); });
+    visitList(links, product.weights, [&](auto at) { for (std::size_t k = 0; k < product.n; ++k) f(at(k)); });
+    if (product.bias != kNoIndex) f(product.bias);
   } else if (op == Op::LinearRow) {
     const Index* tail = links + args.b;
     const std::size_t n = tail[0], row = (i - tail[4]) % tail[3];
@@ -108,7 +109,7 @@ std::string toDot(Value<T> root, std::span<const NodeLabel<T>> labels = {}) {
     out += opName(op);
     if (op == Op::MulConst || op == Op::AddConst || op == Op::PowConst) {
       out += ' ';
-      detail::appendNumber(out, detail::loadConstant<T>(pool.links(), pool.args()[i].b));
+      detail::appendNumber(out, detail::readRecord<T>(pool.links() + pool.args()[i].b));
     }
     out += " | data ";
     detail::appendNumber(out, pool.values()[i]);

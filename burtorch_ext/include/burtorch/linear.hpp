@@ -4,15 +4,70 @@
 // loading weights from elsewhere is one copy per block.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "burtorch/activation.hpp"
 #include "burtorch/random.hpp"
-#include "burtorch/reductions.hpp"
+#include "burtorch/inner_product.hpp"
 
 namespace burtorch {
+
+namespace detail {
+
+// The shared tail of a layer's rows over a block of tokens: [count, first weight, first bias or
+// kNoIndex, rows, y_0, tokens, activation], then each token's input list.
+inline constexpr std::size_t kLinearHeader = 7;
+
+// out[t rows + j] = activation(w_j . x_t (+ b_j)) for each token t, with the weight rows
+// w_j = [w0 + j n, w0 + (j + 1) n), biases b_j = bias0 + j (kNoIndex: none) and x_t =
+// inputOf(t), the values exactly as innerProduct(WithBias) and the activation's operator compute
+// them. The rows of all the tokens are consecutive nodes that share one tail, and backward
+// handles the reached ones together: one pass over each weight row's gradient for all the tokens.
+template <class T, class InputOf>
+void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, Activation activation, std::span<Value<T>> out) noexcept {
+  Pool<T>& pool = Pool<T>::local();
+  const std::size_t rows = out.size() / tokens;
+  const Index tail = pool.appendLinks(kLinearHeader + tokens);
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const RecordedList<T> x = inputOf(t);
+    const std::size_t n = x.count;
+    Index* links = pool.links();  // recording may move the links
+    links[tail] = x.count;
+    links[tail + kLinearHeader + t] = x.offset;
+    const Index y0 = pool.pushRun(rows, Op::LinearRow, x.offset, tail);
+    T* v = pool.values();
+    const auto row = [&](std::size_t j, T data) {
+      if (bias0 != kNoIndex) data += v[bias0 + j];
+      v[y0 + j] = activated(activation, data);
+      out[t * rows + j] = Value<T>::fromIndex(y0 + static_cast<Index>(j));
+    };
+    visitList(links, x.offset, [&](auto xAt) {
+      if constexpr (std::is_same_v<decltype(xAt), RangeAt>) {
+        for (std::size_t j = 0; j < rows; j += kernels::kDotRows) {
+          const std::size_t count = std::min(rows - j, kernels::kDotRows);
+          T dots[kernels::kDotRows];
+          kernels::dotRows(v + xAt.first, v + w0 + j * n, n, count, dots);
+          for (std::size_t c = 0; c < count; ++c) row(j + c, dots[c]);
+        }
+      } else {
+        for (std::size_t j = 0; j < rows; ++j) row(j, dotOf<T>(v, xAt, RangeAt{w0 + static_cast<Index>(j * n)}, n));
+      }
+    });
+  }
+  Index* links = pool.links();
+  links[tail + 1] = w0;
+  links[tail + 2] = bias0;
+  links[tail + 3] = static_cast<Index>(rows);
+  links[tail + 4] = out.empty() ? 0 : out[0].index();
+  links[tail + 5] = static_cast<Index>(tokens);
+  links[tail + 6] = static_cast<Index>(activation);
+}
+
+}  // namespace detail
 
 template <class T>
 struct Neuron {
@@ -99,7 +154,7 @@ class Linear {
         return checked(record(x));
       }
     };
-    linearRows(tokens, inputOf, params_.first, withBias_ ? biases().first : kNoIndex, activation_, out);
+    detail::linearRows(tokens, inputOf, params_.first, withBias_ ? biases().first : kNoIndex, activation_, out);
   }
 
   template <ValueList L>

@@ -12,14 +12,14 @@ enum class Op : std::uint16_t {
   Leaf,
   // unary: operand a
   Relu, Tanh, Exp, NegLog, Sigmoid, Inv, Sqr, Pow3, Log, Sqrt, InvSqrt, Neg,
-  // unary with a constant: operand a, the constant's bits at link b
+  // unary with a constant: operand a, the constant (a record, records.hpp) at link b
   MulConst, AddConst, PowConst,
   // binary: operands a, b
   Add, Sub, Mul, Div, Mean, AddSquares, MeanSquares, NegMean,
   // n-ary over a recorded list: list at link a, b operands
   ReduceSum, ReduceSub, ReduceMul, ReduceMean, ReduceSumOfSquares, ReduceMeanSquares,
   ReduceNegMean, LogSumExp,
-  // inner products: x list at link a; at link b: count, weight list, then (with bias) the bias
+  // x . w (+ bias): x list at link a, an InnerProductRecord at link b (inner_product.hpp)
   InnerProduct, InnerProductWithBias,
   // row j of a layer: y_j = w_j . x (+ b_j), rows consecutive, weight rows consecutive; x list at
   // link a; at link b, shared by the rows: count, first weight, first bias or none, rows, y_0

@@ -1,11 +1,11 @@
 // The state of one backward sweep (backward.hpp runs it), through which every derivative adds
-// its terms: the reductions' next to their forward (reductions.hpp), the others' in backward.hpp.
+// its terms: the reductions' and inner products' next to their forward (reductions.hpp,
+// inner_product.hpp), the others' in backward.hpp.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 
-#include "burtorch/kernels.hpp"
 #include "burtorch/pool.hpp"
 
 namespace burtorch::detail {
@@ -45,14 +45,6 @@ struct Sweep {
     if (first + n <= floor) return;
     std::fill_n(reached + first, n, true);
     low = std::min(low, first);
-  }
-
-  // The gradient of x . w over consecutive nodes x..x+n and w..w+n, a contiguous loop each.
-  BURTORCH_INLINE void addProduct(Index x, Index w, std::size_t n, T gi) noexcept {
-    kernels::axpy(g + x, gi, v + w, n);
-    kernels::axpy(g + w, gi, v + x, n);
-    reach(x, n);
-    reach(w, n);
   }
 };
 
