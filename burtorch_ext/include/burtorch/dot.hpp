@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "burtorch/inner_product.hpp"
+#include "burtorch/linear.hpp"
 #include "burtorch/lists.hpp"
 #include "burtorch/scalar_ops.hpp"
 
@@ -46,11 +47,11 @@ void forEachOperand(const Pool<T>& pool, Index i, F f) {
     visitList(links, product.weights, [&](auto at) { for (std::size_t k = 0; k < product.n; ++k) f(at(k)); });
     if (product.bias != kNoIndex) f(product.bias);
   } else if (op == Op::LinearRow) {
-    const Index* tail = links + args.b;
-    const std::size_t n = tail[0], row = (i - tail[4]) % tail[3];
-    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
-    for (std::size_t k = 0; k < n; ++k) f(tail[1] + static_cast<Index>(row * n + k));
-    if (tail[2] != kNoIndex) f(tail[2] + static_cast<Index>(row));
+    const auto layer = readRecord<LinearRecord>(links + args.b);
+    const std::size_t row = (i - layer.firstOutput) % layer.rows;
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < layer.n; ++k) f(at(k)); });
+    for (std::size_t k = 0; k < layer.n; ++k) f(layer.weights(row) + static_cast<Index>(k));
+    if (layer.hasBias()) f(layer.firstBias + static_cast<Index>(row));
   } else if (op == Op::LayerNormRow) {
     const Index* tail = links + args.b;
     const std::size_t n = tail[0], row = i - tail[3];

@@ -21,8 +21,7 @@ enum class Op : std::uint16_t {
   ReduceNegMean, LogSumExp,
   // x . w (+ bias): x list at link a, an InnerProductRecord at link b (inner_product.hpp)
   InnerProduct, InnerProductWithBias,
-  // row j of a layer: y_j = w_j . x (+ b_j), rows consecutive, weight rows consecutive; x list at
-  // link a; at link b, shared by the rows: count, first weight, first bias or none, rows, y_0
+  // row j of a layer for one token: its input list at link a, a LinearRecord at link b (linear.hpp)
   LinearRow,
   // output j of a layer norm, outputs consecutive; x list at link a; at link b, shared by the
   // outputs: count, first gain or kNoIndex, first bias, y_0, then the mean and the scale 1/std
