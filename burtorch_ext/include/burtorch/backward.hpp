@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "burtorch/inner_product.hpp"
+#include "burtorch/layer_norm.hpp"
 #include "burtorch/linear.hpp"
 #include "burtorch/reductions.hpp"
 #include "burtorch/scalar_ops.hpp"
@@ -62,41 +63,6 @@ class BackwardScratch {
 };
 
 namespace detail {
-
-// Node i is output j of a layer norm (Op::LayerNormRow): y = xhat * gamma + beta with
-// xhat = (x - mean) * scale. As for a layer's rows, the highest reached output runs the backward
-// of all of them (outputs the root does not reach contribute nothing) and unflags the others:
-//   dx_k = scale * (d_k - mean(d) - xhat_k * mean(d * xhat)),  d = dy * gamma,
-// the derivative of the scalar graph that LayerNorm used to build.
-template <class T>
-BURTORCH_OUTLINE Resume layerNormRowBackward(bool* reached, Index low, Index floor, Index i, Index xList, Index tail) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const std::size_t n = s.links[tail];
-  const Index gamma0 = s.links[tail + 1], beta0 = s.links[tail + 2], y0 = s.links[tail + 3];
-  const T mean = loadConstant<T>(s.links, tail + 4), scale = loadConstant<T>(s.links, tail + 4 + kConstWords);
-  const std::size_t top = i - y0;
-  const auto live = [&](std::size_t k) { return k == top || (k < top && s.reached[y0 + k]); };
-  const auto dy = [&](std::size_t k) { return live(k) ? s.g[y0 + k] : T(0); };
-  const auto d = [&](std::size_t k) { return gamma0 == kNoIndex ? dy(k) : dy(k) * s.v[gamma0 + k]; };
-  visitList(s.links, xList, [&](auto xAt) {
-    const auto xhat = [&](std::size_t k) { return (s.v[xAt(k)] - mean) * scale; };
-    T sumD = 0, sumDXhat = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      sumD += d(k);
-      sumDXhat += d(k) * xhat(k);
-    }
-    const T meanD = sumD / static_cast<T>(n), meanDXhat = sumDXhat / static_cast<T>(n);
-    for (std::size_t k = 0; k < n; ++k) {
-      if (live(k) && gamma0 != kNoIndex) {
-        s.addToLeafOrNode(gamma0 + static_cast<Index>(k), dy(k) * xhat(k));
-        s.addToLeafOrNode(beta0 + static_cast<Index>(k), dy(k));
-      }
-      s.add(xAt(k), scale * (d(k) - meanD - xhat(k) * meanDXhat));
-    }
-  });
-  for (std::size_t k = 0; k < top; ++k) s.reached[y0 + k] = false;
-  return resumeBelow(s, y0);
-}
 
 // One attention head of one query, read from its tail (see CausalSelfAttention::attendHead).
 struct AttentionTail {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "burtorch/inner_product.hpp"
+#include "burtorch/layer_norm.hpp"
 #include "burtorch/linear.hpp"
 #include "burtorch/lists.hpp"
 #include "burtorch/scalar_ops.hpp"
@@ -53,12 +54,12 @@ void forEachOperand(const Pool<T>& pool, Index i, F f) {
     for (std::size_t k = 0; k < layer.n; ++k) f(layer.weights(row) + static_cast<Index>(k));
     if (layer.hasBias()) f(layer.firstBias + static_cast<Index>(row));
   } else if (op == Op::LayerNormRow) {
-    const Index* tail = links + args.b;
-    const std::size_t n = tail[0], row = i - tail[3];
-    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
-    if (tail[1] != kNoIndex) {
-      f(tail[1] + static_cast<Index>(row));
-      f(tail[2] + static_cast<Index>(row));
+    const auto norm = readRecord<LayerNormRecord<T>>(links + args.b);
+    const std::size_t row = i - norm.firstOutput;
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < norm.n; ++k) f(at(k)); });
+    if (norm.firstGain != kNoIndex) {
+      f(norm.firstGain + static_cast<Index>(row));
+      f(norm.firstBias + static_cast<Index>(row));
     }
   } else if (op == Op::AttentionRow) {
     const Index* tail = links + args.a;

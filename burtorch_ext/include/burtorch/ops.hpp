@@ -23,9 +23,7 @@ enum class Op : std::uint16_t {
   InnerProduct, InnerProductWithBias,
   // row j of a layer for one token: its input list at link a, a LinearRecord at link b (linear.hpp)
   LinearRow,
-  // output j of a layer norm, outputs consecutive; x list at link a; at link b, shared by the
-  // outputs: count, first gain or kNoIndex, first bias, y_0, then the mean and the scale 1/std
-  // (each a constant, kConstWords words)
+  // output j of a layer norm: x list at link a, a LayerNormRecord at link b (layer_norm.hpp)
   LayerNormRow,
   // output j of one attention head for one query: sum_u softmax_u(scale q . k_u) v_u[j], outputs
   // consecutive; at link a, shared by the head's outputs: keys, head size, first of q, y_0,
