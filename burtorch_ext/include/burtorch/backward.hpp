@@ -11,12 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
+#include <cstddef>
 #include <memory>
-#include <type_traits>
-#include <vector>
 
+#include "burtorch/attention.hpp"
 #include "burtorch/inner_product.hpp"
 #include "burtorch/layer_norm.hpp"
 #include "burtorch/linear.hpp"
@@ -63,68 +61,6 @@ class BackwardScratch {
 };
 
 namespace detail {
-
-// One attention head of one query, read from its tail (see CausalSelfAttention::attendHead).
-struct AttentionTail {
-  std::size_t keys, hd;
-  Index q, y0;
-  const Index* firstK;
-  const Index* firstV;
-  const Index* weights;  // the attention weights p_u, constants
-
-  AttentionTail(const Index* links, Index tail) noexcept
-      : keys(links[tail]), hd(links[tail + 1]), q(links[tail + 2]), y0(links[tail + 3]),
-        firstK(links + tail + kAttentionHeader), firstV(firstK + keys), weights(firstV + keys) {}
-};
-
-// With dp_u = dy . v_u:
-//   dv_u += p_u dy,  ds_u = p_u (dp_u - sum_w p_w dp_w),  dq += scale ds_u k_u,  dk_u += scale ds_u q.
-template <class T, class Dy>
-BURTORCH_INLINE void attentionHeadBackward(Sweep<T>& s, const AttentionTail& head, T scale, Dy dy) noexcept {
-  const auto weight = [&](std::size_t u) { return loadConstant<T>(head.weights, static_cast<Index>(u * kConstWords)); };
-  const auto dp = [&](std::size_t u) {
-    T sum = 0;
-    for (std::size_t j = 0; j < head.hd; ++j) sum += dy(j) * s.v[head.firstV[u] + j];
-    return sum;
-  };
-  T mean = 0;
-  for (std::size_t u = 0; u < head.keys; ++u) mean += weight(u) * dp(u);
-  const Index q = head.q;
-  for (std::size_t u = 0; u < head.keys; ++u) {
-    const T p = weight(u), ds = scale * p * (dp(u) - mean);
-    const Index k = head.firstK[u], v = head.firstV[u];
-    for (std::size_t j = 0; j < head.hd; ++j) {
-      s.g[v + j] += p * dy(j);
-      s.g[q + j] += ds * s.v[k + j];
-      s.g[k + j] += ds * s.v[q + j];
-    }
-    s.reach(k, head.hd);
-    s.reach(v, head.hd);
-  }
-  s.reach(q, head.hd);
-}
-
-// Node i is output j of one attention head for one query (Op::AttentionRow): y = sum_u p_u v_u
-// with p = softmax(scale q . k_u), the p_u kept in the tail. As for a layer's rows, the highest
-// reached output runs the backward of all of them and unflags the others. Where the root
-// reaches every output (a transformer's always does), the flags are read once, not per term.
-template <class T>
-BURTORCH_OUTLINE Resume attentionRowBackward(bool* reached, Index low, Index floor, Index i, Index tail) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const AttentionTail head(s.links, tail);
-  const T scale = loadConstant<T>(s.links, tail + 4);
-  const std::size_t top = i - head.y0;
-  const T* g = s.g + head.y0;
-  bool everyOutput = top + 1 == head.hd;
-  for (std::size_t j = 0; j < top; ++j) everyOutput = everyOutput && s.reached[head.y0 + j];
-  if (everyOutput) {
-    attentionHeadBackward(s, head, scale, [g](std::size_t j) { return g[j]; });
-  } else {
-    attentionHeadBackward(s, head, scale, [&](std::size_t j) { return j == top || (j < top && s.reached[head.y0 + j]) ? g[j] : T(0); });
-  }
-  for (std::size_t j = 0; j < top; ++j) s.reached[head.y0 + j] = false;
-  return resumeBelow(s, head.y0);
-}
 
 // Continues the sweep below a block (see Resume).
 template <class T>

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "burtorch/attention.hpp"
 #include "burtorch/inner_product.hpp"
 #include "burtorch/layer_norm.hpp"
 #include "burtorch/linear.hpp"
@@ -62,13 +63,13 @@ void forEachOperand(const Pool<T>& pool, Index i, F f) {
       f(norm.firstBias + static_cast<Index>(row));
     }
   } else if (op == Op::AttentionRow) {
-    const Index* tail = links + args.a;
-    const std::size_t keys = tail[0], hd = tail[1], row = i - tail[3];
-    const Index* firstK = tail + kAttentionHeader;
-    for (std::size_t j = 0; j < hd; ++j) f(tail[2] + static_cast<Index>(j));
-    for (std::size_t u = 0; u < keys; ++u)
-      for (std::size_t j = 0; j < hd; ++j) f(firstK[u] + static_cast<Index>(j));
-    for (std::size_t u = 0; u < keys; ++u) f(firstK[keys + u] + static_cast<Index>(row));
+    const Index* record = links + args.a;
+    const auto head = readRecord<AttentionRecord<T>>(record);
+    const std::size_t row = i - head.firstOutput;
+    for (std::size_t j = 0; j < head.headSize; ++j) f(head.query + static_cast<Index>(j));
+    for (std::size_t u = 0; u < head.keys; ++u)
+      for (std::size_t j = 0; j < head.headSize; ++j) f(head.keyHeads(record)[u] + static_cast<Index>(j));
+    for (std::size_t u = 0; u < head.keys; ++u) f(head.valueHeads(record)[u] + static_cast<Index>(row));
   }
 }
 

@@ -25,9 +25,7 @@ enum class Op : std::uint16_t {
   LinearRow,
   // output j of a layer norm: x list at link a, a LayerNormRecord at link b (layer_norm.hpp)
   LayerNormRow,
-  // output j of one attention head for one query: sum_u softmax_u(scale q . k_u) v_u[j], outputs
-  // consecutive; at link a, shared by the head's outputs: keys, head size, first of q, y_0,
-  // scale, the first node of each k_u, of each v_u, then the attention weights
+  // output j of one attention head for one query: an AttentionRecord at link a (attention.hpp)
   AttentionRow,
 };
 

@@ -122,10 +122,6 @@ BURTORCH_OUTLINE Index reduceBackward(bool* reached, Index low, Index floor, Op 
   return s.low;
 }
 
-// The header of an attention head's tail: [keys, head size, first of q, y_0, scale]; then the
-// first node of each k_u, of each v_u, and the attention weights p_u (constants).
-inline constexpr std::size_t kAttentionHeader = 4 + kConstWords;
-
 }  // namespace detail
 
 template <ValueList L> auto reduceSum(const L& xs) noexcept { return detail::reduce(Op::ReduceSum, toList(xs)); }

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
 #include "burtorch/activation.hpp"
@@ -19,16 +18,6 @@ namespace detail {
 template <class T>
 BURTORCH_INLINE Value<T> node(T data, Op op, Index a, Index b = 0) noexcept {
   return Value<T>::fromIndex(Pool<T>::local().push(data, op, a, b));
-}
-
-// The layer norm's and attention's tails keep each constant in kConstWords words.
-inline constexpr std::size_t kConstWords = 2;
-
-template <class T>
-BURTORCH_INLINE T loadConstant(const Index* links, Index at) noexcept {
-  T c;
-  std::memcpy(&c, links + at, sizeof(T));
-  return c;
 }
 
 template <class T>

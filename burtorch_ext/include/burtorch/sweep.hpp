@@ -1,6 +1,6 @@
 // The state of one backward sweep (backward.hpp runs it), through which every derivative adds
-// its terms: the n-ary operators', a layer's rows' and a layer norm's next to their forward
-// (reductions.hpp, inner_product.hpp, linear.hpp, layer_norm.hpp), the others' in backward.hpp.
+// its terms: the scalar operators' in backward.hpp, the n-ary operators' and the fused layers'
+// next to their forward.
 #pragma once
 
 #include <algorithm>
