@@ -1,5 +1,7 @@
 // The node kinds: the operators of the paper's Table 8, plus unary minus, two operators with a
-// constant (x + c, x^c) and log-sum-exp, which softmax and cross-entropy need.
+// constant (x + c, x^c), log-sum-exp (which softmax and cross-entropy need) and the outputs of
+// the fused layers. A node holds its op and two words, a and b: operand indices, or offsets
+// into the pool's link array where its operand list or record is.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@ enum class Op : std::uint16_t {
   ReduceNegMean, LogSumExp,
   // x . w (+ bias): x list at link a, an InnerProductRecord at link b (inner_product.hpp)
   InnerProduct, InnerProductWithBias,
+  // The fused layers' outputs: consecutive nodes that share one record.
   // row j of a layer for one token: its input list at link a, a LinearRecord at link b (linear.hpp)
   LinearRow,
   // output j of a layer norm: x list at link a, a LayerNormRecord at link b (layer_norm.hpp)
