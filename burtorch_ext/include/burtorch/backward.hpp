@@ -7,6 +7,10 @@
 //
 // The sweep stops at the pool's leading leaves (the parameters): a leaf passes nothing on, so a
 // model's million weights get their gradients without being visited one by one.
+//
+// The scalar operators' derivatives are here; the n-ary operators and the fused layers keep
+// theirs next to their forward, with the record they read (reductions.hpp, inner_product.hpp,
+// linear.hpp, layer_norm.hpp, attention.hpp).
 #pragma once
 
 #include <algorithm>
