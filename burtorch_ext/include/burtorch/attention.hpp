@@ -1,13 +1,12 @@
 // Causal multi-head self-attention over a sequence of token vectors (the mini-GPT's block).
 // Heads are views, never copies: a head of a token's query, key or value is a run of that
-// token's nodes. Each head of each query is one n-ary operator (Op::AttentionRow) whose outputs
-// go straight into their slice of the concatenated result: scores, softmax and the weighted sum
-// make no nodes of their own.
+// token's nodes. Each head of each query is one fused node per output (Op::AttentionRow), with
+// its record, forward and backward; the outputs go straight into their slice of the
+// concatenated result: scores, softmax and the weighted sum make no nodes of their own.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <span>
 #include <vector>
@@ -15,6 +14,78 @@
 #include "burtorch/linear.hpp"
 
 namespace burtorch {
+
+namespace detail {
+
+// What one head's outputs for one query share, at link a of each of them; then, in the link
+// array, the first node of each key's head, of each value's head, and the attention weights.
+template <class T>
+struct AttentionRecord {
+  Index keys;         // the query at position t sees the keys of positions 0..t
+  Index headSize;
+  Index query;        // the first node of the query's head
+  Index firstOutput;  // the outputs are consecutive nodes
+  T scale;            // of the scores: 1 / sqrt(headSize)
+
+  std::size_t words() const noexcept { return kWords<AttentionRecord> + 2 * keys + keys * kWords<T>; }
+  auto* keyHeads(auto* record) const noexcept { return record + kWords<AttentionRecord>; }
+  auto* valueHeads(auto* record) const noexcept { return keyHeads(record) + keys; }
+  // p_u = softmax_u(scale q . k_u), kWords<T> words each.
+  auto* weights(auto* record) const noexcept { return valueHeads(record) + keys; }
+  T weight(const Index* record, std::size_t u) const noexcept { return readRecord<T>(weights(record) + u * kWords<T>); }
+};
+
+// With dp_u = dy . v_u:
+//   dv_u += p_u dy,  ds_u = p_u (dp_u - sum_w p_w dp_w),  dq += scale ds_u k_u,  dk_u += scale ds_u q.
+template <class T, class Dy>
+BURTORCH_INLINE void attentionHeadBackward(Sweep<T>& s, const AttentionRecord<T>& head, const Index* record, Dy dy) noexcept {
+  const std::size_t keys = head.keys, hd = head.headSize;
+  const Index* firstK = head.keyHeads(record);
+  const Index* firstV = head.valueHeads(record);
+  const auto dp = [&](std::size_t u) {
+    T sum = 0;
+    for (std::size_t j = 0; j < hd; ++j) sum += dy(j) * s.v[firstV[u] + j];
+    return sum;
+  };
+  T mean = 0;
+  for (std::size_t u = 0; u < keys; ++u) mean += head.weight(record, u) * dp(u);
+  const Index q = head.query;
+  for (std::size_t u = 0; u < keys; ++u) {
+    const T p = head.weight(record, u), ds = head.scale * p * (dp(u) - mean);
+    const Index k = firstK[u], v = firstV[u];
+    for (std::size_t j = 0; j < hd; ++j) {
+      s.g[v + j] += p * dy(j);
+      s.g[q + j] += ds * s.v[k + j];
+      s.g[k + j] += ds * s.v[q + j];
+    }
+    s.reach(k, hd);
+    s.reach(v, hd);
+  }
+  s.reach(q, hd);
+}
+
+// Node i is the highest reached output of one head for one query (see Resume). Where the root
+// reaches every output (a transformer's always does), the flags are read once, not per term.
+template <class T>
+BURTORCH_OUTLINE Resume attentionRowBackward(bool* reached, Index low, Index floor, Index i, Index at) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
+  const Index* record = s.links + at;
+  const auto head = readRecord<AttentionRecord<T>>(record);
+  const Index y0 = head.firstOutput;
+  const std::size_t top = i - y0;
+  const T* g = s.g + y0;
+  bool everyOutput = top + 1 == head.headSize;
+  for (std::size_t j = 0; j < top; ++j) everyOutput = everyOutput && s.reached[y0 + j];
+  if (everyOutput) {
+    attentionHeadBackward(s, head, record, [g](std::size_t j) { return g[j]; });
+  } else {
+    attentionHeadBackward(s, head, record, [&](std::size_t j) { return j == top || (j < top && s.reached[y0 + j]) ? g[j] : T(0); });
+  }
+  for (std::size_t j = 0; j < top; ++j) s.reached[y0 + j] = false;
+  return resumeBelow(s, y0);
+}
+
+}  // namespace detail
 
 template <class T>
 class CausalSelfAttention {
@@ -82,39 +153,35 @@ class CausalSelfAttention {
   void attendHead(std::size_t t, std::size_t h, std::span<Value<T>> out) noexcept {
     const std::size_t d = dModel_, hd = d / heads_, keys = t + 1;
     Pool<T>& pool = Pool<T>::local();
-    const Index tail = pool.appendLinks(detail::kAttentionHeader + (2 + detail::kConstWords) * keys);
-    Index* links = pool.links();
-    Index* firstK = links + tail + detail::kAttentionHeader;
-    Index* firstV = firstK + keys;
-    const Index q = q_[t * d + h * hd].index();
+    detail::AttentionRecord<T> head{static_cast<Index>(keys), static_cast<Index>(hd), q_[t * d + h * hd].index(), 0,
+                                    T(1) / std::sqrt(static_cast<T>(hd))};
+    const Index at = pool.appendLinks(head.words());
+    Index* record = pool.links() + at;  // a push does not move the links
+    Index* firstK = head.keyHeads(record);
+    Index* firstV = head.valueHeads(record);
     for (std::size_t u = 0; u < keys; ++u) {
       firstK[u] = k_[u * d + h * hd].index();
       firstV[u] = v_[u * d + h * hd].index();
     }
-    const T scale = T(1) / std::sqrt(static_cast<T>(hd));
     const T* v = pool.values();
     T peak = -std::numeric_limits<T>::infinity();
     for (std::size_t u = 0; u < keys; ++u) {
-      weights_[u] = kernels::dot(v + q, v + firstK[u], hd) * scale;
+      weights_[u] = kernels::dot(v + head.query, v + firstK[u], hd) * head.scale;
       peak = std::max(peak, weights_[u]);
     }
-    const auto at = [](std::size_t u) { return static_cast<Index>(u); };
-    const T lse = std::isinf(peak) ? peak : peak + std::log(detail::sum4<T>(keys, at, [&](Index u) { return std::exp(weights_[u] - peak); }));
-    Index* kept = firstV + keys;
+    const auto key = [](std::size_t u) { return static_cast<Index>(u); };
+    const T lse = std::isinf(peak) ? peak : peak + std::log(detail::sum4<T>(keys, key, [&](Index u) { return std::exp(weights_[u] - peak); }));
     for (std::size_t u = 0; u < keys; ++u) {
       weights_[u] = std::exp(weights_[u] - lse);
-      std::memcpy(kept + u * detail::kConstWords, &weights_[u], sizeof(T));
+      detail::writeRecord(head.weights(record) + u * detail::kWords<T>, weights_[u]);
     }
-    links[tail] = static_cast<Index>(keys);
-    links[tail + 1] = static_cast<Index>(hd);
-    links[tail + 2] = q;
-    std::memcpy(links + tail + 4, &scale, sizeof(T));
     for (std::size_t j = 0; j < hd; ++j) {
       const T* values = pool.values();  // a push may move the values
-      const T y = detail::sum4<T>(keys, at, [&](Index u) { return weights_[u] * values[firstV[u] + j]; });
-      out[j] = detail::node(y, Op::AttentionRow, tail);
+      const T y = detail::sum4<T>(keys, key, [&](Index u) { return weights_[u] * values[firstV[u] + j]; });
+      out[j] = detail::node(y, Op::AttentionRow, at);
     }
-    links[tail + 3] = out[0].index();
+    head.firstOutput = out[0].index();
+    detail::writeRecord(record, head);
   }
 
   void fit(std::size_t tokens) {

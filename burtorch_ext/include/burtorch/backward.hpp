@@ -7,17 +7,24 @@
 //
 // The sweep stops at the pool's leading leaves (the parameters): a leaf passes nothing on, so a
 // model's million weights get their gradients without being visited one by one.
+//
+// The scalar operators' derivatives are here; the n-ary operators and the fused layers keep
+// theirs next to their forward, with the record they read (reductions.hpp, inner_product.hpp,
+// linear.hpp, layer_norm.hpp, attention.hpp).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
+#include <cstddef>
 #include <memory>
-#include <type_traits>
-#include <vector>
 
+#include "burtorch/attention.hpp"
+#include "burtorch/inner_product.hpp"
+#include "burtorch/layer_norm.hpp"
+#include "burtorch/linear.hpp"
 #include "burtorch/reductions.hpp"
+#include "burtorch/scalar_ops.hpp"
+#include "burtorch/sweep.hpp"
 
 namespace burtorch {
 
@@ -59,439 +66,6 @@ class BackwardScratch {
 
 namespace detail {
 
-// The state of one backward sweep. The main loop keeps it in registers and never takes its
-// address. An out-of-line n-ary case gets the flags, `low` and `floor` as arguments, finds the
-// pool's arrays itself, and returns the new `low`: passed whole, in memory, the struct would
-// be stored field by field and read back 16 bytes at a time, and each such load would wait for
-// the stores to retire.
-template <class T>
-struct Sweep {
-  T* g;
-  const T* v;
-  const Index* links;
-  bool* reached;
-  Index low;    // the lowest node flagged so far: the sweep stops there
-  Index floor;  // nodes below are leaves: never visited
-
-  static Sweep resume(bool* reached, Index low, Index floor) noexcept {
-    Pool<T>& pool = Pool<T>::local();
-    return {pool.grads(), pool.values(), pool.links(), reached, low, floor};
-  }
-
-  BURTORCH_INLINE void add(Index j, T delta) noexcept {
-    g[j] += delta;
-    reached[j] = true;
-    low = std::min(low, j);
-  }
-
-  // As add(), without the flag where j is one of the leading leaves.
-  BURTORCH_INLINE void addToLeafOrNode(Index j, T delta) noexcept {
-    if (j < floor) g[j] += delta;
-    else add(j, delta);
-  }
-
-  // Flags nodes [first, first + n), unless all of them are leading leaves.
-  BURTORCH_INLINE void reach(Index first, std::size_t n) noexcept {
-    if (first + n <= floor) return;
-    std::fill_n(reached + first, n, true);
-    low = std::min(low, first);
-  }
-
-  // The gradient of x . w over consecutive nodes x..x+n and w..w+n, a contiguous loop each.
-  BURTORCH_INLINE void addProduct(Index x, Index w, std::size_t n, T gi) noexcept {
-    kernels::axpy(g + x, gi, v + w, n);
-    kernels::axpy(g + w, gi, v + x, n);
-    reach(x, n);
-    reach(w, n);
-  }
-};
-
-template <class T, class At, class F>
-BURTORCH_INLINE void addEach(Sweep<T>& s, At at, std::size_t n, F delta) noexcept {
-  for (std::size_t k = 0; k < n; ++k) s.add(at(k), delta(at(k)));
-}
-
-// d(prod)/dx_k is the product of the others: divide where no factor is zero; with one zero
-// factor only that one gets a gradient; with two or more every gradient is zero.
-template <class T>
-BURTORCH_OUTLINE Index reduceMulBackward(bool* reached, Index low, Index floor, Index list, std::size_t n, T gi) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  visitList(s.links, list, [&](auto at) {
-    std::size_t zeros = 0;
-    T nonZero = 1;
-    for (std::size_t k = 0; k < n; ++k) {
-      const T x = s.v[at(k)];
-      if (x == T(0)) ++zeros;
-      else nonZero *= x;
-    }
-    for (std::size_t k = 0; k < n; ++k) {
-      const T x = s.v[at(k)];
-      T d = 0;
-      if (zeros == 0) d = gi * nonZero / x;
-      else if (zeros == 1 && x == T(0)) d = gi * nonZero;
-      s.add(at(k), d);
-    }
-  });
-  return s.low;
-}
-
-template <class T>
-BURTORCH_OUTLINE Index reduceBackward(bool* reached, Index low, Index floor, Op op, Index i, Index list, std::size_t n, T gi) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const T count = static_cast<T>(n);
-  const T* v = s.v;
-  visitList(s.links, list, [&](auto at) {
-    switch (op) {
-      case Op::ReduceSum: addEach(s, at, n, [&](Index) { return gi; }); break;
-      case Op::ReduceSub:  // by position: x_1 may appear again among the subtrahends
-        if (n == 0) break;
-        s.add(at(0), gi);
-        addEach(s, [at](std::size_t k) { return at(k + 1); }, n - 1, [&](Index) { return -gi; });
-        break;
-      case Op::ReduceMean: addEach(s, at, n, [&](Index) { return gi / count; }); break;
-      case Op::ReduceSumOfSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j]; }); break;
-      case Op::ReduceMeanSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j] / count; }); break;
-      case Op::ReduceNegMean: addEach(s, at, n, [&](Index) { return -gi / count; }); break;
-      case Op::LogSumExp: addEach(s, at, n, [&](Index j) { return gi * std::exp(v[j] - v[i]); }); break;
-      default: break;
-    }
-  });
-  return s.low;
-}
-
-// d(x . w): operand by operand, or a contiguous loop per run where both lists are runs.
-template <class T, class XAt, class WAt>
-BURTORCH_INLINE void productBackward(Sweep<T>& s, XAt xAt, WAt wAt, std::size_t n, T gi) noexcept {
-  for (std::size_t k = 0; k < n; ++k) {
-    const Index x = xAt(k), w = wAt(k);
-    const T xv = s.v[x], wv = s.v[w];
-    s.add(x, gi * wv);
-    s.add(w, gi * xv);
-  }
-}
-
-template <class T>
-BURTORCH_INLINE void productBackward(Sweep<T>& s, RangeAt x, RangeAt w, std::size_t n, T gi) noexcept {
-  s.addProduct(x.first, w.first, n, gi);
-}
-
-template <class T>
-void productBackward(Sweep<T>& s, RunsAt x, RangeAt w, std::size_t n, T gi) noexcept {
-  for (std::size_t r = 0; r < n / x.length; ++r) s.addProduct(x.firsts[r], w.first + static_cast<Index>(r * x.length), x.length, gi);
-}
-
-template <class T>
-void productBackward(Sweep<T>& s, RangeAt x, RunsAt w, std::size_t n, T gi) noexcept {
-  productBackward(s, w, x, n, gi);
-}
-
-template <class T>
-BURTORCH_OUTLINE Index innerProductBackward(bool* reached, Index low, Index floor, Index xList, Index tail, bool withBias, T gi) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const std::size_t n = s.links[tail];
-  visitList(s.links, xList, [&](auto xAt) {
-    visitList(s.links, s.links[tail + 1], [&](auto wAt) { productBackward(s, xAt, wAt, n, gi); });
-  });
-  if (withBias) s.addToLeafOrNode(s.links[tail + 2], gi);
-  return s.low;
-}
-
-// Where the sweep goes on after a block's backward (a layer's rows, a layer norm, an attention
-// head) ran at its highest reached output i: the block's outputs [first, i) are consecutive
-// nodes that the block's backward unflagged, so the sweep resumes at `first` without testing
-// their flags one by one; nothing below `first` was flagged if `low` was above it.
-struct Resume {
-  Index low, first;
-};
-
-template <class T>
-BURTORCH_INLINE Resume resumeBelow(const Sweep<T>& s, Index first) noexcept {
-  return {std::min(s.low, first), first};
-}
-
-// Rows of axpy() into one y, applied kManyRows at a time (kernels::axpyMany) in the order given.
-template <class T>
-class AxpyQueue {
- public:
-  AxpyQueue(T* y, std::size_t n) noexcept : y_(y), n_(n) {}
-
-  BURTORCH_INLINE void add(T a, const T* x) noexcept {
-    a_[count_] = a;
-    x_[count_] = x;
-    used_ = true;
-    if (++count_ == kernels::kManyRows) flush();
-  }
-
-  BURTORCH_INLINE void flush() noexcept {
-    if (count_ != 0) kernels::axpyMany(y_, a_, x_, count_, n_);
-    count_ = 0;
-  }
-
-  bool used() const noexcept { return used_; }
-
- private:
-  T* y_;
-  std::size_t n_;
-  T a_[kernels::kManyRows];
-  const T* x_[kernels::kManyRows];
-  std::size_t count_ = 0;
-  bool used_ = false;
-};
-
-// The rows of a layer over a block of tokens, read from its tail (see linearRows).
-struct LinearTail {
-  std::size_t n, rows;
-  Index w0, bias0, y0;
-  Activation activation;
-  const Index* inputs;  // each token's input list
-
-  LinearTail(const Index* links, Index tail) noexcept
-      : n(links[tail]), rows(links[tail + 3]), w0(links[tail + 1]), bias0(links[tail + 2]), y0(links[tail + 4]),
-        activation(static_cast<Activation>(links[tail + 6])), inputs(links + tail + kLinearHeader) {}
-
-  Index output(std::size_t t, std::size_t j) const noexcept { return y0 + static_cast<Index>(t * rows + j); }
-  Index weights(std::size_t j) const noexcept { return w0 + static_cast<Index>(j * n); }
-};
-
-// Every token's input is a run: a weight row's gradient takes all the tokens in one pass, an
-// input's gradient all the rows. Each gradient still adds its terms in the order the rows'
-// backward would one by one: tokens from the last down, rows from the last down.
-template <class T, class Live, class AffineGrad>
-BURTORCH_INLINE void linearRunsBackward(Sweep<T>& s, const LinearTail& layer, std::size_t tokens, Live live, AffineGrad affineGrad) noexcept {
-  const auto input = [&](std::size_t t) { return s.links[layer.inputs[t]] & ~kRangeFlag; };
-  const bool withBias = layer.bias0 != kNoIndex;
-  for (std::size_t j = layer.rows; j-- > 0;) {
-    AxpyQueue<T> row(s.g + layer.weights(j), layer.n);
-    const Index bias = layer.bias0 + static_cast<Index>(j);
-    T biasGrad = withBias ? s.g[bias] : T(0);  // in a register: the tokens' terms form one chain
-    for (std::size_t t = tokens; t-- > 0;) {
-      const Index y = layer.output(t, j);
-      if (!live(y)) continue;
-      const T gy = affineGrad(y);
-      row.add(gy, s.v + input(t));
-      biasGrad += gy;
-    }
-    row.flush();
-    if (!row.used()) continue;
-    s.reach(layer.weights(j), layer.n);
-    if (withBias) {
-      s.g[bias] = biasGrad;
-      s.reach(bias, 1);
-    }
-  }
-  for (std::size_t t = tokens; t-- > 0;) {
-    AxpyQueue<T> x(s.g + input(t), layer.n);
-    for (std::size_t j = layer.rows; j-- > 0;) {
-      const Index y = layer.output(t, j);
-      if (live(y)) x.add(affineGrad(y), s.v + layer.weights(j));
-    }
-    x.flush();
-    if (x.used()) s.reach(input(t), layer.n);
-  }
-}
-
-// Where the root reaches every row of every token (as in a transformer), the gradients go two
-// at a time through one pass over their shared operands (kernels::axpyManyPair): two weight
-// rows over the tokens' inputs, two tokens' inputs over the weight rows. The terms of each
-// gradient come in the same order as in linearRunsBackward. The gradients before the activation
-// are computed once, into two copies laid out in the order each pass reads them.
-template <class T, class AffineGrad>
-BURTORCH_INLINE void linearDenseBackward(Sweep<T>& s, const LinearTail& layer, std::size_t tokens, AffineGrad affineGrad) noexcept {
-  const std::size_t rows = layer.rows;
-  static thread_local std::vector<T> scratch;  // grows to the largest layer, then stays
-  if (scratch.size() < 2 * tokens * rows) scratch.resize(2 * tokens * rows);
-  T* const byRow = scratch.data();               // [j tokens + u]: row j of token tokens - 1 - u
-  T* const byToken = byRow + tokens * rows;      // [t rows + u]: row rows - 1 - u of token t
-  for (std::size_t t = 0; t < tokens; ++t)
-    for (std::size_t j = 0; j < rows; ++j) {
-      const T gy = affineGrad(layer.output(t, j));
-      byRow[j * tokens + (tokens - 1 - t)] = gy;
-      byToken[t * rows + (rows - 1 - j)] = gy;
-    }
-  const auto input = [&](std::size_t t) { return s.links[layer.inputs[t]] & ~kRangeFlag; };
-  const auto gradients = [&](T* y0, T* y1, const T* a0, const T* a1, const T* const* x, std::size_t count) {
-    if (y1 == nullptr) kernels::axpyMany(y0, a0, x, count, layer.n);
-    else kernels::axpyManyPair(y0, y1, a0, a1, x, count, layer.n);
-  };
-  const T* x[kernels::kManyRows];
-  const bool withBias = layer.bias0 != kNoIndex;
-  for (std::size_t j = rows; j > 0;) {
-    const std::size_t pair = std::min<std::size_t>(j, 2);
-    j -= pair;
-    const std::size_t hi = j + pair - 1;  // the rows hi and j (the same row when alone)
-    const T* const a0 = byRow + hi * tokens;
-    const T* const a1 = byRow + j * tokens;
-    for (std::size_t u = 0; u < tokens; u += kernels::kManyRows) {
-      const std::size_t count = std::min(tokens - u, kernels::kManyRows);
-      for (std::size_t c = 0; c < count; ++c) x[c] = s.v + input(tokens - 1 - u - c);
-      gradients(s.g + layer.weights(hi), pair == 2 ? s.g + layer.weights(j) : nullptr, a0 + u, a1 + u, x, count);
-    }
-    s.reach(layer.weights(j), pair * layer.n);
-    if (withBias) {
-      // In registers: the tokens' terms form one chain per bias.
-      T biasGrad[2] = {s.g[layer.bias0 + hi], s.g[layer.bias0 + j]};
-      for (std::size_t u = 0; u < tokens; ++u) {
-        biasGrad[0] += a0[u];
-        biasGrad[1] += a1[u];
-      }
-      s.g[layer.bias0 + hi] = biasGrad[0];
-      if (pair == 2) s.g[layer.bias0 + j] = biasGrad[1];
-      s.reach(layer.bias0 + static_cast<Index>(j), pair);
-    }
-  }
-  for (std::size_t t = tokens; t > 0;) {
-    // Two tokens' gradients in one pass only where their inputs do not overlap.
-    const bool apart = t >= 2 && (input(t - 1) >= input(t - 2) + layer.n || input(t - 2) >= input(t - 1) + layer.n);
-    const std::size_t pair = apart ? 2 : 1;
-    t -= pair;
-    const std::size_t hi = t + pair - 1;
-    for (std::size_t u = 0; u < rows; u += kernels::kManyRows) {
-      const std::size_t count = std::min(rows - u, kernels::kManyRows);
-      for (std::size_t c = 0; c < count; ++c) x[c] = s.v + layer.weights(rows - 1 - u - c);
-      gradients(s.g + input(hi), pair == 2 ? s.g + input(t) : nullptr, byToken + hi * rows + u, byToken + t * rows + u, x, count);
-    }
-    s.reach(input(hi), layer.n);
-    if (pair == 2) s.reach(input(t), layer.n);
-  }
-}
-
-// Node i is row j of token t of a layer (Op::LinearRow). Every user of any of the layer's rows
-// comes after its last row, so when the sweep reaches the highest reached row, the gradients of
-// all the rows are final: that row runs the backward of the whole layer and unflags the other
-// rows, so that the sweep skips them. Rows above i are not reached.
-template <class T>
-BURTORCH_OUTLINE Resume linearRowBackward(bool* reached, Index low, Index floor, Index i, Index tail) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const LinearTail layer(s.links, tail);
-  const std::size_t tokens = (i - layer.y0) / layer.rows + 1;
-  const auto live = [&](Index y) { return y == i || s.reached[y]; };
-  // The gradient before the activation; the activation's derivative is written in the output.
-  const auto affineGrad = [&](Index y) { return activationGradient(layer.activation, s.v[y], s.g[y]); };
-  bool everyInputARun = true;
-  for (std::size_t t = 0; t < tokens; ++t) {
-    const Index word = s.links[layer.inputs[t]];
-    everyInputARun = everyInputARun && (word & kRangeFlag) && word != kRunsMarker;
-  }
-  // memchr: a vectorised scan of the flags (a bool is one byte, 0 or 1).
-  const bool everyOutput = i == layer.output(tokens - 1, layer.rows - 1) && std::memchr(s.reached + layer.y0, 0, i - layer.y0) == nullptr;
-  if (everyInputARun && everyOutput) {
-    linearDenseBackward(s, layer, tokens, affineGrad);
-  } else if (everyInputARun) {
-    linearRunsBackward(s, layer, tokens, live, affineGrad);
-  } else {
-    for (std::size_t t = tokens; t-- > 0;) {
-      visitList(s.links, layer.inputs[t], [&](auto xAt) {
-        for (std::size_t j = layer.rows; j-- > 0;) {
-          const Index y = layer.output(t, j);
-          if (!live(y)) continue;
-          const T gy = affineGrad(y);
-          productBackward(s, xAt, RangeAt{layer.weights(j)}, layer.n, gy);
-          if (layer.bias0 != kNoIndex) s.addToLeafOrNode(layer.bias0 + static_cast<Index>(j), gy);
-        }
-      });
-    }
-  }
-  std::fill(s.reached + layer.y0, s.reached + i, false);
-  return resumeBelow(s, layer.y0);
-}
-
-// Node i is output j of a layer norm (Op::LayerNormRow): y = xhat * gamma + beta with
-// xhat = (x - mean) * scale. As for a layer's rows, the highest reached output runs the backward
-// of all of them (outputs the root does not reach contribute nothing) and unflags the others:
-//   dx_k = scale * (d_k - mean(d) - xhat_k * mean(d * xhat)),  d = dy * gamma,
-// the derivative of the scalar graph that LayerNorm used to build.
-template <class T>
-BURTORCH_OUTLINE Resume layerNormRowBackward(bool* reached, Index low, Index floor, Index i, Index xList, Index tail) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const std::size_t n = s.links[tail];
-  const Index gamma0 = s.links[tail + 1], beta0 = s.links[tail + 2], y0 = s.links[tail + 3];
-  const T mean = loadConstant<T>(s.links, tail + 4), scale = loadConstant<T>(s.links, tail + 4 + kConstWords);
-  const std::size_t top = i - y0;
-  const auto live = [&](std::size_t k) { return k == top || (k < top && s.reached[y0 + k]); };
-  const auto dy = [&](std::size_t k) { return live(k) ? s.g[y0 + k] : T(0); };
-  const auto d = [&](std::size_t k) { return gamma0 == kNoIndex ? dy(k) : dy(k) * s.v[gamma0 + k]; };
-  visitList(s.links, xList, [&](auto xAt) {
-    const auto xhat = [&](std::size_t k) { return (s.v[xAt(k)] - mean) * scale; };
-    T sumD = 0, sumDXhat = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-      sumD += d(k);
-      sumDXhat += d(k) * xhat(k);
-    }
-    const T meanD = sumD / static_cast<T>(n), meanDXhat = sumDXhat / static_cast<T>(n);
-    for (std::size_t k = 0; k < n; ++k) {
-      if (live(k) && gamma0 != kNoIndex) {
-        s.addToLeafOrNode(gamma0 + static_cast<Index>(k), dy(k) * xhat(k));
-        s.addToLeafOrNode(beta0 + static_cast<Index>(k), dy(k));
-      }
-      s.add(xAt(k), scale * (d(k) - meanD - xhat(k) * meanDXhat));
-    }
-  });
-  for (std::size_t k = 0; k < top; ++k) s.reached[y0 + k] = false;
-  return resumeBelow(s, y0);
-}
-
-// One attention head of one query, read from its tail (see CausalSelfAttention::attendHead).
-struct AttentionTail {
-  std::size_t keys, hd;
-  Index q, y0;
-  const Index* firstK;
-  const Index* firstV;
-  const Index* weights;  // the attention weights p_u, constants
-
-  AttentionTail(const Index* links, Index tail) noexcept
-      : keys(links[tail]), hd(links[tail + 1]), q(links[tail + 2]), y0(links[tail + 3]),
-        firstK(links + tail + kAttentionHeader), firstV(firstK + keys), weights(firstV + keys) {}
-};
-
-// With dp_u = dy . v_u:
-//   dv_u += p_u dy,  ds_u = p_u (dp_u - sum_w p_w dp_w),  dq += scale ds_u k_u,  dk_u += scale ds_u q.
-template <class T, class Dy>
-BURTORCH_INLINE void attentionHeadBackward(Sweep<T>& s, const AttentionTail& head, T scale, Dy dy) noexcept {
-  const auto weight = [&](std::size_t u) { return loadConstant<T>(head.weights, static_cast<Index>(u * kConstWords)); };
-  const auto dp = [&](std::size_t u) {
-    T sum = 0;
-    for (std::size_t j = 0; j < head.hd; ++j) sum += dy(j) * s.v[head.firstV[u] + j];
-    return sum;
-  };
-  T mean = 0;
-  for (std::size_t u = 0; u < head.keys; ++u) mean += weight(u) * dp(u);
-  const Index q = head.q;
-  for (std::size_t u = 0; u < head.keys; ++u) {
-    const T p = weight(u), ds = scale * p * (dp(u) - mean);
-    const Index k = head.firstK[u], v = head.firstV[u];
-    for (std::size_t j = 0; j < head.hd; ++j) {
-      s.g[v + j] += p * dy(j);
-      s.g[q + j] += ds * s.v[k + j];
-      s.g[k + j] += ds * s.v[q + j];
-    }
-    s.reach(k, head.hd);
-    s.reach(v, head.hd);
-  }
-  s.reach(q, head.hd);
-}
-
-// Node i is output j of one attention head for one query (Op::AttentionRow): y = sum_u p_u v_u
-// with p = softmax(scale q . k_u), the p_u kept in the tail. As for a layer's rows, the highest
-// reached output runs the backward of all of them and unflags the others. Where the root
-// reaches every output (a transformer's always does), the flags are read once, not per term.
-template <class T>
-BURTORCH_OUTLINE Resume attentionRowBackward(bool* reached, Index low, Index floor, Index i, Index tail) noexcept {
-  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const AttentionTail head(s.links, tail);
-  const T scale = loadConstant<T>(s.links, tail + 4);
-  const std::size_t top = i - head.y0;
-  const T* g = s.g + head.y0;
-  bool everyOutput = top + 1 == head.hd;
-  for (std::size_t j = 0; j < top; ++j) everyOutput = everyOutput && s.reached[head.y0 + j];
-  if (everyOutput) {
-    attentionHeadBackward(s, head, scale, [g](std::size_t j) { return g[j]; });
-  } else {
-    attentionHeadBackward(s, head, scale, [&](std::size_t j) { return j == top || (j < top && s.reached[head.y0 + j]) ? g[j] : T(0); });
-  }
-  for (std::size_t j = 0; j < top; ++j) s.reached[head.y0 + j] = false;
-  return resumeBelow(s, head.y0);
-}
-
 // Continues the sweep below a block (see Resume).
 template <class T>
 BURTORCH_INLINE void continueBelow(Sweep<T>& s, Index& i, Resume r) noexcept {
@@ -521,10 +95,10 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index& i, Args args, T gi) no
     case Op::Sqrt: s.add(a, gi * (T(0.5) / v[i])); break;
     case Op::InvSqrt: s.add(a, gi * (T(-0.5) * v[i] * v[i] * v[i])); break;
     case Op::Neg: s.add(a, -gi); break;
-    case Op::MulConst: s.add(a, gi * loadConstant<T>(s.links, b)); break;
+    case Op::MulConst: s.add(a, gi * readRecord<T>(s.links + b)); break;
     case Op::AddConst: s.add(a, gi); break;
     case Op::PowConst: {
-      const T c = loadConstant<T>(s.links, b);
+      const T c = readRecord<T>(s.links + b);
       s.add(a, gi * (c * std::pow(v[a], c - T(1))));
       break;
     }
@@ -564,8 +138,8 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index& i, Args args, T gi) no
     case Op::ReduceMeanSquares:
     case Op::ReduceNegMean:
     case Op::LogSumExp: s.low = reduceBackward(s.reached, s.low, s.floor, op, i, a, b, gi); break;
-    case Op::InnerProduct: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, false, gi); break;
-    case Op::InnerProductWithBias: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, true, gi); break;
+    case Op::InnerProduct:
+    case Op::InnerProductWithBias: s.low = innerProductBackward(s.reached, s.low, s.floor, a, b, gi); break;
     case Op::LinearRow: continueBelow(s, i, linearRowBackward<T>(s.reached, s.low, s.floor, i, b)); break;
     case Op::LayerNormRow: continueBelow(s, i, layerNormRowBackward<T>(s.reached, s.low, s.floor, i, a, b)); break;
     case Op::AttentionRow: continueBelow(s, i, attentionRowBackward<T>(s.reached, s.low, s.floor, i, a)); break;

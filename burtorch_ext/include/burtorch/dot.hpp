@@ -9,6 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "burtorch/attention.hpp"
+#include "burtorch/inner_product.hpp"
+#include "burtorch/layer_norm.hpp"
+#include "burtorch/linear.hpp"
 #include "burtorch/lists.hpp"
 #include "burtorch/scalar_ops.hpp"
 
@@ -40,32 +44,32 @@ void forEachOperand(const Pool<T>& pool, Index i, F f) {
   } else if (isReduce(op)) {
     visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < args.b; ++k) f(at(k)); });
   } else if (op == Op::InnerProduct || op == Op::InnerProductWithBias) {
-    const std::size_t n = links[args.b];
-    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
-    visitList(links, links[args.b + 1], [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
-    if (op == Op::InnerProductWithBias) f(links[args.b + 2]);
+    const auto product = readRecord<InnerProductRecord>(links + args.b);
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < product.n; ++k) f(at(k)); });
+    visitList(links, product.weights, [&](auto at) { for (std::size_t k = 0; k < product.n; ++k) f(at(k)); });
+    if (product.bias != kNoIndex) f(product.bias);
   } else if (op == Op::LinearRow) {
-    const Index* tail = links + args.b;
-    const std::size_t n = tail[0], row = (i - tail[4]) % tail[3];
-    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
-    for (std::size_t k = 0; k < n; ++k) f(tail[1] + static_cast<Index>(row * n + k));
-    if (tail[2] != kNoIndex) f(tail[2] + static_cast<Index>(row));
+    const auto layer = readRecord<LinearRecord>(links + args.b);
+    const std::size_t row = (i - layer.firstOutput) % layer.rows;
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < layer.n; ++k) f(at(k)); });
+    for (std::size_t k = 0; k < layer.n; ++k) f(layer.weights(row) + static_cast<Index>(k));
+    if (layer.hasBias()) f(layer.firstBias + static_cast<Index>(row));
   } else if (op == Op::LayerNormRow) {
-    const Index* tail = links + args.b;
-    const std::size_t n = tail[0], row = i - tail[3];
-    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < n; ++k) f(at(k)); });
-    if (tail[1] != kNoIndex) {
-      f(tail[1] + static_cast<Index>(row));
-      f(tail[2] + static_cast<Index>(row));
+    const auto norm = readRecord<LayerNormRecord<T>>(links + args.b);
+    const std::size_t row = i - norm.firstOutput;
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < norm.n; ++k) f(at(k)); });
+    if (norm.firstGain != kNoIndex) {
+      f(norm.firstGain + static_cast<Index>(row));
+      f(norm.firstBias + static_cast<Index>(row));
     }
   } else if (op == Op::AttentionRow) {
-    const Index* tail = links + args.a;
-    const std::size_t keys = tail[0], hd = tail[1], row = i - tail[3];
-    const Index* firstK = tail + kAttentionHeader;
-    for (std::size_t j = 0; j < hd; ++j) f(tail[2] + static_cast<Index>(j));
-    for (std::size_t u = 0; u < keys; ++u)
-      for (std::size_t j = 0; j < hd; ++j) f(firstK[u] + static_cast<Index>(j));
-    for (std::size_t u = 0; u < keys; ++u) f(firstK[keys + u] + static_cast<Index>(row));
+    const Index* record = links + args.a;
+    const auto head = readRecord<AttentionRecord<T>>(record);
+    const std::size_t row = i - head.firstOutput;
+    for (std::size_t j = 0; j < head.headSize; ++j) f(head.query + static_cast<Index>(j));
+    for (std::size_t u = 0; u < head.keys; ++u)
+      for (std::size_t j = 0; j < head.headSize; ++j) f(head.keyHeads(record)[u] + static_cast<Index>(j));
+    for (std::size_t u = 0; u < head.keys; ++u) f(head.valueHeads(record)[u] + static_cast<Index>(row));
   }
 }
 
@@ -108,7 +112,7 @@ std::string toDot(Value<T> root, std::span<const NodeLabel<T>> labels = {}) {
     out += opName(op);
     if (op == Op::MulConst || op == Op::AddConst || op == Op::PowConst) {
       out += ' ';
-      detail::appendNumber(out, detail::loadConstant<T>(pool.links(), pool.args()[i].b));
+      detail::appendNumber(out, detail::readRecord<T>(pool.links() + pool.args()[i].b));
     }
     out += " | data ";
     detail::appendNumber(out, pool.values()[i]);

@@ -1,8 +1,8 @@
-// Loops over contiguous arrays of values and gradients, the inner products of a layer's
-// neurons. They are written so that the compiler vectorises them without -ffast-math: the dot
-// product keeps independent partial sums in lanes (one vector register's worth per group of
-// lanes) and adds the lanes in a fixed order, so the result does not depend on the vector width
-// the build targets.
+// Loops over contiguous arrays of values and gradients: the inner products of a layer's rows,
+// and their gradients. They are written so that the compiler vectorises them without
+// -ffast-math: the dot product keeps independent partial sums in lanes (one vector register's
+// worth per group of lanes) and adds the lanes in a fixed order, so the result does not depend
+// on the vector width the build targets.
 #pragma once
 
 #include <cstddef>
@@ -42,10 +42,6 @@ template <std::size_t width, class T>
 BURTORCH_INLINE void fold(T* lanes) noexcept {
   for (std::size_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
 }
-
-}  // namespace detail
-
-namespace detail {
 
 // sum_k x[k] * y[k], in the fixed order that every build computes.
 template <class T>

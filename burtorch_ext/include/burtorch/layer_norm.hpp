@@ -1,6 +1,7 @@
-// Layer normalisation over one vector: (x - mean) / sqrt(var + eps), then gamma * . + beta.
-// The variance is taken of the centred values (not mean(x^2) - mean(x)^2), which stays
-// accurate when the mean is large compared with the spread.
+// Layer normalisation over one vector: (x - mean) / sqrt(var + eps), then gamma * . + beta, one
+// fused node per output (Op::LayerNormRow), with its record, forward and backward. The variance
+// is taken of the centred values (not mean(x^2) - mean(x)^2), which stays accurate when the
+// mean is large compared with the spread.
 #pragma once
 
 #include <cmath>
@@ -11,6 +12,56 @@
 #include "burtorch/reductions.hpp"
 
 namespace burtorch {
+
+namespace detail {
+
+// What a layer norm's outputs share, at link b of each of them; the x list is at link a.
+template <class T>
+struct LayerNormRecord {
+  Index n;
+  Index firstGain;    // kNoIndex: no gain and no bias
+  Index firstBias;
+  Index firstOutput;  // the outputs are consecutive nodes
+  T mean;
+  T scale;            // 1 / sqrt(var + eps)
+};
+
+// Node i is the highest reached output of a layer norm (see Resume); outputs the root does not
+// reach contribute nothing. With y = xhat * gamma + beta and xhat = (x - mean) * scale:
+//   dx_k = scale * (d_k - mean(d) - xhat_k * mean(d * xhat)),  d = dy * gamma,
+// the derivative of the scalar graph whose values LayerNorm::forward computes.
+template <class T>
+BURTORCH_OUTLINE Resume layerNormRowBackward(bool* reached, Index low, Index floor, Index i, Index xList, Index at) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
+  const auto norm = readRecord<LayerNormRecord<T>>(s.links + at);
+  const std::size_t n = norm.n;
+  const Index gamma0 = norm.firstGain, beta0 = norm.firstBias, y0 = norm.firstOutput;
+  const T mean = norm.mean, scale = norm.scale;
+  const std::size_t top = i - y0;
+  const auto live = [&](std::size_t k) { return k == top || (k < top && s.reached[y0 + k]); };
+  const auto dy = [&](std::size_t k) { return live(k) ? s.g[y0 + k] : T(0); };
+  const auto d = [&](std::size_t k) { return gamma0 == kNoIndex ? dy(k) : dy(k) * s.v[gamma0 + k]; };
+  visitList(s.links, xList, [&](auto xAt) {
+    const auto xhat = [&](std::size_t k) { return (s.v[xAt(k)] - mean) * scale; };
+    T sumD = 0, sumDXhat = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      sumD += d(k);
+      sumDXhat += d(k) * xhat(k);
+    }
+    const T meanD = sumD / static_cast<T>(n), meanDXhat = sumDXhat / static_cast<T>(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      if (live(k) && gamma0 != kNoIndex) {
+        s.addToLeafOrNode(gamma0 + static_cast<Index>(k), dy(k) * xhat(k));
+        s.addToLeafOrNode(beta0 + static_cast<Index>(k), dy(k));
+      }
+      s.add(xAt(k), scale * (d(k) - meanD - xhat(k) * meanDXhat));
+    }
+  });
+  for (std::size_t k = 0; k < top; ++k) s.reached[y0 + k] = false;
+  return resumeBelow(s, y0);
+}
+
+}  // namespace detail
 
 template <class T>
 class LayerNorm {
@@ -46,31 +97,26 @@ class LayerNorm {
     BURTORCH_ASSERT(x.size() == dim_ && out.size() == dim_);
     Pool<T>& pool = Pool<T>::local();
     const RecordedList<T> xs = record(x);
-    const Index tail = pool.appendLinks(detail::kLayerNormTail);
+    const Index at = pool.appendLinks(detail::kWords<detail::LayerNormRecord<T>>);
     const T* v = pool.values();
-    const std::pair<T, T> stats = detail::visitList(pool.links(), xs.offset, [&](auto at) {
-      const T m = detail::reduceForward(Op::ReduceMean, v, at, dim_);
-      const T meanSquares = detail::sum4<T>(dim_, at, [&](Index i) { const T c = v[i] - m; return c * c; }) / static_cast<T>(dim_);
+    const std::pair<T, T> stats = detail::visitList(pool.links(), xs.offset, [&](auto xAt) {
+      const T m = detail::reduceForward(Op::ReduceMean, v, xAt, dim_);
+      const T meanSquares = detail::sum4<T>(dim_, xAt, [&](Index i) { const T c = v[i] - m; return c * c; }) / static_cast<T>(dim_);
       return std::pair{m, T(1) / std::sqrt(meanSquares + eps_)};
     });
     const T mu = stats.first, scale = stats.second;
-    Index* links = pool.links();
-    links[tail] = static_cast<Index>(dim_);
-    links[tail + 1] = affine() ? gamma_.first : kNoIndex;
-    links[tail + 2] = beta_.first;
-    std::memcpy(links + tail + 4, &mu, sizeof(T));
-    std::memcpy(links + tail + 4 + detail::kConstWords, &scale, sizeof(T));
-    const Index y0 = pool.pushRun(dim_, Op::LayerNormRow, xs.offset, tail);
+    const Index y0 = pool.pushRun(dim_, Op::LayerNormRow, xs.offset, at);
     T* values = pool.values();
-    detail::visitList(links, xs.offset, [&](auto at) {
+    detail::visitList(pool.links(), xs.offset, [&](auto xAt) {
       for (std::size_t i = 0; i < dim_; ++i) {
-        T y = (values[at(i)] - mu) * scale;
+        T y = (values[xAt(i)] - mu) * scale;
         if (affine()) y = y * values[gamma_.first + i] + values[beta_.first + i];
         values[y0 + i] = y;
         out[i] = Value<T>::fromIndex(y0 + static_cast<Index>(i));
       }
     });
-    links[tail + 3] = y0;
+    const detail::LayerNormRecord<T> norm{static_cast<Index>(dim_), affine() ? gamma_.first : kNoIndex, beta_.first, y0, mu, scale};
+    detail::writeRecord(pool.links() + at, norm);
   }
 
  private:

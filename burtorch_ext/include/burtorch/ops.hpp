@@ -1,5 +1,7 @@
 // The node kinds: the operators of the paper's Table 8, plus unary minus, two operators with a
-// constant (x + c, x^c) and log-sum-exp, which softmax and cross-entropy need.
+// constant (x + c, x^c), log-sum-exp (which softmax and cross-entropy need) and the outputs of
+// the fused layers. A node holds its op and two words, a and b: operand indices, or offsets
+// into the pool's link array where its operand list or record is.
 #pragma once
 
 #include <cstdint>
@@ -12,25 +14,21 @@ enum class Op : std::uint16_t {
   Leaf,
   // unary: operand a
   Relu, Tanh, Exp, NegLog, Sigmoid, Inv, Sqr, Pow3, Log, Sqrt, InvSqrt, Neg,
-  // unary with a constant: operand a, the constant's bits at link b
+  // unary with a constant: operand a, the constant (a record, records.hpp) at link b
   MulConst, AddConst, PowConst,
   // binary: operands a, b
   Add, Sub, Mul, Div, Mean, AddSquares, MeanSquares, NegMean,
   // n-ary over a recorded list: list at link a, b operands
   ReduceSum, ReduceSub, ReduceMul, ReduceMean, ReduceSumOfSquares, ReduceMeanSquares,
   ReduceNegMean, LogSumExp,
-  // inner products: x list at link a; at link b: count, weight list, then (with bias) the bias
+  // x . w (+ bias): x list at link a, an InnerProductRecord at link b (inner_product.hpp)
   InnerProduct, InnerProductWithBias,
-  // row j of a layer: y_j = w_j . x (+ b_j), rows consecutive, weight rows consecutive; x list at
-  // link a; at link b, shared by the rows: count, first weight, first bias or none, rows, y_0
+  // The fused layers' outputs: consecutive nodes that share one record.
+  // row j of a layer for one token: its input list at link a, a LinearRecord at link b (linear.hpp)
   LinearRow,
-  // output j of a layer norm, outputs consecutive; x list at link a; at link b, shared by the
-  // outputs: count, first gain or kNoIndex, first bias, y_0, then the mean and the scale 1/std
-  // (each a constant, kConstWords words)
+  // output j of a layer norm: x list at link a, a LayerNormRecord at link b (layer_norm.hpp)
   LayerNormRow,
-  // output j of one attention head for one query: sum_u softmax_u(scale q . k_u) v_u[j], outputs
-  // consecutive; at link a, shared by the head's outputs: keys, head size, first of q, y_0,
-  // scale, the first node of each k_u, of each v_u, then the attention weights
+  // output j of one attention head for one query: an AttentionRecord at link a (attention.hpp)
   AttentionRow,
 };
 

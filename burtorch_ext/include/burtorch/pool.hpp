@@ -1,6 +1,8 @@
 // The node pool: every scalar of every graph lives here, one node per index, in contiguous
-// arrays (values, gradients, op codes, operand indices). Nodes are numbered in creation order, so
-// operands always precede their users and index order is a topological order of any graph.
+// arrays (values, gradients, op codes, operand indices), beside one array of link words that
+// holds the n-ary nodes' operand lists (lists.hpp) and records (records.hpp). Nodes are
+// numbered in creation order, so operands always precede their users and index order is a
+// topological order of any graph.
 //
 // One pool per scalar type per thread. mark()/rewind() drop a step's graph and keep whatever was
 // created before the mark (the parameters): a training step then reuses the same memory.
@@ -54,11 +56,8 @@ class Pool {
   std::size_t size() const noexcept { return size_; }
   std::size_t capacity() const noexcept { return capacity_; }
   std::size_t linkCount() const noexcept { return linkSize_; }
-  // Nodes [0, leadingLeaves()) are all leaves. Found by looking past the last answer, which
-  // stays valid until a rewind below it: amortised, each node is looked at once.
-  std::size_t leadingLeaves() noexcept {
-    return leadingLeaves_;
-  }
+  // Nodes [0, leadingLeaves()) are all leaves: push() extends the prefix, rewind() cuts it.
+  std::size_t leadingLeaves() const noexcept { return leadingLeaves_; }
 
   Mark mark() const noexcept { return {size_, linkSize_}; }
   void rewind(Mark m) noexcept {

@@ -1,18 +1,16 @@
-// N-ary operators (paper Table 8: reduce*, innerProduct*; plus logSumExp) and the derived ones
-// of Table 10. Sums use four accumulators so that the CPU can overlap the additions.
+// N-ary operators over one recorded list (paper Table 8: reduce*; plus logSumExp), forward and
+// backward, and the derived ones of Table 10. Sums use four accumulators so that the CPU can
+// overlap the additions.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <span>
-#include <type_traits>
 #include <utility>
 
-#include "burtorch/activation.hpp"
-#include "burtorch/kernels.hpp"
 #include "burtorch/lists.hpp"
 #include "burtorch/scalar_ops.hpp"
+#include "burtorch/sweep.hpp"
 
 namespace burtorch {
 
@@ -71,107 +69,60 @@ Value<T> reduce(Op op, RecordedList<T> xs) noexcept {
   return node(data, op, xs.offset, xs.count);
 }
 
-// sum_k v[x(k)] * v[w(k)]: operand by operand, or over contiguous values where both lists are
-// runs of consecutive nodes.
-template <class T, class XAt, class WAt>
-BURTORCH_INLINE T dotOf(const T* v, XAt x, WAt w, std::size_t n) noexcept {
-  return sum4<T>(n, [](std::size_t k) { return k; }, [&](std::size_t k) { return v[x(k)] * v[w(k)]; });
+template <class T, class At, class F>
+BURTORCH_INLINE void addEach(Sweep<T>& s, At at, std::size_t n, F delta) noexcept {
+  for (std::size_t k = 0; k < n; ++k) s.add(at(k), delta(at(k)));
 }
 
+// d(prod)/dx_k is the product of the others: divide where no factor is zero; with one zero
+// factor only that one gets a gradient; with two or more every gradient is zero.
 template <class T>
-BURTORCH_INLINE T dotOf(const T* v, RangeAt x, RangeAt w, std::size_t n) noexcept {
-  return kernels::dot(v + x.first, v + w.first, n);
-}
-
-template <class T>
-T dotOf(const T* v, RunsAt x, RangeAt w, std::size_t n) noexcept {
-  T sum = 0;
-  for (std::size_t r = 0; r < n / x.length; ++r) sum += kernels::dot(v + x.firsts[r], v + w.first + r * x.length, x.length);
-  return sum;
-}
-
-template <class T>
-T dotOf(const T* v, RangeAt x, RunsAt w, std::size_t n) noexcept {
-  return dotOf(v, w, x, n);
-}
-
-// The tail of an inner-product node: [count, offset of the weight list, bias index].
-template <class T>
-Value<T> innerProductNode(RecordedList<T> x, RecordedList<T> w, Value<T> bias, bool withBias) noexcept {
-  BURTORCH_ASSERT(x.count == w.count);
-  Pool<T>& pool = Pool<T>::local();
-  const Index tail = pool.appendLinks(withBias ? 3 : 2);
-  Index* links = pool.links();
-  links[tail] = x.count;
-  links[tail + 1] = w.offset;
-  const T* v = pool.values();
-  T data = visitList(links, x.offset, [&](auto xAt) {
-    return visitList(links, w.offset, [&](auto wAt) { return dotOf(v, xAt, wAt, x.count); });
+BURTORCH_OUTLINE Index reduceMulBackward(bool* reached, Index low, Index floor, Index list, std::size_t n, T gi) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
+  visitList(s.links, list, [&](auto at) {
+    std::size_t zeros = 0;
+    T nonZero = 1;
+    for (std::size_t k = 0; k < n; ++k) {
+      const T x = s.v[at(k)];
+      if (x == T(0)) ++zeros;
+      else nonZero *= x;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      const T x = s.v[at(k)];
+      T d = 0;
+      if (zeros == 0) d = gi * nonZero / x;
+      else if (zeros == 1 && x == T(0)) d = gi * nonZero;
+      s.add(at(k), d);
+    }
   });
-  if (withBias) {
-    links[tail + 2] = bias.index();
-    data += bias.data();
-  }
-  return node(data, withBias ? Op::InnerProductWithBias : Op::InnerProduct, x.offset, tail);
+  return s.low;
 }
 
-// The shared tail of a layer's rows over a block of tokens: [count, first weight, first bias or
-// kNoIndex, rows, y_0, tokens, activation], then each token's input list.
-inline constexpr std::size_t kLinearHeader = 7;
-// The shared tail of a layer norm's outputs: [count, first gain or kNoIndex, first bias, y_0,
-// mean, scale].
-inline constexpr std::size_t kLayerNormTail = 4 + 2 * kConstWords;
-// The header of an attention head's tail: [keys, head size, first of q, y_0, scale]; then the
-// first node of each k_u, of each v_u, and the attention weights p_u (constants).
-inline constexpr std::size_t kAttentionHeader = 4 + kConstWords;
+template <class T>
+BURTORCH_OUTLINE Index reduceBackward(bool* reached, Index low, Index floor, Op op, Index i, Index list, std::size_t n, T gi) noexcept {
+  Sweep<T> s = Sweep<T>::resume(reached, low, floor);
+  const T count = static_cast<T>(n);
+  const T* v = s.v;
+  visitList(s.links, list, [&](auto at) {
+    switch (op) {
+      case Op::ReduceSum: addEach(s, at, n, [&](Index) { return gi; }); break;
+      case Op::ReduceSub:  // by position: x_1 may appear again among the subtrahends
+        if (n == 0) break;
+        s.add(at(0), gi);
+        addEach(s, [at](std::size_t k) { return at(k + 1); }, n - 1, [&](Index) { return -gi; });
+        break;
+      case Op::ReduceMean: addEach(s, at, n, [&](Index) { return gi / count; }); break;
+      case Op::ReduceSumOfSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j]; }); break;
+      case Op::ReduceMeanSquares: addEach(s, at, n, [&](Index j) { return T(2) * gi * v[j] / count; }); break;
+      case Op::ReduceNegMean: addEach(s, at, n, [&](Index) { return -gi / count; }); break;
+      case Op::LogSumExp: addEach(s, at, n, [&](Index j) { return gi * std::exp(v[j] - v[i]); }); break;
+      default: break;
+    }
+  });
+  return s.low;
+}
 
 }  // namespace detail
-
-// out[t rows + j] = activation(w_j . x_t (+ b_j)) for each token t, with the weight rows
-// w_j = [w0 + j n, w0 + (j + 1) n), biases b_j = bias0 + j (kNoIndex: none) and x_t =
-// inputOf(t), the values exactly as innerProduct(WithBias) and the activation's operator compute
-// them. The rows of all the tokens are consecutive nodes that share one tail, and backward
-// handles the reached ones together: one pass over each weight row's gradient for all the tokens.
-template <class T, class InputOf>
-void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, Activation activation, std::span<Value<T>> out) noexcept {
-  Pool<T>& pool = Pool<T>::local();
-  const std::size_t rows = out.size() / tokens;
-  const Index tail = pool.appendLinks(detail::kLinearHeader + tokens);
-  for (std::size_t t = 0; t < tokens; ++t) {
-    const RecordedList<T> x = inputOf(t);
-    const std::size_t n = x.count;
-    Index* links = pool.links();  // recording may move the links
-    links[tail] = x.count;
-    links[tail + detail::kLinearHeader + t] = x.offset;
-    const Index y0 = pool.pushRun(rows, Op::LinearRow, x.offset, tail);
-    T* v = pool.values();
-    const auto row = [&](std::size_t j, T data) {
-      if (bias0 != kNoIndex) data += v[bias0 + j];
-      v[y0 + j] = detail::activated(activation, data);
-      out[t * rows + j] = Value<T>::fromIndex(y0 + static_cast<Index>(j));
-    };
-    detail::visitList(links, x.offset, [&](auto xAt) {
-      if constexpr (std::is_same_v<decltype(xAt), detail::RangeAt>) {
-        for (std::size_t j = 0; j < rows; j += kernels::kDotRows) {
-          const std::size_t count = std::min(rows - j, kernels::kDotRows);
-          T dots[kernels::kDotRows];
-          kernels::dotRows(v + xAt.first, v + w0 + j * n, n, count, dots);
-          for (std::size_t c = 0; c < count; ++c) row(j + c, dots[c]);
-        }
-      } else {
-        for (std::size_t j = 0; j < rows; ++j) row(j, detail::dotOf<T>(v, xAt, detail::RangeAt{w0 + static_cast<Index>(j * n)}, n));
-      }
-    });
-  }
-  Index* links = pool.links();
-  links[tail + 1] = w0;
-  links[tail + 2] = bias0;
-  links[tail + 3] = static_cast<Index>(rows);
-  links[tail + 4] = out.empty() ? 0 : out[0].index();
-  links[tail + 5] = static_cast<Index>(tokens);
-  links[tail + 6] = static_cast<Index>(activation);
-}
-
 
 template <ValueList L> auto reduceSum(const L& xs) noexcept { return detail::reduce(Op::ReduceSum, toList(xs)); }
 // x_1 - x_2 - ... - x_n
@@ -183,18 +134,6 @@ template <ValueList L> auto reduceMeanSquares(const L& xs) noexcept { return det
 template <ValueList L> auto reduceNegativeMean(const L& xs) noexcept { return detail::reduce(Op::ReduceNegMean, toList(xs)); }
 // log(sum exp x_i), computed around the largest x_i so that it does not overflow.
 template <ValueList L> auto logSumExp(const L& xs) noexcept { return detail::reduce(Op::LogSumExp, toList(xs)); }
-
-template <ValueList X, ValueList W>
-auto innerProduct(const X& x, const W& w) noexcept {
-  using T = ListScalar<X>;
-  return detail::innerProductNode<T>(toList(x), toList(w), Value<T>(), false);
-}
-
-template <ValueList X, ValueList W>
-auto innerProductWithBias(const X& x, const W& w, Value<ListScalar<X>> bias) noexcept {
-  using T = ListScalar<X>;
-  return detail::innerProductNode<T>(toList(x), toList(w), bias, true);
-}
 
 // Table 10. One recorded list feeds both reductions.
 template <ValueList L>

@@ -1,12 +1,14 @@
 // Unary and binary operators (paper Table 8) and the in-place forms of Table 9. Each computes
-// its value now (eager forward) and appends one node; backward.hpp holds the derivatives.
+// its value now (eager forward) and appends one node; backward.hpp holds their derivatives. An
+// operator with a constant keeps the constant as a record (records.hpp), so that nodes stay two
+// indices wide.
 #pragma once
 
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
 #include "burtorch/activation.hpp"
+#include "burtorch/records.hpp"
 #include "burtorch/value.hpp"
 
 namespace burtorch {
@@ -16,25 +18,6 @@ namespace detail {
 template <class T>
 BURTORCH_INLINE Value<T> node(T data, Op op, Index a, Index b = 0) noexcept {
   return Value<T>::fromIndex(Pool<T>::local().push(data, op, a, b));
-}
-
-// A constant is kept in the link array, bit for bit, so that nodes stay two indices wide.
-inline constexpr std::size_t kConstWords = 2;
-
-template <class T>
-BURTORCH_INLINE Index storeConstant(T c) noexcept {
-  static_assert(sizeof(T) <= kConstWords * sizeof(Index));
-  Pool<T>& pool = Pool<T>::local();
-  const Index at = pool.appendLinks(kConstWords);
-  std::memcpy(pool.links() + at, &c, sizeof(T));
-  return at;
-}
-
-template <class T>
-BURTORCH_INLINE T loadConstant(const Index* links, Index at) noexcept {
-  T c;
-  std::memcpy(&c, links + at, sizeof(T));
-  return c;
 }
 
 template <class T>
@@ -49,8 +32,7 @@ BURTORCH_INLINE Value<T> binary(Op op, T data, Value<T> x, Value<T> y) noexcept 
 
 template <class T>
 BURTORCH_INLINE Value<T> withConstant(Op op, T data, Value<T> x, T c) noexcept {
-  const Index at = storeConstant(c);
-  return node(data, op, x.index(), at);
+  return node(data, op, x.index(), appendRecord<T>(c));
 }
 
 }  // namespace detail
