@@ -148,6 +148,8 @@ class Row:
     iterations: int | None
     paper_iterations: int | None
     table: Table
+    # For a quotient metric ("init/step_time"): the engine's own quotient and BurTorch's, ours and the paper's.
+    own: tuple | None = None
 
 
 def point_text(table: Table, params: dict) -> str:
@@ -209,8 +211,18 @@ def ratio_rows(claim: Claim, run: Run, tables: list[Table]) -> list[Row]:
                             ours=_quotient(row, "rel_", metrics) if row["in_run"] else None,
                             paper=_quotient(row, "paper_rel_", metrics), in_run=row["in_run"], required=required,
                             notes=list(row["notes"] or []), iterations=row["iterations"],
-                            paper_iterations=table.declaration.iterations, table=table))
+                            paper_iterations=table.declaration.iterations, table=table,
+                            own=_own_quotients(table, row, metrics) if len(metrics) > 1 else None))
     return rows
+
+
+def _own_quotients(table: Table, row: dict, metrics: list[Metric]) -> tuple:
+    """(engine's, BurTorch's) own quotient of the two measures at the row's point, ours then the paper's."""
+    base = next((r for r in table.rows if r["engine"] == BASELINE and r["params"] == row["params"]), None)
+    pairs = []
+    for prefix in ("", "paper_"):
+        pairs.append(tuple(_quotient(r, prefix, metrics) if r is not None else None for r in (row, base)))
+    return tuple(pairs)
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -301,6 +313,11 @@ def ratio_verdict(claim: Claim, run: Run, tables: list[Table]) -> Verdict:
         return verdict
     verdict.verdict = outcome
     verdict.why = _ratio_why(claim, verdict, outcome, bool(missing))
+    if best.own and None not in best.own[0]:
+        (theirs, base), paper_own = best.own
+        verdict.why += (f" ({claim.metric} in its own terms: {best.engine} {theirs:,.0f}, BurTorch {base:,.0f}" + (
+            f"; {best.table.paper_source}: {paper_own[0]:,.0f} and {paper_own[1]:,.0f}"
+            if None not in paper_own else "") + ")")
     return verdict
 
 
@@ -504,8 +521,9 @@ def markdown(run: Run, verdicts: list[Verdict], status: list[str]) -> str:
                  + (f"; tolerance {c.tolerance:.0%}" if c.tolerance else "") + ".",
                  f"- Paper: {shown(v, 'paper')}" + (f"; its own figure over the same rows: {fx(v.paper_rows)} "
                                                     f"({v.paper_rows_source})" if v.paper_rows is not None
-                                                    and c.rule != "same_outputs" else "") + ".",
-                 f"- Ours: {shown(v, 'ours')}" + (f" at {v.at}" if v.at else "") + f". {v.why}."]
+                                                    and v.paper_basis in ("", "as stated") else "") + ".",
+                 f"- Ours: {shown(v, 'ours')}" + (f" at {v.at}" if v.at else "") + ".",
+                 f"- Verdict: {v.verdict}: {v.why}."]
         if v.used:
             head.append(f"- From the run's rows: {'; '.join(v.used)}.")
         if v.missing and not v.why.startswith("missing:"):
