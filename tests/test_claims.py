@@ -449,3 +449,25 @@ def test_claims_come_first_in_chromium_with_every_figure(interrupted, tmp_path):
     assert f'data-images-loaded="{figures}/{figures}"' in page
     assert page.index('id="claims"') < page.index('id="tables"') < page.index('id="figures"')
     assert page.count("<tr class=\"v-") == len(claims.load_claims())
+
+
+def test_an_interrupted_run_still_gets_its_report_marked_so(fake_engines, tmp_path):
+    import signal
+    import time
+
+    reports = Path(os.environ["BURTBENCH_REPORTS"])
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--workload", "tiny", "--profile", "smoke",
+                             "--engine", "fake/ok,fake/hang", "--timeout", "300", "--out", str(tmp_path)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.read_text().strip() for p in tmp_path.glob("*/trials.jsonl")):
+        time.sleep(0.2)
+    time.sleep(1)  # the hang engine's trial is now in flight
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    folder = reports / run_dir.name
+    assert "This run is interrupted, not complete" in (folder / "claims.md").read_text(encoding="utf-8")
+    assert "This run is interrupted" in (folder / "index.html").read_text(encoding="utf-8")
+    assert "This run is interrupted" in out and "The paper's claims on this run" in out
