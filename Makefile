@@ -1,5 +1,6 @@
 # burtbench: `make bench-linux` runs the suite (PROFILE=quick by default, PROFILE=paper for the
-# paper's counts); `make test` runs the tests. Both set up .venv/ first.
+# paper's counts) and ends with its report, reports/<run-id>/, and a verdict for each of the paper's
+# claims; `make test` runs the tests. Both set up .venv/ first.
 PYTHON ?= python3
 PROFILE ?= quick
 VENV := .venv
@@ -8,7 +9,7 @@ STAMP := $(VENV)/.burtbench-installed
 EXT_SOURCES := $(shell find burtorch_ext -type f \( -name '*.hpp' -o -name '*.cpp' -o -name 'CMakeLists.txt' \) 2>/dev/null)
 RUN_ARGS ?=
 
-.PHONY: setup browser bench-linux bench-windows bench-macos test report perf clean
+.PHONY: setup browser bench-linux bench-windows bench-macos test report reference-report perf clean
 
 setup: $(STAMP)
 
@@ -55,5 +56,12 @@ report: setup
 	if [ -z "$$run" ]; then echo "make report: no run in results/ yet: make bench-linux first" >&2; exit 2; fi; \
 	$(BIN)/burtbench report "$$run"
 
+# The committed report of the committed reference run: reports/reference/ (Markdown tables, PNG figures,
+# claims.md; the PDFs, LaTeX, CSVs and index.html are ignored). tests/test_reference_report.py fails while it is stale.
+reference-report: setup
+	rm -rf reports/reference
+	$(BIN)/burtbench report results/reference
+
 clean:
-	rm -rf build reports $(VENV)
+	rm -rf build $(VENV)
+	find reports -mindepth 1 -maxdepth 1 ! -name reference -exec rm -rf {} + 2>/dev/null || true

@@ -27,7 +27,8 @@ class Parser(argparse.ArgumentParser):
 
 EXAMPLES = """examples:
   burtbench list
-  burtbench run                                   quick profile, every workload, every available engine
+  burtbench run                                   quick profile, every workload, every available engine;
+                                                  ends with reports/<run-id>/ and a verdict for each paper claim
   burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
   burtbench run --engine torch/eager --profile paper --trials 5
   burtbench run --resume results/20261121-101500-quick
@@ -79,6 +80,8 @@ def build_parser() -> Parser:
                           "(default: a synthetic corpus with the same alphabets; see fetch-data)")
     run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
     run.add_argument("--resume", metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
+    run.add_argument("--no-report", action="store_true",
+                     help="do not render reports/<run-id>/ (tables, figures, claims, index.html) at the end")
 
     report = sub.add_parser("report", help="render a run's tables, figures and index.html beside the paper's numbers")
     report.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by burtbench run")
@@ -161,7 +164,8 @@ def cmd_report(args, console: Console) -> int:
     out = Path(args.out)
     check_out_dir(out, "reports folder")
     folder = report.render(run_dir, out)
-    console.print(f"report: {folder / 'index.html'}  (tables in {folder / 'tables'}, figures in {folder / 'figures'})")
+    console.print(f"report: {folder / 'index.html'}  (claims in {folder / 'claims.md'}, tables in {folder / 'tables'}, "
+                  f"figures in {folder / 'figures'})")
     return 0
 
 

@@ -151,6 +151,14 @@ class Point:
         errors = [e for e in (number(c.get("max_rel_err")) for c in checks) if e is not None]
         return all(c.get("ok") is True for c in checks), max(errors, default=None)
 
+    def outputs(self) -> dict | None:
+        """What the engine computed (its first checked trial's outputs, `check.got`), or None."""
+        for trial in self.trials:
+            got = (trial.get("check") or {}).get("got") if isinstance(trial.get("check"), dict) else None
+            if isinstance(got, dict) and got:
+                return got
+        return None
+
     def sources(self, name: str) -> set[str]:
         return {str(t[name]) for t in self.trials if t.get(name)}
 

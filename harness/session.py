@@ -34,6 +34,7 @@ class RunRequest:
     sample_private: bool
     energy: str
     idle_seconds: float
+    report: bool = True  # render reports/<run-id>/ and print the claims summary at the end (--no-report: not)
 
 
 def plan_spec(args) -> dict:
@@ -80,7 +81,7 @@ def request(args) -> RunRequest:
         cpu = selection.check_cpu(args.cpu)
         selection.check_out_dir(Path(args.out))
     return RunRequest(spec, run_dir, Path(args.out), cpu, python, args.mem_limit, args.sample_private, args.energy,
-                      args.idle_seconds)
+                      args.idle_seconds, report=not getattr(args, "no_report", False))
 
 
 def existing_run(path: str, what: str) -> Path:
@@ -187,6 +188,10 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
                                 meter)
     console.print(summary.summary_table(results.read_trials(run_dir), spec.get("noise_threshold", 0.05)))
     console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)
+    if req.report:
+        from harness.report.epilogue import after_run
+
+        after_run(run_dir, console)
     return code
 
 

@@ -1,6 +1,8 @@
 """`burtbench report RUN_DIR`: the paper's tables and figures for one run, and index.html.
 
-    reports/<run-id>/index.html
+    reports/<run-id>/index.html                          claims, tables and figures on one page
+    reports/<run-id>/README.md                           the same in Markdown (figures linked)
+    reports/<run-id>/claims.md | .csv | .json            a verdict for each of the paper's claims
     reports/<run-id>/tables/<name>.md | .tex | .csv
     reports/<run-id>/figures/<name>.png | .pdf
 
@@ -9,13 +11,28 @@ pandas and matplotlib are imported only while rendering, so importing this packa
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 
 def render(run_dir: Path, out_root: Path = Path("reports")) -> Path:
     """Render the report of `run_dir` into `out_root/<run-id>/` and return that folder."""
-    from harness.report import figures, formats, html, tables
-    from harness.report.run import load_run
+    return render_report(run_dir, out_root).folder
+
+
+@dataclass
+class Rendered:
+    folder: Path
+    run: object  # harness.report.run.Run
+    tables: list
+    verdicts: list  # harness.report.claims.Verdict, one per claim
+    status: list[str]  # the run did not finish, trials failed
+
+
+def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
+    """The report of `run_dir` in `out_root/<run-id>/`, with what it found (for the terminal summary)."""
+    from harness.report import claims, figures, formats, html, readme, tables
+    from harness.report.run import load_run, status_notes
 
     run = load_run(Path(run_dir))
     folder = Path(out_root) / run.run_id
@@ -27,5 +44,9 @@ def render(run_dir: Path, out_root: Path = Path("reports")) -> Path:
     for table in built:
         formats.write_table(table, folder / "tables")
     drawn = figures.draw_all(built, run.os, folder / "figures")
-    html.write_index(run, built, drawn, folder)
-    return folder
+    verdicts = claims.evaluate(run, built)
+    status = status_notes(run)
+    claims.write(folder, run, verdicts, status)
+    readme.write(run, built, drawn, verdicts, status, folder)
+    html.write_index(run, built, drawn, folder, verdicts, status)
+    return Rendered(folder, run, built, verdicts, status)

@@ -1,5 +1,5 @@
-"""index.html: one self-contained page (figures embedded as data URIs) with the manifest summary,
-every table and every figure. A small script marks on <body> how many images decoded, so a
+"""index.html: one self-contained page (figures embedded as data URIs): the run's status, the
+paper's claims with their verdicts, the manifest summary, every table and every figure. A small script marks on <body> how many images decoded, so a
 headless browser can check the page (data-images-loaded="N/M").
 """
 from __future__ import annotations
@@ -29,6 +29,10 @@ tr.absent td { color: #888; font-style: italic; }
 figure { margin: 1.5rem 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: .85rem; color: #444; }
 code { font-size: .85em; }
+.status { background: #fff4e0; border-left: 4px solid #a15c00; padding: .5rem 1rem; }
+table.claims td { white-space: normal; } table.claims td:first-child { white-space: nowrap; font-weight: bold; }
+tr.v-reproduced td:first-child { color: #1b7f2a; } tr.v-partly td:first-child { color: #a15c00; }
+tr.v-not-reproduced td:first-child { color: #b00020; } tr.v-not-measurable-here td:first-child { color: #666; }
 """
 
 CHECK_IMAGES = """
@@ -140,7 +144,31 @@ def figure_html(figure: Figure, folder: Path) -> str:
             f"<figcaption>{esc(figure.title)} · <a href='{esc(pdf)}'>PDF</a></figcaption></figure>")
 
 
-def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path) -> str:
+def status_html(status: list[str]) -> str:
+    return "".join(f"<p class='status'><b>{esc(line)}</b></p>" for line in status)
+
+
+def claims_section(verdicts: list) -> str:
+    """The paper's claims and their verdicts on this run: the first thing on the page."""
+    from harness.report import claims
+
+    if not verdicts:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ("Verdict", "Claim", "Where", "Paper", "Ours", "Why"))
+    body = "".join(
+        f"<tr class='v-{v.verdict.replace(' ', '-')}'><td>{claims.SYMBOLS[v.verdict]} {esc(v.verdict)}</td>"
+        f"<td>{esc(v.claim.claim)} <code>{esc(v.claim.id)}</code></td><td>{esc(v.claim.where)}</td>"
+        f"<td>{esc(claims.shown(v, 'paper'))}</td><td>{esc(claims.shown(v, 'ours'))}</td><td>{esc(v.why)}</td></tr>"
+        for v in verdicts)
+    return (f"<section id='claims'><h2>The paper's claims on this run</h2><p>{esc(claims.counts(verdicts))}. "
+            f"<a href='claims.md'>How each verdict was computed</a> (also <a href='claims.csv'>csv</a>, "
+            f"<a href='claims.json'>json</a>).</p><p class='notes'>{esc(claims.HOW)}</p>"
+            f"<div class='scroll'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            f"</table></div></section>")
+
+
+def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path, verdicts: list | None = None,
+         status: list[str] | None = None) -> str:
     tables_html = "".join(table_html(t) for t in tables) or "<p>No trials in this run yet.</p>"
     figures_html = "".join(figure_html(f, folder) for f in figures) or "<p>No figure: no measured trials.</p>"
     return (
@@ -149,6 +177,7 @@ def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path) -> 
         "<body data-images-loaded='pending'>"
         f"<h1>burtbench report: {esc(run.run_id)}</h1>"
         "<p>BurTorch paper (arXiv 2503.13795) workloads on one CPU core: this machine's figures beside the paper's.</p>"
+        f"{status_html(status or [])}{claims_section(verdicts or [])}"
         f"{run_section(run)}{machine_section(run)}{frameworks_section(run)}{doctor_section(run)}"
         f"<section id='tables'><h2>Tables</h2>{tables_html}</section>"
         f"<section id='figures'><h2>Figures</h2>{figures_html}</section>"
@@ -156,7 +185,8 @@ def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path) -> 
     )
 
 
-def write_index(run: Run, tables: list[Table], figures: list[Figure], folder: Path) -> Path:
+def write_index(run: Run, tables: list[Table], figures: list[Figure], folder: Path, verdicts: list | None = None,
+                status: list[str] | None = None) -> Path:
     path = folder / "index.html"
-    path.write_text(page(run, tables, figures, folder), encoding="utf-8")
+    path.write_text(page(run, tables, figures, folder, verdicts, status), encoding="utf-8")
     return path

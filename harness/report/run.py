@@ -23,3 +23,23 @@ def load_run(run_dir: Path, warn=None) -> Run:
     except (OSError, ValueError):
         manifest = {}
     return Run(run_id=run_dir.name, manifest=manifest, trials=read_trials(run_dir, warn), os=paper.run_os(manifest))
+
+
+def status_notes(run: Run) -> list[str]:
+    """What a reader must know before any number: the run did not finish, or some trials failed."""
+    from collections import Counter
+
+    notes = []
+    status = run.manifest.get("status")
+    if status and status != "complete":
+        notes.append(f"This run is {status}, not complete: the report covers the {len(run.trials)} trials written "
+                     f"before it stopped (burtbench run --resume RUN_DIR runs the rest).")
+    failed = Counter(t.get("status") for t in run.trials if (t.get("status") or "ok") != "ok")
+    if failed:
+        listed = ", ".join(f"{n} {s}" for s, n in sorted(failed.items()))
+        notes.append(f"{sum(failed.values())} of {len(run.trials)} trials did not succeed ({listed}): "
+                     f"their rows are marked in the tables.")
+    wrong = sum(1 for t in run.trials if isinstance(t.get("check"), dict) and t["check"].get("ok") is False)
+    if wrong:
+        notes.append(f"{wrong} trials computed a wrong result (their check failed): their rows are marked.")
+    return notes

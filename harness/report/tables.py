@@ -20,7 +20,7 @@ from harness.points import DEFAULT_NOISE_THRESHOLD, Point, group, params_key
 from harness.report import cells, notes, paper
 from harness.report.metrics import Metric, memory_note, resolve
 from harness.report.run import Run
-from workloads import all_workloads
+from workloads import all_workloads, differences
 from workloads.base import PaperTable, Workload
 
 NOT_IN_RUN = "not in this run"
@@ -39,6 +39,8 @@ class Table:
     rows: list[dict]  # raw values in SI units, a missing one as None
     shown: pd.DataFrame  # the rows as formatted cells: what Markdown, LaTeX and HTML show
     notes: list[str] = field(default_factory=list)
+    paper_source: str = "none"  # 'Table 11 (Linux)': the paper's table beside ours
+    paper_os: str | None = None  # the OS of that table
 
 
 def default_declaration(workload: Workload) -> PaperTable:
@@ -80,13 +82,15 @@ def workload_table(run: Run, workload: Workload, declaration: PaperTable, points
         table_notes.append(memory_note(run.os, paper.OS_NAMES[run.os]))
     if declaration.theory_bound:
         table_notes.append(notes.theory_note(workload, run.manifest))
+    table_notes += [d.note() for d in differences.get(declaration.differences)]
     if not any(r["in_run"] and r["engine"] == BASELINE and r["trials_ok"] for r in rows):
         table_notes.insert(0, f"This run has no successful {BASELINE} trial, so it has no relative factors.")
     fields = LEAD_FIELDS + [f for m in metrics for f in metric_fields(m)] + ["notes"]
     split = {declaration.split_by: split_value} if declaration.split_by else {}
     return Table(name=(declaration.name or workload.name).format(**split), title=declaration.title.format(**split),
                  caption=f"Paper column: {source}.", workload=workload.name, declaration=declaration, fields=fields,
-                 rows=rows, shown=shown_cells(rows, metrics, declaration, points), notes=table_notes)
+                 rows=rows, shown=shown_cells(rows, metrics, declaration, points), notes=table_notes,
+                 paper_source=source, paper_os=paper_rows[0].os if paper_rows else None)
 
 
 def metric_fields(metric: Metric) -> list[str]:

@@ -103,5 +103,6 @@ WORKLOAD = training.training_workload(
         metrics=("init", "step_time", "paper_memory"), point=("hidden_dim", "batch"),
         split_by="batch", figure="lines", figure_x="param_count",
         notes=("Compute = mean ± std per step; ours: std over timing blocks averaged over trials, "
-               "paper: std over its 4,000 steps.",)),
+               "paper: std over its 4,000 steps.",),
+        differences=("output-head", "batch", "learning-rate", "timed", "data", "launches")),
 )

@@ -1,0 +1,73 @@
+"""The committed report of the committed reference run, and the README's table of setup differences,
+must be what the code makes of them now.
+
+reports/reference/ is results/reference/ rendered (Markdown tables, claims, PNG figures): a reader
+on a code host sees the regenerated paper without running anything. When the code that renders it
+changes, `make reference-report` renders it again; this test fails until then. Figures may differ
+in bytes from one matplotlib to another, so only their names are compared.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.report import render
+from workloads import all_workloads, differences
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "reports" / "reference"
+STALE = "reports/reference/ is stale: run `make reference-report` (burtbench report results/reference) and commit it"
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory) -> Path:
+    return render(ROOT / "results" / "reference", tmp_path_factory.mktemp("reports"))
+
+
+def compared(folder: Path) -> list[str]:
+    """The files that are committed: Markdown, the claims' CSV and JSON (not index.html, PDFs, LaTeX, table CSVs)."""
+    names = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
+    return sorted(n for n in names if n.endswith(".md") or n in ("claims.csv", "claims.json"))
+
+
+def test_reference_report_is_committed_and_small():
+    assert (COMMITTED / "claims.md").is_file() and (COMMITTED / "README.md").is_file()
+    size = sum(p.stat().st_size for p in COMMITTED.rglob("*") if p.is_file() and p.suffix in (".md", ".png", ".csv", ".json"))
+    assert size < 5 * 2**20
+
+
+def test_reference_report_is_not_stale(fresh):
+    assert compared(COMMITTED) == compared(fresh), STALE
+    for name in compared(fresh):
+        assert (COMMITTED / name).read_text(encoding="utf-8") == (fresh / name).read_text(encoding="utf-8"), \
+            f"{name}: {STALE}"
+    figures = sorted(p.name for p in (fresh / "figures").glob("*.png"))
+    assert figures and sorted(p.name for p in (COMMITTED / "figures").glob("*.png")) == figures, STALE
+
+
+def test_readme_links_the_reference_report_right_after_the_two_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = readme.index("make test")
+    first_section = readme.index("\n## ")
+    for link in ("reports/reference/claims.md", "reports/reference/README.md"):
+        assert commands < readme.index(link) < first_section, link
+        assert (ROOT / link).is_file()
+
+
+def test_readme_table_of_setup_differences_is_the_one_list():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- differences:begin.*?-->\n(.*?)<!-- differences:end -->", readme, re.S)
+    assert block, "README.md lost its differences block"
+    assert block.group(1) == differences.markdown_table(), \
+        "README's table of setup differences is not workloads/differences.py's: python -m workloads.differences"
+
+
+def test_every_difference_is_declared_by_a_workload_and_every_declared_one_exists():
+    workloads = all_workloads()
+    for w in workloads.values():
+        if w.paper is not None:
+            differences.get(w.paper.differences)  # KeyError on an unknown id
+    for d in differences.DIFFERENCES:
+        assert differences.affected(d, workloads), f"{d.id} affects no workload's table"

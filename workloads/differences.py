@@ -1,0 +1,92 @@
+"""How our setup differs from the paper's: ONE list, read by the report and by the README.
+
+Each workload's PaperTable names the differences that affect its numbers (`differences`, by id);
+the report prints them under that workload's tables, and the README's table "How our setup
+differs from the paper's, and why" is this list as `markdown_table()` writes it (a test checks
+that the README holds exactly that text; `python -m workloads.differences` prints it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Difference:
+    id: str
+    topic: str
+    paper: str  # what the paper's programs do
+    here: str  # what burtbench does
+    why: str = ""
+
+    def note(self) -> str:
+        """The line under a report table."""
+        why = f" Why: {self.why}." if self.why else ""
+        return f"Setup differs from the paper's — {self.topic}: paper: {self.paper}; here: {self.here}.{why}"
+
+
+DIFFERENCES = (
+    Difference("output-head", "output head",
+               "BurTorch C++: tanh on the logits (its layer default); PyTorch: linear",
+               "linear for every engine", "the same model everywhere"),
+    Difference("batch", "a \"batch\" of b",
+               "BurTorch: b (context, target) samples; PyTorch makemore: b names × 16 positions",
+               "b (context, target) samples for every engine", "the same work per step"),
+    Difference("learning-rate", "learning rate", "0.1 (BurTorch) vs 5e-4 (PyTorch)", "0.01 for every engine",
+               "same optimisation; at 0.1 the e = 1024 MLP diverges from a uniform(−1, 1) start"),
+    Difference("optimiser", "optimiser", "AdamW in gpt.py (the PyTorch baseline)", "plain SGD",
+               "same update everywhere, and the paper's BurTorch uses SGD"),
+    Difference("final-layernorm", "final LayerNorm",
+               "the text goes from the last block straight to the head: 46,289 parameters",
+               "a LayerNorm before the head, as in gpt.py (the paper's PyTorch baseline): 46,337 parameters",
+               "the 48 extra parameters are exactly that LayerNorm's gains and biases"),
+    Difference("timed", "what is timed",
+               "an index-array copy and shuffle in one program, a DataLoader fetch in the other",
+               "forward + backward + update; batch preparation excluded", "the same thing everywhere"),
+    Difference("data", "data", "names.txt, tiny-shakespeare",
+               "a synthetic corpus with the same alphabets by default; `--data-dir` for the real files",
+               "the main job must run without the data sets (which are not ours to commit)"),
+    Difference("launches", "launches", "not stated",
+               "1 per point (± is over the steps of one run, as in the paper)"),
+    Difference("tflite-fp32", "TF Lite precision", "FP64 (the caption says FP64 for every row)",
+               "FP32, checked with the FP32 tolerance", "TF Lite's built-in ops have no FP64"),
+    Difference("graph-modes", "\"graph\" modes",
+               "\"JIT-compiles f(x) into a static graph on the first call\"; only TorchScript (by tracing) is named",
+               "tf.function (TensorFlow), jax.jit (JAX), torch.jit.trace (TorchScript)",
+               "the paper does not name the TensorFlow and JAX mechanisms"),
+    Difference("tf-serializer", "TensorFlow serializer", "not named; files of 634 and 329 bytes",
+               "tf.io.serialize_tensor + tf.io.write_file, one file for the seven values",
+               "the paper does not say which container it wrote, so file sizes differ"),
+    Difference("energy-meter", "energy meter",
+               "a battery read at 1 s intervals (BatteryInfoView); OS share = 3.9 mWh/s idle drain × time",
+               "a battery or RAPL counter read around each process; OS share = idle power measured before the suite × time",
+               "the machine's own counters; a process shorter than the counter's update period gets no reading"),
+)
+
+_BY_ID = {d.id: d for d in DIFFERENCES}
+
+
+def get(ids) -> list[Difference]:
+    """The differences named (KeyError for an unknown id: a typo in a declaration fails loudly)."""
+    return [_BY_ID[i] for i in ids]
+
+
+def affected(difference: Difference, workloads: dict) -> list[str]:
+    """Names of the workloads whose tables carry a difference."""
+    return [name for name, w in workloads.items() if w.paper is not None and difference.id in w.paper.differences]
+
+
+def markdown_table(workloads: dict | None = None) -> str:
+    """The README's table: every difference, the tables it affects, the paper's way, ours and why."""
+    if workloads is None:
+        from workloads import all_workloads
+
+        workloads = all_workloads()
+    lines = ["| | the paper's programs | here | why | report tables |", "|---|---|---|---|---|"]
+    for d in DIFFERENCES:
+        tables = ", ".join(affected(d, workloads))
+        lines.append(f"| {d.topic} | {d.paper} | {d.here} | {d.why} | {tables} |".replace("|  |", "| |"))
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")
