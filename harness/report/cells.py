@@ -60,7 +60,7 @@ def check(row: dict) -> str:
     if not row["in_run"]:
         return ""
     if row["check_ok"] is None:
-        return "—"
+        return row.get("check_status") or "—"
     if row["check_ok"]:
         return "✓"
     return "✗ FAILED" if row["max_rel_err"] is None else f"✗ FAILED ({row['max_rel_err']:.1e})"

@@ -25,7 +25,7 @@ from workloads.base import PaperTable, Workload
 
 NOT_IN_RUN = "not in this run"
 LEAD_FIELDS = ["engine", "paper_row", "params", "in_run", "absent", "version", "paper_version", "trials_ok", "trials",
-               "iterations", "check_ok", "max_rel_err", "param_count"]
+               "iterations", "check_ok", "check_status", "max_rel_err", "param_count"]
 
 
 @dataclass
@@ -107,7 +107,8 @@ def our_frame(points: list[Point], metrics: list[Metric], point_names: tuple[str
         check_ok, worst = p.check()
         record = {"point": params_key(point_of(p.params, point_names)), "engine": p.engine, "in_run": True,
                   "version": p.version(), "trials_ok": p.trials_ok(), "trials": len(p.trials),
-                  "iterations": p.iterations(), "check_ok": check_ok, "max_rel_err": worst,
+                  "iterations": p.iterations(), "check_ok": check_ok, "check_status": p.check_status(),
+                  "max_rel_err": worst,
                   "our_param_count": p.param_count(), "point_notes": p.notes(),
                   "measure_notes": notes.measure_notes(metrics, p), "our_order": order}
         for m in metrics:
