@@ -3,6 +3,7 @@
     reports/<run-id>/index.html
     reports/<run-id>/tables/<name>.md | .tex | .csv
     reports/<run-id>/figures/<name>.png | .pdf
+    reports/<run-id>/authors.md          (where the run has trials of the authors' BurTorch programs)
 
 pandas and matplotlib are imported only while rendering, so importing this package stays cheap.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 def render(run_dir: Path, out_root: Path = Path("reports")) -> Path:
     """Render the report of `run_dir` into `out_root/<run-id>/` and return that folder."""
-    from harness.report import figures, formats, html, tables
+    from harness.report import authors, figures, formats, html, tables
     from harness.report.run import load_run
 
     run = load_run(Path(run_dir))
@@ -27,5 +28,6 @@ def render(run_dir: Path, out_root: Path = Path("reports")) -> Path:
     for table in built:
         formats.write_table(table, folder / "tables")
     drawn = figures.draw_all(built, run.os, folder / "figures")
+    authors.write_page(run, folder)
     html.write_index(run, built, drawn, folder)
     return folder

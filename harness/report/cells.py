@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 from harness.report.metrics import Metric
 
@@ -50,6 +51,19 @@ def theirs(metric: Metric, row: dict) -> str:
         return "—"
     return value_cell(row[f"paper_{metric.key}"], row[f"paper_{metric.key}_std"], row[f"paper_rel_{metric.key}"],
                       metric.scale)
+
+
+@lru_cache(maxsize=1)
+def labels() -> dict[str, str]:
+    from engines import all_engines
+
+    return {eid: spec.label for eid, spec in all_engines().items() if spec.label}
+
+
+def engine(row: dict) -> str:
+    """The engine's id, after the name it declares where several engines stand for one paper row."""
+    label = labels().get(row["engine"])
+    return f"{label}: {row['engine']}" if label else row["engine"]
 
 
 def version(row: dict) -> str:

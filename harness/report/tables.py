@@ -124,8 +124,9 @@ def paper_frame(rows: list[paper.PaperRow], metrics: list[Metric], point_names: 
     records = []
     for rank, row in enumerate(rows):
         row_points = [params_key({n: getattr(row, n) for n in point_names})] if point_names else our_points
-        for point in row_points:
-            record = {"point": point, "engine": row.engine or row.label, "paper_row": row.label,
+        # One record per engine that stands for the row: BurTorch's row sits beside ours and the authors' code.
+        for point, engine in ((p, e) for p in row_points for e in (row.engines or (row.label,))):
+            record = {"point": point, "engine": engine, "paper_row": row.label,
                       "paper_version": row.version or None, "paper_param_count": row.params, "paper_rank": rank,
                       "theory": row.key[0] == "theory"}
             for m in (m for m in metrics if m.paper):
@@ -195,7 +196,7 @@ def shown_cells(rows: list[dict], metrics: list[Metric], declaration: PaperTable
         columns["Params d"] = cells.param_count
     if not declaration.point and len({params_key(p.params) for p in points}) > 1:
         columns["Params"] = lambda row: params_key(row["params"])
-    columns.update({"Engine": lambda row: row["engine"], "Version (ours / paper)": cells.version,
+    columns.update({"Engine": cells.engine, "Version (ours / paper)": cells.version,
                     "Check": cells.check, "Trials ok": cells.trials})
     for m in metrics:
         columns[f"{m.title} ({m.unit}), ours"] = lambda row, m=m: cells.ours(m, row)
