@@ -105,6 +105,7 @@ def build_parser() -> Parser:
     upstream.add_argument("--dir", metavar="DIR", help="where to clone (default: build/upstream/checkout, "
                                                        "where the engines look when given no --upstream)")
     upstream.add_argument("--commit", metavar="C", help="a 40-digit commit (default: the one behind the paper's rows)")
+    upstream.add_argument("--url", metavar="URL", help="another copy of their repository (default: their GitHub)")
 
     sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
     return parser
@@ -204,7 +205,7 @@ def cmd_fetch_upstream(args, console: Console) -> int:
 
     folder = Path(args.dir) if args.dir else DEFAULT_CHECKOUT
     try:
-        tree = source.fetch(folder, args.commit or source.PINNED_COMMIT)
+        tree = source.fetch(folder, args.commit or source.PINNED_COMMIT, args.url or source.DEFAULT_URL)
     except source.SourceError as exc:
         print(f"burtbench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -119,13 +119,17 @@ def our_frame(points: list[Point], metrics: list[Metric], point_names: tuple[str
 
 
 def paper_frame(rows: list[paper.PaperRow], metrics: list[Metric], point_names: tuple[str, ...],
-                our_points: list[str], iterations: int | None) -> pd.DataFrame:
-    """The paper's rows at each point; a row of a one-point table (no point names) stands at every point of ours."""
+                our_points: list[str], iterations: int | None, present: set | None = None) -> pd.DataFrame:
+    """The paper's rows at each point; a row of a one-point table (no point names) stands at every point of ours.
+    Where several engines stand for a row, the first takes it at every point, the others where they ran
+    (`present`: the run's (point, engine) pairs)."""
     records = []
     for rank, row in enumerate(rows):
         row_points = [params_key({n: getattr(row, n) for n in point_names})] if point_names else our_points
         # One record per engine that stands for the row: BurTorch's row sits beside ours and the authors' code.
-        for point, engine in ((p, e) for p in row_points for e in (row.engines or (row.label,))):
+        engines = row.engines or (row.label,)
+        for point, engine in ((p, e) for p in row_points for e in engines
+                              if e == engines[0] or present is None or (p, e) in present):
             record = {"point": point, "engine": engine, "paper_row": row.label,
                       "paper_version": row.version or None, "paper_param_count": row.params, "paper_rank": rank,
                       "theory": row.key[0] == "theory"}
@@ -152,7 +156,8 @@ def relative(frame: pd.DataFrame, column: str) -> pd.Series:
 def joined_frame(points: list[Point], rows: list[paper.PaperRow], metrics: list[Metric], declaration: PaperTable,
                  unavailable: dict) -> pd.DataFrame:
     ours = our_frame(points, metrics, declaration.point)
-    theirs = paper_frame(rows, metrics, declaration.point, list(dict.fromkeys(ours["point"])), declaration.iterations)
+    theirs = paper_frame(rows, metrics, declaration.point, list(dict.fromkeys(ours["point"])), declaration.iterations,
+                         set(zip(ours["point"], ours["engine"])))
     frame = theirs.merge(ours, on=["point", "engine"], how="outer", sort=False)
     frame["in_run"] = frame["in_run"].eq(True)
     for m in metrics:
