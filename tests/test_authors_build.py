@@ -148,3 +148,42 @@ def test_first_error_prefers_the_compilers_error_line():
     assert builder.first_error(log) == "/a/b.cpp:1:21: error: 'y' was not declared in this scope"
     assert builder.first_error("CMake Error at CMakeLists.txt:3 (project):\n  No CMAKE_CXX_COMPILER could be found.\n") \
         == "CMake Error at CMakeLists.txt:3 (project): No CMAKE_CXX_COMPILER could be found."
+
+
+KNOB_MAIN = "#include <cstdio>\nconstexpr int kIterations = 5;\nint main() { std::printf(\"%d\\n\", kIterations); return 0; }\n"
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_variants_share_one_configured_tree_and_leave_no_change_behind(tmp_path):
+    from engines.authors.programs import Knob, Step
+
+    root = tmp_path / "up"
+    (root / "burt" / "bin_knob" / "src").mkdir(parents=True)
+    (root / "burt" / "bin_knob" / "src" / "main.cpp").write_text(KNOB_MAIN)
+    (root / "burt" / "bin_knob" / "CMakeLists.txt").write_text("add_executable(bin_knob src/main.cpp)\n")
+    (root / "burt" / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.12)\nproject(toy LANGUAGES CXX)\n"
+                                                  "add_subdirectory(bin_knob)\n")
+    tree = SourceTree(root=root, commit=None, kind="folder", origin=str(root))
+    main = "burt/bin_knob/src/main.cpp"
+    step = Step("bin_knob", main, {"iterations": Knob("kIterations", main, r"^constexpr int kIterations = (?P<value>\d+);")},
+                parse=lambda stdout, workdir: {})
+    project = tmp_path / "project"
+
+    def printed(result) -> str:
+        assert result.ok, result.reason
+        return subprocess.run([str(result.executable)], capture_output=True, text=True, check=True).stdout.strip()
+
+    seven = builder.build(tree, "bin_knob", builder.plan_changes(tree, step, {"iterations": 7}), project_root=project)
+    original = builder.build(tree, "bin_knob", (), project_root=project)
+    nine = builder.build(tree, "bin_knob", builder.plan_changes(tree, step, {"iterations": 9}), project_root=project)
+    assert (printed(seven), printed(original), printed(nine)) == ("7", "5", "9")
+    # One CMake tree for all; each variant's program copied out of it into a folder of its own.
+    assert seven.binary_dir == original.binary_dir == nine.binary_dir
+    assert len({seven.executable, original.executable, nine.executable}) == 3
+    assert seven.build_dir.name == "bin_knob.kIterations=7" and original.build_dir.name == "original"
+    # Their file untouched; the shared copy holds the last variant's line only.
+    assert (root / main).read_text() == KNOB_MAIN
+    shared = seven.binary_dir.parent / "src" / main
+    assert changed_lines(root / main, shared) == ["-constexpr int kIterations = 5;", "+constexpr int kIterations = 9;"]
+    again = builder.build(tree, "bin_knob", (), project_root=project)
+    assert again.cached and printed(again) == "5"

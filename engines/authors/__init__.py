@@ -14,7 +14,7 @@ Source (source.py)
         archive_sha256, dirty; .as_record() for the manifest.
     Failures raise SourceError, whose str() is one line (the CLI prints it and exits 2).
 
-Programs (programs.py)
+Programs (programs.py; reading their output: output.py; the checks: checks.py)
     PROGRAMS[workload] -> AuthorsProgram for tiny, small, save_load, energy, mlp, gpt:
         .steps (Step: target, argv(executable, data_path), data_file, writes/reads, pins_core,
         waits_for_key, knobs, parse(stdout, workdir) -> measures), .check(measures, reference=None),
@@ -24,14 +24,16 @@ Programs (programs.py)
     Run each step with stdin closed, in a fresh scratch folder, with the preload env below; pass
     mlp's names.txt / gpt's input.txt as argv[1] (step.argv does).
 
-Variants and builds (build.py; build.build is exported here as build_program)
+Variants (variants.py) and builds (build.py; build.build is exported here as build_program)
     plan_changes(tree, step, values) -> tuple[Change]  (file, line, old, new, symbol, values);
         empty where their constants already are the values.
     build_program(tree, target, changes=()) -> BuildResult (ok, executable, reason, variant, changes,
         compiler, cached, ...); never raises for a failed compile: reason is the first error line.
-        Cached under build/upstream/<commit>/<variant>/, one build at a time across processes.
-    compile_against(built, cpp_file, output): compile a C++ file of ours like their target
-        (for experiments on their library).
+        One configured CMake tree per source under build/upstream/<commit>/work/, shared by every
+        variant (a variant recompiles its main file); each program copied out into
+        build/upstream/<commit>/<variant>/; one build at a time across processes.
+    compile_against(built, cpp_file, output) (cmake.py): compile a C++ file of ours like their
+        target (for experiments on their library).
 
 Memory (memory.py)
     child_env(out_file, base=None, line_buffered=False) -> dict to add to the child's env
@@ -40,7 +42,8 @@ Memory (memory.py)
         (VmPeak), ran_on_cpu, cpus_allowed, each with its source, or null with the reason.
 
 run.py: run_program(program, {target: executable}, workdir, data_dir, cpu, timeout_s) does all of
-the above for one trial (tests use it; the runner may too).
+the above for one trial, outside the harness (tests use it). The harness runs them through
+engines/burtorch_authors.py, an engine of kind "program".
 
 differences.py: DIFFERENCES, the ways each program differs from the paper's text and from our
 workloads, with evidence (file:line of their code, runs) and the test that re-establishes it.
