@@ -210,7 +210,8 @@ class AuthorsEngine(EngineSpec):
             "iterations": merged["iterations"], "warmup": 0, "loop_time_s": merged.get("loop_time_s"),
             "per_iter_s": merged["per_iter_s"], "samples_s": None, "loop_cpu_time_s": None,
             "framework_version": f"authors' {(built[0].commit or 'unknown commit')[:12]}",
-            "cpu_clocks": None, "cpu_clocks_source": NO_CLOCKS,
+            "cpu_clocks": None, "cpu_clocks_source": NO_CLOCKS, "instructions": None, "cpu_time_s": None,
+            "peak_private_bytes": None, "peak_private_source": "not read from their process (Linux: VmHWM/VmPeak)",
             **_largest(peaks, "peak_resident"), **_largest(peaks, "peak_virtual"),
             "check": program.check(merged, reference),
             "ran_on_cpu": cpus[0] if len(cpus) == 1 else cpus,
@@ -231,8 +232,14 @@ class AuthorsEngine(EngineSpec):
         record: dict = {"location": str(where) if where else None, "found_by": how}
         tree = _trees.get(str(where)) if where else None
         if tree is not None:
+            from engines.authors.programs import PROGRAMS
+
             record["source"] = tree.as_record()
             record["builds"] = [b.as_record() for key, b in _builds.items() if key[0] == str(tree.root)]
+            # Whatever core the runner pins them to (each trial's extra.ran_on_cpu says where they ran).
+            targets = {b["target"] for b in record["builds"]}
+            record["pin_themselves_to"] = {s.target: s.pins_core for p in PROGRAMS.values() for s in p.steps
+                                           if s.pins_core is not None and s.target in targets}
         library, why = _preload()
         record["peak_memory_library"] = library or why
         return record

@@ -104,7 +104,8 @@ def check_save_load(measures: Mapping, reference: Mapping[str, float] | None = N
     return {"ok": ok, "status": "ok" if ok else "mismatch", "max_rel_err": max(errors) if errors else None,
             "expected": expected, "got": dict(saved), "tolerance": 0.0, "reason": reason,
             "load_note": "their loading program prints nothing it loaded: the load half is checked as"
-                         " reading the saved, unchanged 56-byte file"}
+                         " reading the saved, unchanged 56-byte file (under the harness, the file is read"
+                         " once, after both programs ran)"}
 
 
 def check_training(measures: Mapping, reference: Mapping | None = None) -> dict:

@@ -47,8 +47,11 @@ def _check(point: Point) -> str:
 def _cores(point: Point) -> str:
     cores = sorted({str(c) for t in point.trials for c in _as_list((t.get("extra") or {}).get("ran_on_cpu"))})
     pinned = {(t.get("extra") or {}).get("pinned_itself_to") for t in point.trials} - {None}
-    text = ", ".join(cores) or "n/a"
-    return text + (f" (pins itself to {', '.join(map(str, sorted(pinned)))})" if pinned else "")
+    runner = sorted({str(t.get("cpu")) for t in point.trials if t.get("cpu") is not None})
+    notes = [f"pins itself to {', '.join(map(str, sorted(pinned)))}"] if pinned else []
+    if runner and set(runner) != set(cores):
+        notes.append(f"the runner pinned it to {', '.join(runner)}")
+    return (", ".join(cores) or "n/a") + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _as_list(value) -> list:
