@@ -12,6 +12,7 @@ from engines.base import EngineSpec
 
 ENGINE_MODULES = (
     "engines.burtorch",
+    "engines.burtorch_authors",
     "engines.torch",
     "engines.libtorch",
     "engines.tensorflow",

@@ -40,7 +40,11 @@ class EngineSpec:
     # a native driver's compiled-in programs, a framework's hand-written model).
     kinds: tuple[str, ...] = ()
     workloads: tuple[str, ...] = ()
-    # "python": run by harness.worker importing `module`; "native": an executable speaking the same protocol.
+    # "python": run by harness.worker importing `module`; "native": an executable speaking the same protocol;
+    # "program": a program that prints its own text: the spec gives the command of a trial and turns
+    # what the finished child printed (and left in its scratch folder) into the payload
+    # (command(pt, iterations, inputs, workdir) -> (argv, env); payload(pt, iterations, stdout,
+    # workdir, inputs) -> dict; engines/burtorch_authors.py).
     kind: str = "python"
     module: str = ""
     # Top-level Python modules that must be importable for the engine to be available.
@@ -55,6 +59,8 @@ class EngineSpec:
     # spells them, and the serialization path where the paper ran one framework two ways.
     paper_row: tuple[str, str, str, str] | None = None
     paper_variant: str | None = None
+    # The name the report gives its rows where several engines stand for one paper row.
+    label: str = ""
 
     @property
     def id(self) -> str:

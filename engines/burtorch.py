@@ -4,7 +4,8 @@ from engines.base import EngineSpec
 ENGINES = [
     # The driver has its workloads compiled in (burtorch_ext/src/driver/main.cpp).
     EngineSpec("burtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "save_load", "mlp", "gpt", "energy"),
-               kind="native", executable="burtorch-bench", paper_row=("burtorch", "eager", "cpp", "cpu")),
+               kind="native", executable="burtorch-bench", paper_row=("burtorch", "eager", "cpp", "cpu"),
+               label="BurTorch (this project's engine)"),
     EngineSpec("burtorch", "eager", "python", "cpu", kinds=("graph",), module=__name__, requires=("burtorch",)),
 ]
 

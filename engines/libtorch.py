@@ -211,8 +211,8 @@ class BuiltOnFirstUse(EngineSpec):
     def unavailable_reason(self) -> str | None:
         return build_blocker()
 
-    def prepare(self) -> str | None:
-        """Build the driver if needed; the runner calls it once before the engine's first trial."""
+    def prepare(self, planned=()) -> str | None:
+        """Build the driver if needed; the session calls it once before the engine's first trial."""
         return build_driver()
 
 

@@ -36,6 +36,8 @@ EXAMPLES = """examples:
   burtbench compare RUN_A RUN_B --fail-if-slower 10
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
   burtbench fetch-data --data-dir data
+  burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
+  burtbench run --engine burtorch --workload tiny,small --upstream ../shared/upstream/burtorch-b1a9d66.tar.gz
   burtbench doctor
 """
 
@@ -52,8 +54,8 @@ def build_parser() -> Parser:
                                      "process pinned to one core, append it to trials.jsonl.")
     run.add_argument("--workload", default="all", metavar="W,...", help="workload names, or 'all' (default)")
     run.add_argument("--engine", default="all", metavar="E,...",
-                     help="engine ids or prefixes ('torch' = every torch engine, 'torch/eager' = its eager ones), "
-                          "or 'all' (default: every available engine)")
+                     help="engine ids or prefixes ('torch' = every torch engine, 'torch/eager' = its eager ones; "
+                          "'burtorch' includes the authors' burtorch-authors), or 'all' (default: every available engine)")
     run.add_argument("--profile", metavar="P",
                      help=f"iteration counts: {', '.join(PROFILES)} (default quick; paper = the paper's counts)")
     run.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
@@ -78,6 +80,9 @@ def build_parser() -> Parser:
     run.add_argument("--data-dir", metavar="DIR",
                      help="read the real makemore names.txt and tiny-shakespeare input.txt from DIR for mlp and gpt "
                           "(default: a synthetic corpus with the same alphabets; see fetch-data)")
+    run.add_argument("--upstream", metavar="DIR|ARCHIVE",
+                     help="the authors' BurTorch source (a checkout or a `git archive` tarball) for the "
+                          "burtorch-authors engines (default: $BURTBENCH_UPSTREAM, else the fetch-upstream checkout)")
     run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
     run.add_argument("--resume", metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
     run.add_argument("--no-report", action="store_true",
@@ -97,6 +102,13 @@ def build_parser() -> Parser:
 
     fetch = sub.add_parser("fetch-data", help="download names.txt and input.txt from their public origins (sha256-checked)")
     fetch.add_argument("--data-dir", default="data", metavar="DIR", help="where to put them (default: data)")
+
+    upstream = sub.add_parser("fetch-upstream", help="clone the authors' BurTorch at a pinned commit and verify it "
+                                                     "(the source of the burtorch-authors engines)")
+    upstream.add_argument("--dir", metavar="DIR", help="where to clone (default: build/upstream/checkout, "
+                                                       "where the engines look when given no --upstream)")
+    upstream.add_argument("--commit", metavar="C", help="a 40-digit commit (default: the one behind the paper's rows)")
+    upstream.add_argument("--url", metavar="URL", help="another copy of their repository (default: their GitHub)")
 
     sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
     return parser
@@ -191,6 +203,21 @@ def cmd_fetch_data(args, console: Console) -> int:
     return 0
 
 
+def cmd_fetch_upstream(args, console: Console) -> int:
+    from engines.authors import source
+    from engines.burtorch_authors import DEFAULT_CHECKOUT
+
+    folder = Path(args.dir) if args.dir else DEFAULT_CHECKOUT
+    try:
+        tree = source.fetch(folder, args.commit or source.PINNED_COMMIT, args.url or source.DEFAULT_URL)
+    except source.SourceError as exc:
+        print(f"burtbench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    hint = "" if folder == DEFAULT_CHECKOUT else f" (run with --upstream {tree.root})"
+    console.print(f"{tree.root}: commit {tree.commit} verified{hint}", highlight=False)
+    return 0
+
+
 def cmd_run(args, console: Console) -> int:
     from harness import session
 
@@ -198,7 +225,7 @@ def cmd_run(args, console: Console) -> int:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "fetch-data": cmd_fetch_data, "doctor": cmd_doctor}
+            "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -109,7 +109,7 @@ def _progress(console: Console) -> Progress:
 
 def _announce(console: Console, progress: Progress, pt: PlannedTrial, trial: results.Trial) -> None:
     """One line per trial that did not go as planned (and every trial when not on a terminal)."""
-    bad_check = trial.check is not None and not trial.check.get("ok")
+    bad_check = trial.check is not None and trial.check.get("ok") is False  # None: could not decide
     if trial.status == "ok" and not bad_check and console.is_terminal:
         return
     if trial.status != "ok":

@@ -146,10 +146,21 @@ class Point:
     def check(self) -> tuple[bool | None, float | None]:
         """(all checks passed, worst relative error); None when no trial carries a check."""
         checks = [t["check"] for t in self.trials if isinstance(t.get("check"), dict)]
-        if not checks:
-            return None, None
         errors = [e for e in (number(c.get("max_rel_err")) for c in checks) if e is not None]
-        return all(c.get("ok") is True for c in checks), max(errors, default=None)
+        # A check whose ok is None could not decide (its program's outputs are not comparable with
+        # the reference, or printed too coarsely): it neither passes nor fails (check_status says why).
+        decided = [c for c in checks if c.get("ok") is not None]
+        if not decided:
+            return None, max(errors, default=None) if checks else None
+        return all(c.get("ok") is True for c in decided), max(errors, default=None)
+
+    def check_status(self) -> str | None:
+        """What the undecided checks say ("not comparable", "agrees to printed digits"), where none decided."""
+        checks = [t["check"] for t in self.trials if isinstance(t.get("check"), dict)]
+        if not checks or any(c.get("ok") is not None for c in checks):
+            return None
+        statuses = sorted({str(c.get("status") or "undecided").replace("_", " ") for c in checks})
+        return ", ".join(statuses)
 
     def outputs(self) -> dict | None:
         """What the engine computed (its first checked trial's outputs, `check.got`), or None."""
@@ -173,7 +184,7 @@ class Point:
                 notes.append(f"{count} of {total} trials {status}{why}")
         ok, worst = self.check()
         if ok is False:
-            failed = sum(1 for t in self.trials if isinstance(t.get("check"), dict) and t["check"].get("ok") is not True)
+            failed = sum(1 for t in self.trials if isinstance(t.get("check"), dict) and t["check"].get("ok") is False)
             err = f", max rel. error {worst:.3g}" if worst is not None else ""
             notes.append(f"numerical check FAILED in {failed} of {total} trials{err}")
         if self.noisy():

@@ -6,8 +6,11 @@ before starting the next, so a crash, a hang or Ctrl-C loses at most the trial i
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 import signal
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,6 +39,31 @@ def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOp
     cmd = [options.python, "-m", "harness.worker", "--engine", pt.engine.id, "--workload", pt.workload.name,
            "--params", json.dumps(pt.params), *counts, *shared]
     return cmd + ["--sample-private"] if options.sample_private else cmd
+
+
+def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: int,
+              inputs: Path | None) -> ChildRun:
+    """One child of a trial. An engine of kind "program" (a program that prints its own text) gives
+    the command and, once the child has ended well, turns what it printed and left in its scratch
+    folder into the payload line; every other engine's child prints that line itself."""
+    if pt.engine.kind != "program":
+        return spawner.run(child_command(pt, iterations, warmup, spawner.options, inputs), pt.timeout_s)
+    workdir = Path(tempfile.mkdtemp(prefix="burtbench-trial-"))
+    try:
+        try:
+            cmd, env = pt.engine.command(pt, iterations, inputs, workdir)
+        except RuntimeError as exc:  # its program cannot be had (no source, a failed build)
+            line = json.dumps({"status": "unavailable", "reason": str(exc)})
+            return ChildRun(EXIT_UNAVAILABLE, line, "", 0.0, None)
+        child = spawner.run(cmd, pt.timeout_s, cwd=workdir, env=env)
+        if child.spawn_error is None and not child.timed_out and child.returncode == 0:
+            payload = pt.engine.payload(pt, iterations, child.stdout, workdir, inputs)
+            stderr = child.stderr if payload.get("status") == "ok" else \
+                f"{child.stderr}\n[its stdout, last lines]\n{child.stdout[-STDERR_TAIL_CHARS // 2:]}"
+            child = dataclasses.replace(child, stdout=json.dumps(payload) + "\n", stderr=stderr)
+        return child
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def prepare_inputs(pt: PlannedTrial, run_dir: Path) -> Path | None:
@@ -78,6 +106,8 @@ def classify(child: ChildRun, timeout_s: float, mem_limited: bool) -> tuple[str,
         if child.returncode < 0:
             return "failed", f"killed by signal {signal_name(-child.returncode)}", None
         return "failed", f"exit code {child.returncode}", None
+    if payload is not None and payload.get("status") == "failed" and payload.get("reason"):
+        return "failed", str(payload["reason"]), None
     if payload is None or payload.get("status") != "ok":
         shown = (child.stdout.strip().splitlines() or [""])[-1][:200]
         return "failed", f"unparseable result line from the child: {shown!r}", None
@@ -127,14 +157,14 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     trial = new_trial(pt, opts.cpu)
     mem_limited = opts.mem_limit_bytes is not None
     if pt.with_init:
-        init = spawner.run(child_command(pt, 1, 0, opts, inputs), pt.timeout_s)
+        init = run_child(pt, spawner, 1, 0, inputs)
         status, reason, _ = classify(init, pt.timeout_s, mem_limited)
         if status != "ok":
             return _record_failure(trial, status, f"init run: {reason}", init)
         trial.init_time_s = init.wall_s
     if meter is not None:
         meter.start()
-    main = spawner.run(child_command(pt, pt.iterations, pt.warmup, opts, inputs), pt.timeout_s)
+    main = run_child(pt, spawner, pt.iterations, pt.warmup, inputs)
     reading = meter.stop() if meter is not None else {}
     status, reason, payload = classify(main, pt.timeout_s, mem_limited)
     if status != "ok":
@@ -146,7 +176,10 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     if spawner.pin_problem:
         trial.extra["not_pinned"] = spawner.pin_problem
     precision = payload.get("precision") or pt.workload.precision
-    trial.check = pt.workload.check(pt.params, payload.get("outputs"), precision, inputs).as_dict()
+    # A "program" engine's payload is made here, in the parent, from what its program printed: its
+    # check is the one the spec made (it knows how many digits the program prints).
+    own = payload.get("check") if pt.engine.kind == "program" else None
+    trial.check = own or pt.workload.check(pt.params, payload.get("outputs"), precision, inputs).as_dict()
     return trial
 
 

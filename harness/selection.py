@@ -30,7 +30,9 @@ def resolve_engines(text: str, registry: dict) -> list:
         return list(registry.values())
     chosen = []
     for token in _tokens(text, "--engine"):
-        matches = [spec for eid, spec in registry.items() if eid == token or eid.startswith(token.rstrip("/") + "/")]
+        # A framework's name also selects its variants: 'burtorch' takes burtorch-authors/... too.
+        matches = [spec for eid, spec in registry.items() if eid == token or eid.startswith(token.rstrip("/") + "/")
+                   or ("/" not in token and eid.split("/")[0].startswith(token + "-"))]
         if not matches:
             raise UsageError(f"unknown engine '{token}'{did_you_mean(token, _engine_names(registry))} "
                              f"(burtbench list shows them)")

@@ -19,7 +19,7 @@ from harness.lock import RunLock
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
-PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir")
+PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream")
 
 
 @dataclass(frozen=True)
@@ -54,12 +54,15 @@ def plan_spec(args) -> dict:
         raise UsageError("no selected engine implements any selected workload (burtbench list shows who does what)")
     data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
     selection.use_data_dir(data_dir)
+    upstream = str(Path(args.upstream).expanduser().resolve()) if getattr(args, "upstream", None) else None
+    use_upstream(upstream)
     if args.adaptive and args.trials and args.max_trials < args.trials:
         raise UsageError(f"--max-trials {args.max_trials} is below --trials {args.trials}")
     return {"profile": profile, "engines": [e.id for e in engines], "workloads": [w.name for w in usable],
             "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
             "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
-            "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir}
+            "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir,
+            "upstream": upstream}
 
 
 def request(args) -> RunRequest:
@@ -75,6 +78,7 @@ def request(args) -> RunRequest:
         manifest = results.read_manifest(run_dir)
         spec = manifest["plan"]
         selection.use_data_dir(spec.get("data_dir"))
+        use_upstream(spec.get("upstream"))
         cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
     else:
         run_dir, spec = None, plan_spec(args)
@@ -82,6 +86,18 @@ def request(args) -> RunRequest:
         selection.check_out_dir(Path(args.out))
     return RunRequest(spec, run_dir, Path(args.out), cpu, python, args.mem_limit, args.sample_private, args.energy,
                       args.idle_seconds, report=not getattr(args, "no_report", False))
+
+
+def use_upstream(path: str | None) -> None:
+    """--upstream: the authors' BurTorch source for the burtorch-authors engines (and their builds)."""
+    if path is None:
+        return
+    from engines.authors.source import ENV_VAR
+
+    if not Path(path).exists():
+        raise UsageError(f"--upstream {path}: no such file or folder (a checkout or a `git archive` tarball;"
+                         f" burtbench fetch-upstream makes one)")
+    os.environ[ENV_VAR] = path
 
 
 def existing_run(path: str, what: str) -> Path:
@@ -113,12 +129,14 @@ def make_plan(spec: dict) -> list:
 
 def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
     """The plan without engines that cannot run here, and why each cannot. An engine built on first
-    use (the LibTorch driver) is built here, before the first trial."""
+    use (the LibTorch driver, the authors' programs) is built here, before the first trial, for the
+    trials planned for it."""
     unavailable = {}
     for pt in plan:
         if pt.engine.id not in unavailable:
             prepare = getattr(pt.engine, "prepare", None)
-            unavailable[pt.engine.id] = pt.engine.unavailable_reason() or (prepare() if prepare else None)
+            mine = [p for p in plan if p.engine.id == pt.engine.id]
+            unavailable[pt.engine.id] = pt.engine.unavailable_reason() or (prepare(mine) if prepare else None)
     unavailable = {k: v for k, v in unavailable.items() if v}
     for eid, reason in unavailable.items():
         console.print(f"[yellow]skipping[/] {eid}: unavailable: {reason}", highlight=False)
@@ -170,6 +188,11 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     else:
         manifest = manifest_mod.build(run_dir.name, req.spec, req.cpu, req.python, sys.argv)
     manifest["unavailable"] = {**manifest.get("unavailable", {}), **unavailable}
+    # What engines built for this run (the authors' programs and their variants' changes).
+    engines = {pt.engine.id: pt.engine for pt in plan}
+    builds = {eid: e.manifest_record() for eid, e in engines.items() if hasattr(e, "manifest_record")}
+    if builds:
+        manifest["engine_builds"] = {**manifest.get("engine_builds", {}), **builds}
     manifest["options"] = {"mem_limit_bytes": req.mem_limit_bytes, "python": req.python,
                            "sample_private": req.sample_private}
     manifest_mod.save(run_dir, manifest)

@@ -72,14 +72,16 @@ class ChildSpawner:
         if self.current is not None:
             kill_tree(self.current)
 
-    def run(self, cmd: list[str], timeout_s: float) -> ChildRun:
+    def run(self, cmd: list[str], timeout_s: float, cwd: str | os.PathLike | None = None,
+            env: dict | None = None) -> ChildRun:
+        """`env` adds to the child's environment; `cwd` is its working folder (default: ours)."""
         if self.interrupted:
             raise Interrupted
-        env = {**os.environ, **SINGLE_THREAD_ENV, **self.options.env}
+        env = {**os.environ, **SINGLE_THREAD_ENV, **self.options.env, **(env or {})}
         start = time.perf_counter()
         try:
             with affinity.pinned_spawning(self.options.cpu):
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
                                         stdin=subprocess.DEVNULL, **self._platform_kwargs())
         except OSError as exc:
             return ChildRun(None, "", "", time.perf_counter() - start, None,

@@ -34,7 +34,7 @@ def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THR
             ratios.append(f"{mean / base_mean:.3g}" if mean and base_mean else "—")
         statuses = set(point.status_counts()) - {"ok"}
         ok, _ = point.check()
-        check = {True: "ok", False: "wrong", None: "—"}[ok]
+        check = {True: "ok", False: "wrong", None: point.check_status() or "—"}[ok]
         rss = point.values("peak_resident_bytes")
         cv = point.time_cv()
         table.add_row(key.workload + _shown_params(key.workload, point.params), key.engine,

@@ -5,6 +5,7 @@
     reports/<run-id>/claims.md | .csv | .json            a verdict for each of the paper's claims
     reports/<run-id>/tables/<name>.md | .tex | .csv
     reports/<run-id>/figures/<name>.png | .pdf
+    reports/<run-id>/authors.md          (where the run has trials of the authors' BurTorch programs)
 
 pandas and matplotlib are imported only while rendering, so importing this package stays cheap.
 """
@@ -31,7 +32,7 @@ class Rendered:
 
 def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     """The report of `run_dir` in `out_root/<run-id>/`, with what it found (for the terminal summary)."""
-    from harness.report import claims, figures, formats, html, readme, tables
+    from harness.report import authors, claims, figures, formats, html, readme, tables
     from harness.report.run import load_run, status_notes
 
     run = load_run(Path(run_dir))
@@ -47,6 +48,7 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     verdicts = claims.evaluate(run, built)
     status = status_notes(run)
     claims.write(folder, run, verdicts, status)
+    authors.write_page(run, folder)
     readme.write(run, built, drawn, verdicts, status, folder)
     html.write_index(run, built, drawn, folder, verdicts, status)
     return Rendered(folder, run, built, verdicts, status)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 from harness.report.metrics import Metric
 
@@ -52,6 +53,19 @@ def theirs(metric: Metric, row: dict) -> str:
                       metric.scale)
 
 
+@lru_cache(maxsize=1)
+def labels() -> dict[str, str]:
+    from engines import all_engines
+
+    return {eid: spec.label for eid, spec in all_engines().items() if spec.label}
+
+
+def engine(row: dict) -> str:
+    """The engine's id, after the name it declares where several engines stand for one paper row."""
+    label = labels().get(row["engine"])
+    return f"{label}: {row['engine']}" if label else row["engine"]
+
+
 def version(row: dict) -> str:
     return f"{row['version'] or '—'} / {row['paper_version'] or '—'}"
 
@@ -60,7 +74,7 @@ def check(row: dict) -> str:
     if not row["in_run"]:
         return ""
     if row["check_ok"] is None:
-        return "—"
+        return row.get("check_status") or "—"
     if row["check_ok"]:
         return "✓"
     return "✗ FAILED" if row["max_rel_err"] is None else f"✗ FAILED ({row['max_rel_err']:.1e})"

@@ -9,6 +9,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
+from harness.report import authors
 from harness.report.figures import Figure
 from harness.report.run import Run
 from harness.report.tables import Table
@@ -180,6 +181,7 @@ def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path, ver
         f"{status_html(status or [])}{claims_section(verdicts or [])}"
         f"{run_section(run)}{machine_section(run)}{frameworks_section(run)}{doctor_section(run)}"
         f"<section id='tables'><h2>Tables</h2>{tables_html}</section>"
+        f"{authors.section_html(run)}"
         f"<section id='figures'><h2>Figures</h2>{figures_html}</section>"
         f"<script>{CHECK_IMAGES}</script></body></html>\n"
     )

@@ -43,7 +43,12 @@ class PaperRow:
 
     @property
     def engine(self) -> str | None:
-        return engine_of_row().get((self.key, self.variant))
+        return next(iter(self.engines), None)
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        """Our engines that stand for this row (ours and the authors' code for BurTorch's)."""
+        return engine_of_row().get((self.key, self.variant), ())
 
     @property
     def label(self) -> str:
@@ -57,11 +62,16 @@ class PaperRow:
 
 
 @lru_cache(maxsize=1)
-def engine_of_row() -> dict[tuple, str]:
-    """(paper row key, variant) -> our engine id, from the engines' own declarations (EngineSpec.paper_row)."""
+def engine_of_row() -> dict[tuple, tuple[str, ...]]:
+    """(paper row key, variant) -> our engine ids, from the engines' own declarations (EngineSpec.paper_row)."""
     from engines import all_engines
 
-    return {(spec.paper_row, spec.paper_variant): spec.id for spec in all_engines().values() if spec.paper_row}
+    rows: dict[tuple, tuple[str, ...]] = {}
+    for spec in all_engines().values():
+        if spec.paper_row:
+            key = (spec.paper_row, spec.paper_variant)
+            rows[key] = (*rows.get(key, ()), spec.id)
+    return rows
 
 
 def _int_or_none(text: str) -> int | None:

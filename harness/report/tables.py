@@ -25,7 +25,7 @@ from workloads.base import PaperTable, Workload
 
 NOT_IN_RUN = "not in this run"
 LEAD_FIELDS = ["engine", "paper_row", "params", "in_run", "absent", "version", "paper_version", "trials_ok", "trials",
-               "iterations", "check_ok", "max_rel_err", "param_count"]
+               "iterations", "check_ok", "check_status", "max_rel_err", "param_count"]
 
 
 @dataclass
@@ -111,7 +111,8 @@ def our_frame(points: list[Point], metrics: list[Metric], point_names: tuple[str
         check_ok, worst = p.check()
         record = {"point": params_key(point_of(p.params, point_names)), "engine": p.engine, "in_run": True,
                   "version": p.version(), "trials_ok": p.trials_ok(), "trials": len(p.trials),
-                  "iterations": p.iterations(), "check_ok": check_ok, "max_rel_err": worst,
+                  "iterations": p.iterations(), "check_ok": check_ok, "check_status": p.check_status(),
+                  "max_rel_err": worst,
                   "our_param_count": p.param_count(), "point_notes": p.notes(),
                   "measure_notes": notes.measure_notes(metrics, p), "our_order": order}
         for m in metrics:
@@ -122,13 +123,18 @@ def our_frame(points: list[Point], metrics: list[Metric], point_names: tuple[str
 
 
 def paper_frame(rows: list[paper.PaperRow], metrics: list[Metric], point_names: tuple[str, ...],
-                our_points: list[str], iterations: int | None) -> pd.DataFrame:
-    """The paper's rows at each point; a row of a one-point table (no point names) stands at every point of ours."""
+                our_points: list[str], iterations: int | None, present: set | None = None) -> pd.DataFrame:
+    """The paper's rows at each point; a row of a one-point table (no point names) stands at every point of ours.
+    Where several engines stand for a row, the first takes it at every point, the others where they ran
+    (`present`: the run's (point, engine) pairs)."""
     records = []
     for rank, row in enumerate(rows):
         row_points = [params_key({n: getattr(row, n) for n in point_names})] if point_names else our_points
-        for point in row_points:
-            record = {"point": point, "engine": row.engine or row.label, "paper_row": row.label,
+        # One record per engine that stands for the row: BurTorch's row sits beside ours and the authors' code.
+        engines = row.engines or (row.label,)
+        for point, engine in ((p, e) for p in row_points for e in engines
+                              if e == engines[0] or present is None or (p, e) in present):
+            record = {"point": point, "engine": engine, "paper_row": row.label,
                       "paper_version": row.version or None, "paper_param_count": row.params, "paper_rank": rank,
                       "theory": row.key[0] == "theory"}
             for m in (m for m in metrics if m.paper):
@@ -154,7 +160,8 @@ def relative(frame: pd.DataFrame, column: str) -> pd.Series:
 def joined_frame(points: list[Point], rows: list[paper.PaperRow], metrics: list[Metric], declaration: PaperTable,
                  unavailable: dict) -> pd.DataFrame:
     ours = our_frame(points, metrics, declaration.point)
-    theirs = paper_frame(rows, metrics, declaration.point, list(dict.fromkeys(ours["point"])), declaration.iterations)
+    theirs = paper_frame(rows, metrics, declaration.point, list(dict.fromkeys(ours["point"])), declaration.iterations,
+                         set(zip(ours["point"], ours["engine"])))
     frame = theirs.merge(ours, on=["point", "engine"], how="outer", sort=False)
     frame["in_run"] = frame["in_run"].eq(True)
     for m in metrics:
@@ -198,7 +205,7 @@ def shown_cells(rows: list[dict], metrics: list[Metric], declaration: PaperTable
         columns["Params d"] = cells.param_count
     if not declaration.point and len({params_key(p.params) for p in points}) > 1:
         columns["Params"] = lambda row: params_key(row["params"])
-    columns.update({"Engine": lambda row: row["engine"], "Version (ours / paper)": cells.version,
+    columns.update({"Engine": cells.engine, "Version (ours / paper)": cells.version,
                     "Check": cells.check, "Trials ok": cells.trials})
     for m in metrics:
         columns[f"{m.title} ({m.unit}), ours"] = lambda row, m=m: cells.ours(m, row)

@@ -1,0 +1,269 @@
+"""The authors' own BurTorch (github.com/burlachenkok/burtorch) as engines: their published example
+programs, built from a copy the user has, run by the same runner with the same measures as ours.
+
+An engine of kind "program": a program that prints its own text, not our JSON line. The runner asks
+the spec for the command of a trial (`command`), runs it like every child (pinned, one thread,
+memory cap, timeout, wait4 CPU time, init run and measured run) in a fresh scratch folder, and
+asks the spec to turn what it printed and left in that folder into the payload (`payload`).
+
+Where their source comes from: `--upstream DIR|ARCHIVE` on `burtbench run` (which sets
+$BURTBENCH_UPSTREAM for the run), else $BURTBENCH_UPSTREAM, else the checkout `burtbench
+fetch-upstream` makes by default (build/upstream/checkout). With none, the engine is unavailable
+and says how to get one. Nothing of theirs is stored in this project (GPL v3).
+
+prepare(planned) builds, before the first trial, every program the planned trials need: their
+code unchanged where the point is theirs, else a variant with only the compile-time constants
+changed (iterations, batch, hidden size, print interval; engines/authors/variants.py), and each
+point's 1-iteration variant for its init run. A build failure makes the engine unavailable with
+the compiler's first error line. Every change (file, line, old -> new) is in the trial's `extra`
+and in the manifest (`engine_builds`).
+"""
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from engines.base import EngineSpec
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Where `burtbench fetch-upstream` clones to when given no --dir, and where the engine looks last.
+DEFAULT_CHECKOUT = PROJECT_ROOT / "build" / "upstream" / "checkout"
+WORKLOADS = ("tiny", "small", "save_load", "energy", "mlp", "gpt")
+# Between two programs of one trial (save_load: their saving, then their loading program).
+STEP_MARK = "#burtbench: next program"
+NO_CLOCKS = "the authors' programs read no cycle counter"
+
+
+class ProgramUnavailable(RuntimeError):
+    """One of their programs cannot be had here (no source, a failed build); str() is one line."""
+
+
+def upstream_location() -> tuple[Path | None, str]:
+    """(where their source is, how it was found); None where nothing was given or fetched."""
+    from engines.authors.source import ENV_VAR
+
+    value = os.environ.get(ENV_VAR, "").strip()
+    if value:
+        return Path(value).expanduser(), f"${ENV_VAR}"
+    if (DEFAULT_CHECKOUT / "burt" / "CMakeLists.txt").is_file():
+        return DEFAULT_CHECKOUT, "the default checkout of `burtbench fetch-upstream`"
+    return None, "none given"
+
+
+_trees: dict[str, object] = {}     # location -> SourceTree, opened once per process
+_builds: dict[tuple, object] = {}  # (location, target, changes) -> BuildResult
+
+
+def source_tree():
+    from engines.authors.source import SourceError, open_source
+
+    where, how = upstream_location()
+    if where is None:
+        raise ProgramUnavailable(NO_SOURCE)
+    key = str(where)
+    if key not in _trees:
+        try:
+            _trees[key] = open_source(where)
+        except SourceError as exc:
+            raise ProgramUnavailable(f"{exc} (from {how})") from None
+    return _trees[key]
+
+
+NO_SOURCE = ("no copy of the authors' BurTorch: pass --upstream DIR|ARCHIVE (a checkout or a `git archive`"
+             " tarball), set $BURTBENCH_UPSTREAM, or run `burtbench fetch-upstream`")
+
+
+def executables(workload: str, params: dict, iterations: int) -> list:
+    """The BuildResult of each of the workload's programs at this point and iteration count (built if needed)."""
+    from engines.authors import build as builder
+    from engines.authors.programs import PROGRAMS, knob_values
+
+    tree = source_tree()
+    values = knob_values(workload, params, iterations)
+    results = []
+    for step in PROGRAMS[workload].steps:
+        try:
+            changes = builder.plan_changes(tree, step, values[step.target])
+        except ValueError as exc:
+            raise ProgramUnavailable(f"cannot make a variant of their {step.target}: {exc}") from None
+        key = (str(tree.root), step.target, changes)
+        if key not in _builds or not _builds[key].ok:
+            _builds[key] = builder.build(tree, step.target, changes)
+        built = _builds[key]
+        if not built.ok:
+            raise ProgramUnavailable(f"their {step.target} ({built.variant}) did not build: {built.reason}")
+        results.append(built)
+    return results
+
+
+def data_path(step) -> Path | None:
+    """The data file their program reads (argv[1]): the run's --data-dir copy, else their repository's."""
+    if step.data_file is None:
+        return None
+    from workloads import data
+
+    if data.DATA_DIR is not None:
+        return Path(data.DATA_DIR) / step.data_file
+    return source_tree().datasets_dir / step.data_file
+
+
+def peak_file(workdir: Path, step) -> Path:
+    return Path(workdir) / f".burtbench-peak-{step.target}.txt"
+
+
+def _preload() -> tuple[str | None, str | None]:
+    """(the peak-memory library, or None and why not)."""
+    from engines.authors import memory
+
+    try:
+        return str(memory.preload_library()), None
+    except memory.PreloadUnavailable as exc:
+        return None, str(exc)
+
+
+@dataclass(frozen=True)
+class AuthorsEngine(EngineSpec):
+    """Their programs, built on first use; see the module docstring."""
+
+    def unavailable_reason(self) -> str | None:
+        if shutil.which("cmake") is None:
+            return "cmake not found on PATH (needed to build the authors' BurTorch programs)"
+        where, how = upstream_location()
+        if where is None:
+            return NO_SOURCE
+        if not where.exists():
+            return f"the authors' BurTorch source {where} (from {how}) does not exist"
+        return None
+
+    def prepare(self, planned=()) -> str | None:
+        """Open their source and build every program the planned trials need; None, or why not."""
+        why = self.unavailable_reason()
+        if why is not None:
+            return why
+        try:
+            source_tree()
+            for pt in planned:
+                for iterations in sorted({pt.iterations, *((1,) if pt.with_init else ())}):
+                    executables(pt.workload.name, pt.params, iterations)
+        except ProgramUnavailable as exc:
+            return str(exc)
+        return None
+
+    def command(self, pt, iterations: int, inputs, workdir: Path) -> tuple[list[str], dict]:
+        """The child's argv and the variables to add to its environment (it runs in `workdir`)."""
+        from engines.authors.memory import LINEBUF_VAR, OUT_VAR
+        from engines.authors.programs import PROGRAMS
+
+        program = PROGRAMS[pt.workload.name]
+        built = executables(pt.workload.name, pt.params, iterations)
+        env: dict[str, str] = {}
+        library, _ = _preload()
+        if library:
+            existing = os.environ.get("LD_PRELOAD", "").strip()
+            env["LD_PRELOAD"] = f"{library}:{existing}" if existing else library
+        if program.line_buffer_ok:
+            env[LINEBUF_VAR] = "1"
+        argvs = [step.argv(b.executable, data_path(step)) for step, b in zip(program.steps, built)]
+        if len(argvs) == 1:
+            env[OUT_VAR] = str(peak_file(workdir, program.steps[0]))
+            return argvs[0], env
+        # Several programs in one trial: a shell runs them in turn (the last one in its place), each
+        # reporting its own peaks; the library in the shell itself has no file to write to.
+        def run(step, argv, how: str = "") -> str:
+            return f"{OUT_VAR}={shlex.quote(str(peak_file(workdir, step)))} {how}" + " ".join(map(shlex.quote, argv))
+
+        lines = []
+        for step, argv in zip(program.steps[:-1], argvs[:-1]):
+            lines += [f"{run(step, argv)} || exit $?", f"echo '{STEP_MARK}'"]
+        lines.append(run(program.steps[-1], argvs[-1], "exec "))
+        return ["/bin/sh", "-c", "\n".join(lines)], env
+
+    def payload(self, pt, iterations: int, stdout: str, workdir: Path, inputs) -> dict:
+        """What the finished child printed and left in `workdir`, as the worker's JSON line would say it."""
+        from engines.authors import memory
+        from engines.authors.programs import PROGRAMS, ParseError, merge_measures
+
+        program = PROGRAMS[pt.workload.name]
+        built = executables(pt.workload.name, pt.params, iterations)
+        texts = stdout.split(STEP_MARK + "\n") if len(program.steps) > 1 else [stdout]
+        if len(texts) != len(program.steps):
+            return {"status": "failed", "reason": f"expected the output of {len(program.steps)} programs"}
+        try:
+            measures = [step.parse(text, Path(workdir)) for step, text in zip(program.steps, texts)]
+        except ParseError as exc:
+            return {"status": "failed", "reason": f"their program's output: {exc}"}
+        _, no_preload = _preload()
+        peaks = [memory.read_peak(peak_file(workdir, step), b.executable) for step, b in zip(program.steps, built)]
+        if no_preload:
+            peaks = [{k: (no_preload if k.endswith("_source") else None) for k in p} for p in peaks]
+        merged = merge_measures(pt.workload.name, measures)
+        reference = pt.workload.reference(pt.params, inputs) if pt.workload.reference and \
+            pt.workload.kind != "training" else None
+        cpus = [p.get("ran_on_cpu") for p in peaks]
+        pinned = {s.pins_core for s in program.steps} - {None}
+        payload = {
+            "status": "ok", "outputs": merged.get("outputs") or {}, "precision": program.precision,
+            "iterations": merged["iterations"], "warmup": 0, "loop_time_s": merged.get("loop_time_s"),
+            "per_iter_s": merged["per_iter_s"], "samples_s": None, "loop_cpu_time_s": None,
+            "framework_version": f"authors' {(built[0].commit or 'unknown commit')[:12]}",
+            "cpu_clocks": None, "cpu_clocks_source": NO_CLOCKS, "instructions": None, "cpu_time_s": None,
+            "peak_private_bytes": None, "peak_private_source": "not read from their process (Linux: VmHWM/VmPeak)",
+            **_largest(peaks, "peak_resident"), **_largest(peaks, "peak_virtual"),
+            "check": program.check(merged, reference),
+            "ran_on_cpu": cpus[0] if len(cpus) == 1 else cpus,
+            "cpus_allowed": [p.get("cpus_allowed") for p in peaks], "cpu_source": peaks[-1].get("cpu_source"),
+            "pinned_itself_to": sorted(pinned)[0] if pinned else None,
+            "program": [b.target for b in built], "variant": [b.variant for b in built],
+            "changes": [c.as_record() for b in built for c in b.changes],
+            "data_file": [str(data_path(s)) for s in program.steps if s.data_file] or None,
+        }
+        kept = ("timer", "timers_s", "printed", "outputs_source", "param_count", "records", "steps_planned",
+                "save_s", "load_s", "save_per_iter_s", "load_per_iter_s", "file_size_bytes")
+        payload.update({k: merged[k] for k in kept if k in merged})
+        return _finite(payload)
+
+    def manifest_record(self) -> dict:
+        """Their source and every program built for this run, with each variant's changes."""
+        where, how = upstream_location()
+        record: dict = {"location": str(where) if where else None, "found_by": how}
+        tree = _trees.get(str(where)) if where else None
+        if tree is not None:
+            from engines.authors.programs import PROGRAMS
+
+            record["source"] = tree.as_record()
+            record["builds"] = [b.as_record() for key, b in _builds.items() if key[0] == str(tree.root)]
+            # Whatever core the runner pins them to (each trial's extra.ran_on_cpu says where they ran).
+            targets = {b["target"] for b in record["builds"]}
+            record["pin_themselves_to"] = {s.target: s.pins_core for p in PROGRAMS.values() for s in p.steps
+                                           if s.pins_core is not None and s.target in targets}
+        library, why = _preload()
+        record["peak_memory_library"] = library or why
+        return record
+
+
+def _largest(peaks: list[dict], name: str) -> dict:
+    values = [p.get(f"{name}_bytes") for p in peaks]
+    value = max(values) if values and all(v is not None for v in values) else None
+    return {f"{name}_bytes": value, f"{name}_source": peaks[-1].get(f"{name}_source")}
+
+
+def _finite(value):
+    """A payload JSON can carry and the results readers accept: a NaN or infinite loss becomes text."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+ENGINES = [
+    AuthorsEngine("burtorch-authors", "eager", "cpp", "cpu", workloads=WORKLOADS, kind="program",
+                  paper_row=("burtorch", "eager", "cpp", "cpu"), label="BurTorch (authors' code)",
+                  note="the authors' published programs, built from --upstream / $BURTBENCH_UPSTREAM"),
+]
