@@ -5,6 +5,7 @@ Every argument is checked before any trial starts; bad input gets one line on st
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from rich.console import Console
 
 from harness.errors import EXIT_USAGE, UsageError
 from harness.lock import RunLocked
-from harness.results import ResultsUnwritable
+from harness.results import ResultsError, ResultsUnreadable
 from harness.spawn import MemoryCapFailed
 from harness.selection import check_out_dir
 from harness.session import existing_run
@@ -45,6 +46,8 @@ EXAMPLES = """examples:
 def build_parser() -> Parser:
     parser = Parser(prog="burtbench", description=__doc__, epilog=EXAMPLES,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an unexpected error (also: BURTBENCH_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     sub.add_parser("list", help="support matrix: engine × workload, unavailable engines with the reason")
@@ -64,15 +67,15 @@ def build_parser() -> Parser:
     run.add_argument("--adaptive", action="store_true",
                      help="add trials to points whose trials disagree until the 95%% interval of the mean is within "
                           "--noise-threshold of it, or --max-trials is reached")
-    run.add_argument("--max-trials", type=_positive_int, default=10, metavar="N", help="with --adaptive (default 10)")
-    run.add_argument("--noise-threshold", type=_positive_float, default=5.0, metavar="PCT",
+    run.add_argument("--max-trials", type=_at_most(_positive_int, 1000), default=10, metavar="N", help="with --adaptive (default 10)")
+    run.add_argument("--noise-threshold", type=_at_most(_positive_float, 100), default=5.0, metavar="PCT",
                      help="coefficient of variation over trials above which a point is noisy (default 5)")
     run.add_argument("--cpu", type=int, metavar="N", help="core to pin every trial to (default: the last core)")
-    run.add_argument("--timeout", type=_positive_float, metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
+    run.add_argument("--timeout", type=_at_most(_positive_float, 7 * 86400), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
     run.add_argument("--mem-limit", type=_size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
     run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",
                      help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
-    run.add_argument("--idle-seconds", type=_positive_float, default=10.0, metavar="S",
+    run.add_argument("--idle-seconds", type=_at_most(_positive_float, 3600), default=10.0, metavar="S",
                      help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
     run.add_argument("--sample-private", action="store_true",
                      help="also sample peak private memory from a thread in each Python worker (it shares the pinned core)")
@@ -130,6 +133,15 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _at_most(kind, highest: float):
+    def parse(text: str):
+        value = kind(text)
+        if value > highest:
+            raise argparse.ArgumentTypeError(f"expected at most {highest:g}, got {text!r}")
+        return value
+    return parse
+
+
 def _size(text: str) -> int:
     match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]?)i?B?", text.strip(), re.IGNORECASE)
     if not match or float(match.group(1)) <= 0:
@@ -175,7 +187,10 @@ def cmd_report(args, console: Console) -> int:
     run_dir = existing_run(args.run_dir, "RUN_DIR")
     out = Path(args.out)
     check_out_dir(out, "reports folder")
-    folder = report.render(run_dir, out)
+    try:
+        folder = report.render(run_dir, out)
+    except OSError as exc:
+        raise ReportUnwritable(f"cannot write the report in {out}: {exc.strerror or exc}") from None
     console.print(f"report: {folder / 'index.html'}  (claims in {folder / 'claims.md'}, tables in {folder / 'tables'}, "
                   f"figures in {folder / 'figures'})")
     return 0
@@ -193,11 +208,11 @@ def cmd_compare(args, console: Console) -> int:
 def cmd_fetch_data(args, console: Console) -> int:
     from workloads import data
 
+    check_out_dir(Path(args.data_dir), "data folder", "--data-dir")
     try:
         paths = data.fetch(Path(args.data_dir))
     except data.DataError as exc:
-        print(f"burtbench: error: {exc}", file=sys.stderr)
-        return 1
+        raise UsageError(str(exc)) from None
     for path in paths:
         console.print(f"{path}: sha256 ok", highlight=False)
     return 0
@@ -224,32 +239,41 @@ def cmd_run(args, console: Console) -> int:
     return session.run(session.request(args), console)
 
 
+class ReportUnwritable(Exception):
+    """The reports folder refused a file: one line, exit code 1."""
+
+
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
             "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every command's one error path: one line on stderr and an exit code, a traceback only with --debug."""
     console = Console(highlight=False)
     if not console.is_terminal:
         console.width = max(console.width, 170)
+    debug = os.environ.get("BURTBENCH_DEBUG") == "1" or "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args, console)
-    except UsageError as exc:
-        print(f"burtbench: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except (UsageError, RunLocked) as exc:
+        return _fail(exc, EXIT_USAGE)
     except KeyboardInterrupt:
         print("burtbench: interrupted", file=sys.stderr)
         return 130
-    except RunLocked as exc:
-        print(f"burtbench: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except MemoryCapFailed as exc:
-        print(f"burtbench: error: {exc}; the run stopped (trials already written are kept)", file=sys.stderr)
-        return 1
-    except ResultsUnwritable as exc:
-        print(f"burtbench: error: {exc}; the run stopped (trials already written are kept)", file=sys.stderr)
-        return 1
+    except (ReportUnwritable, ResultsUnreadable) as exc:
+        return _fail(exc, 1)
+    except (MemoryCapFailed, ResultsError) as exc:
+        return _fail(f"{exc}; the run stopped (trials already written are kept)", 1)
+    except Exception as exc:  # noqa: BLE001 (the one place an unexpected error becomes one line)
+        if debug:
+            raise
+        return _fail(f"unexpected {type(exc).__name__}: {exc} (run again with --debug for the traceback)", 1)
+
+
+def _fail(message, code: int) -> int:
+    print(f"burtbench: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

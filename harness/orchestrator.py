@@ -56,6 +56,21 @@ def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, ski
 def execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
             tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None = None,
             meter=None) -> int:
+    """Run the plan's missing trials; a results folder that stops taking writes stops the run, with
+    the manifest saying so where it still can be written (the trials already written stay)."""
+    try:
+        return _execute(plan, run_dir, manifest, options, tsc, console, adaptive, meter)
+    except results.ResultsError as exc:
+        manifest.update(status=f"failed: {exc}", finished_at=manifest_mod.now())
+        try:
+            manifest_mod.save(run_dir, manifest)
+        except results.ResultsError:
+            pass  # the disk refuses the manifest too: the error line is all that can be said
+        raise
+
+
+def _execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
+             tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None, meter) -> int:
     mended = results.mend_tail(run_dir)  # before pending(): a cut trial must count as missing
     if mended:
         console.print(f"[yellow]warning[/]: {run_dir / results.TRIALS_FILE}: {mended}", highlight=False)

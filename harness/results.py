@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -82,8 +83,16 @@ def trial_key(engine: str, workload: str, params: dict, trial: int) -> tuple:
     return (engine, workload, json.dumps(params, sort_keys=True), trial)
 
 
-class ResultsUnwritable(OSError):
+class ResultsError(OSError):
+    """The results folder failed a read or a write; the message is one line."""
+
+
+class ResultsUnwritable(ResultsError):
     """The results folder cannot take another trial (disk full, read-only, gone)."""
+
+
+class ResultsUnreadable(ResultsError):
+    """A results file exists but the OS refuses to read it."""
 
 
 def append_trial(run_dir: Path, trial: Trial) -> None:
@@ -119,17 +128,37 @@ def damage(record) -> str | None:
     for name in ("per_iter_s", "check", "extra"):
         if record.get(name) is not None and not isinstance(record[name], dict):
             return f"'{name}' is not an object"
-    return _bad_number(record)
-
-
-def _bad_number(value, where: str = "") -> str | None:
-    if isinstance(value, dict):
-        return next(filter(None, (_bad_number(v, f"{where}.{k}" if where else str(k)) for k, v in value.items())), None)
-    if isinstance(value, list):
-        return next(filter(None, (_bad_number(v, f"{where}[{i}]") for i, v in enumerate(value))), None)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= LARGEST:
-        return f"'{where}' is {value!r}"
     return None
+
+
+def _number(text: str, kind):
+    value = kind(text)
+    if not abs(value) <= LARGEST:
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _no_constant(text: str):
+    raise ValueError(f"{text} is not a measure")
+
+
+# Only a float written with a three-digit positive exponent can pass LARGEST: lines without one are
+# parsed without a hook per float (a trial line holds hundreds of them, and few integers).
+_HUGE_FLOAT = re.compile(r"[eE]\+?\d{3}")
+
+
+def _int(text: str) -> int:
+    return _number(text, int)
+
+
+def _float(text: str) -> float:
+    return _number(text, float)
+
+
+def loads(text: str):
+    """JSON as a results file may hold it: NaN, infinities and numbers beyond LARGEST are damage (ValueError)."""
+    floats = _float if _HUGE_FLOAT.search(text) else None
+    return json.loads(text, parse_float=floats, parse_int=_int, parse_constant=_no_constant)
 
 
 def read_trials(run_dir: Path, warn=None) -> list[dict]:
@@ -139,14 +168,18 @@ def read_trials(run_dir: Path, warn=None) -> list[dict]:
         lines = path.read_bytes().decode("utf-8", errors="replace").split("\n")
     except FileNotFoundError:
         return []
+    except OSError as exc:
+        raise ResultsUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
     trials = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
+            record = loads(line)
+        except json.JSONDecodeError:
             record, why = None, "an incomplete trial line (interrupted write?)"
+        except (ValueError, RecursionError) as exc:
+            record, why = None, f"a damaged trial line ({exc})"
         else:
             why = damage(record)
             why = why and f"a damaged trial line ({why})"
@@ -168,13 +201,15 @@ def mend_tail(run_dir: Path) -> str | None:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise ResultsUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
     body = data[:-1] if data.endswith(b"\n") else data
     start = body.rfind(b"\n") + 1
     last = body[start:]
     if not last.strip():
         return None
     try:
-        usable = damage(json.loads(last.decode("utf-8"))) is None
+        usable = damage(loads(last.decode("utf-8"))) is None
     except (ValueError, RecursionError):
         usable = False
     if usable and data.endswith(b"\n"):
@@ -221,8 +256,54 @@ def write_json_atomic(path: Path, data: dict) -> None:
         raise
 
 
+class ManifestDamaged(ValueError):
+    """manifest.json cannot be read as a manifest; the message says what is wrong, in one line."""
+
+
+# The type of each manifest field readers use; a field of another type is damage.
+MANIFEST_TYPES = {
+    "run_id": str, "created_at": str, "finished_at": str, "status": str, "burtbench_version": str,
+    "profile": str, "git_commit": str, "cpu": int, "argv": list, "engines": list, "workloads": list,
+    "doctor": list, "resumed_at": list, "plan": dict, "machine": dict, "python": dict, "frameworks": dict,
+    "native": dict, "tsc": dict, "energy": dict, "unavailable": dict, "options": dict,
+}
+
+
 def read_manifest(run_dir: Path) -> dict:
-    return json.loads((Path(run_dir) / MANIFEST_FILE).read_text(encoding="utf-8"))
+    """The manifest as written; ManifestDamaged when it is unreadable, not an object, or has a
+    field of the wrong type."""
+    path = Path(run_dir) / MANIFEST_FILE
+    try:
+        data = loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestDamaged(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    except json.JSONDecodeError:
+        raise ManifestDamaged(f"{path} is not valid JSON") from None
+    except (ValueError, RecursionError) as exc:
+        raise ManifestDamaged(f"{path} is damaged: {exc}") from None
+    problem = manifest_damage(data)
+    if problem:
+        raise ManifestDamaged(f"{path} is damaged: {problem}")
+    return data
+
+
+def manifest_damage(data) -> str | None:
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    for name, kind in MANIFEST_TYPES.items():
+        value = data.get(name)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return f"'{name}' is not a{'n' if kind.__name__[0] in 'aeiou' else ''} {kind.__name__}"
+    return None
+
+
+def sane_manifest(run_dir: Path, warn=None) -> dict:
+    """For readers that can go on without it (report, compare): the manifest, or {} with a warning."""
+    try:
+        return read_manifest(run_dir)
+    except ManifestDamaged as exc:
+        (warn or _stderr)(f"{exc}; going on without it")
+        return {}
 
 
 def is_run_dir(path: Path) -> bool:

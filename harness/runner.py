@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.measure.tsc import estimate_cycles
 from harness.plan import PlannedTrial
-from harness.results import Trial
+from harness.results import ResultsUnwritable, Trial
 from harness.spawn import ChildRun, ChildSpawner, RunOptions
 from harness.worker import EXIT_UNAVAILABLE
 
@@ -72,10 +72,13 @@ def prepare_inputs(pt: PlannedTrial, run_dir: Path) -> Path | None:
         return None
     point = "-".join(f"{k}{v}" for k, v in pt.params.items())
     folder = Path(run_dir) / "inputs" / f"{pt.workload.name}-{point}-{pt.warmup + pt.iterations}"
-    if not (folder / ".ready").exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        pt.workload.prepare(pt.params, pt.warmup + pt.iterations, folder)
-        (folder / ".ready").touch()
+    try:
+        if not (folder / ".ready").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            pt.workload.prepare(pt.params, pt.warmup + pt.iterations, folder)
+            (folder / ".ready").touch()
+    except OSError as exc:
+        raise ResultsUnwritable(f"cannot write the inputs {folder}: {exc.strerror or exc}") from None
     return folder
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -92,15 +94,67 @@ def _grid_value(name: str, text: str, allowed: tuple):
     raise UsageError(f"--param {name}={text}: not in the workload's grid ({shown})")
 
 
+# Kernel file systems that take no results (a run there would fail at its first write).
+PSEUDO_FILE_SYSTEMS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs",
+                       "tracefs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "binfmt_misc", "autofs"}
+MIN_FREE_BYTES = 1 << 20
+# Far beyond any paper profile (the paper profile plans about 2,000 trials): a typo, not a plan.
+MAX_PLANNED_TRIALS = 100_000
+# Below this no interpreter or driver starts: every trial would be recorded as oom.
+MIN_MEM_LIMIT = 32 << 20
+
+
 def check_out_dir(path: Path, what: str = "results folder", option: str = "--out") -> None:
+    """The folder can be made (or is there) and written, on a file system that keeps files; nothing is created."""
+    path = Path(path).absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise UsageError(f"{option} {path}: cannot create the {what} ({existing} is not a folder)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot create the {what} ({existing} is not writable)")
+    fs = file_system_type(existing)
+    if fs in PSEUDO_FILE_SYSTEMS:
+        raise UsageError(f"{option} {path}: {existing} is on the kernel's {fs} file system, which keeps no files")
+    if shutil.disk_usage(existing).free < MIN_FREE_BYTES:
+        raise UsageError(f"{option} {path}: the disk holding {existing} is full")
+
+
+def file_system_type(path: Path, mounts: str = "/proc/self/mounts") -> str | None:
+    """The type of the file system `path` is on (Linux), or None where the mount table cannot be read."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot create the {what} ({exc.strerror})") from None
-    if not path.is_dir():
-        raise UsageError(f"{option} {path}: the {what} is not a folder")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: the {what} is not writable")
+        table = Path(mounts).read_text()
+    except OSError:
+        return None
+    best, kind = "", None
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) >= 3:
+            point = fields[1].replace("\\040", " ")
+            if (str(path) == point or str(path).startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+                best, kind = point, fields[2]
+    return kind
+
+
+def check_mem_limit(limit: int | None) -> None:
+    if limit is None:
+        return
+    if limit < MIN_MEM_LIMIT:
+        raise UsageError(f"--mem-limit {limit}: below {MIN_MEM_LIMIT >> 20}M no engine can start")
+    if limit >= 1 << 63:
+        raise UsageError(f"--mem-limit {limit}: larger than any address space")
+    try:
+        import resource
+    except ImportError:
+        return  # Windows: a job object takes any size
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY and limit > hard:
+        raise UsageError(f"--mem-limit {limit}: above this shell's hard address-space limit ({hard} bytes, ulimit -Hv)")
+
+
+def check_plan_size(trials: int) -> None:
+    if trials > MAX_PLANNED_TRIALS:
+        raise UsageError(f"the plan has {trials:,} trials, more than {MAX_PLANNED_TRIALS:,}: "
+                         "narrow it with --workload/--engine/--param or lower --trials")
 
 
 def check_cpu(cpu: int | None) -> int:
@@ -115,17 +169,34 @@ def check_cpu(cpu: int | None) -> int:
 
 
 def check_python(path: str | None) -> str:
+    """The interpreter for the workers: it must run, be Python 3.10 or later and import the worker."""
     if path is None:
         return sys.executable
     if not (Path(path).is_file() and os.access(path, os.X_OK)):
         raise UsageError(f"--python {path}: not an executable file")
+    probe = ("import sys\nif sys.version_info < (3, 10): sys.exit('Python %d.%d, older than 3.10' % sys.version_info[:2])\n"
+             "import harness.worker")
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    try:
+        done = subprocess.run([path, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"--python {path}: does not run ({exc})") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(f"--python {path}: cannot run the worker ({last})")
     return str(Path(path).absolute())
 
 
-def use_data_dir(folder: str | None) -> None:
+def use_data_dir(folder: str | None, workloads: list = ()) -> None:
+    """Read the real data sets from `folder`, after checking they can serve every workload given."""
     from workloads import data
 
     try:
         data.set_data_dir(folder)
+        if folder is not None:
+            for workload in workloads:
+                if workload.check_data is not None:
+                    workload.check_data()
     except data.DataError as exc:
         raise UsageError(f"--data-dir: {exc}") from None

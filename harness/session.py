@@ -16,6 +16,7 @@ from rich.console import Console
 from harness import selection
 from harness.errors import UsageError
 from harness.lock import RunLock
+from harness.results import ResultsUnwritable
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
@@ -53,11 +54,17 @@ def plan_spec(args) -> dict:
     if not usable:
         raise UsageError("no selected engine implements any selected workload (burtbench list shows who does what)")
     data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
-    selection.use_data_dir(data_dir)
+    selection.use_data_dir(data_dir, usable)
     upstream = str(Path(args.upstream).expanduser().resolve()) if getattr(args, "upstream", None) else None
     use_upstream(upstream)
     if args.adaptive and args.trials and args.max_trials < args.trials:
         raise UsageError(f"--max-trials {args.max_trials} is below --trials {args.trials}")
+    from harness.plan import narrow_for
+
+    per_point = args.max_trials if args.adaptive else None
+    selection.check_plan_size(sum((per_point or args.trials or w.trials[profile])
+                                  * len(w.points(narrow_for(w, narrow), profile)) * sum(e.runs(w) for e in engines)
+                                  for w in usable))
     return {"profile": profile, "engines": [e.id for e in engines], "workloads": [w.name for w in usable],
             "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
             "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
@@ -69,15 +76,16 @@ def request(args) -> RunRequest:
     from harness import results
 
     python = selection.check_python(args.python)
+    selection.check_mem_limit(args.mem_limit)
     if args.resume:
         run_dir = existing_run(args.resume, "--resume")
         given = [o for o in PLAN_OPTIONS if getattr(args, o) not in ("all", [], None)]
         if given:
             raise UsageError("--resume runs the folder's own plan; drop "
                              + "/".join(f"--{o.replace('_', '-')}" for o in PLAN_OPTIONS))
-        manifest = results.read_manifest(run_dir)
+        manifest = resumable_manifest(run_dir)
         spec = manifest["plan"]
-        selection.use_data_dir(spec.get("data_dir"))
+        selection.use_data_dir(spec.get("data_dir"), planned_workloads(spec))
         use_upstream(spec.get("upstream"))
         cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
     else:
@@ -100,6 +108,36 @@ def use_upstream(path: str | None) -> None:
     os.environ[ENV_VAR] = path
 
 
+# A resumed run's plan, field by field: what type each must have.
+PLAN_TYPES = {"profile": str, "engines": list, "workloads": list, "narrow": dict, "trials": (int, type(None)),
+              "timeout_s": (int, float, type(None)), "noise_threshold": (int, float),
+              "adaptive": (dict, type(None)), "data_dir": (str, type(None)), "upstream": (str, type(None))}
+
+
+def resumable_manifest(run_dir: Path) -> dict:
+    """The manifest of a run to resume, its plan checked: a damaged one is one UsageError line."""
+    from harness import results
+
+    try:
+        manifest = results.read_manifest(run_dir)
+    except results.ManifestDamaged as exc:
+        raise UsageError(f"--resume: {exc}") from None
+    plan = manifest.get("plan")
+    wrong = [name for name, kind in PLAN_TYPES.items()
+             if not isinstance(plan, dict) or not isinstance(plan.get(name), kind) or isinstance(plan.get(name), bool)]
+    if wrong:
+        raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged ({', '.join(wrong)}); "
+                         f"start a new run")
+    names = plan["engines"] + plan["workloads"]
+    scalars = all(isinstance(v, list) and all(isinstance(x, (int, float, str)) and not isinstance(x, bool) for x in v)
+                  for v in plan["narrow"].values())
+    if (plan["profile"] not in PROFILES or not scalars
+            or not all(isinstance(n, str) for n in names) or (plan["trials"] or 1) < 1 or (plan["timeout_s"] or 1) <= 0):
+        raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged (profile, engines, workloads, "
+                         f"narrow, trials or timeout); start a new run")
+    return manifest
+
+
 def existing_run(path: str, what: str) -> Path:
     from harness import results
 
@@ -109,20 +147,30 @@ def existing_run(path: str, what: str) -> Path:
     return run_dir
 
 
+def planned_workloads(spec: dict) -> list:
+    from workloads import load
+
+    try:
+        return [load(w) for w in spec["workloads"]]
+    except KeyError as exc:
+        raise UsageError(f"the run names a workload this installation does not know: {exc}") from None
+
+
 def make_plan(spec: dict) -> list:
     from engines import all_engines
     from harness.plan import make_plan as plan_of
-    from workloads import load
 
     registry = all_engines()
     missing = [e for e in spec["engines"] if e not in registry]
     if missing:
         raise UsageError(f"the run names engines this installation does not know: {', '.join(missing)}")
-    try:
-        workloads = [load(w) for w in spec["workloads"]]
-    except KeyError as exc:
-        raise UsageError(f"the run names a workload this installation does not know: {exc}") from None
+    workloads = planned_workloads(spec)
     narrow = {k: tuple(v) for k, v in spec["narrow"].items()}
+    for name, values in narrow.items():
+        grid = {v for w in workloads for v in w.grid.get(name, ())}
+        if not set(values) <= grid:
+            raise UsageError(f"the run's plan narrows '{name}' to values outside its grid: "
+                             f"{', '.join(map(str, sorted(set(values) - grid, key=str)))}")
     return plan_of([registry[e] for e in spec["engines"]], workloads, spec["profile"], narrow, spec["trials"],
                    spec["timeout_s"])
 
@@ -170,7 +218,10 @@ def run(req: RunRequest, console: Console) -> int:
         with RunLock(req.run_dir):
             return _run_locked(req, console, req.run_dir, plan, unavailable)
     run_dir = new_run_dir(req.out, req.spec["profile"])
-    run_dir.mkdir()
+    try:
+        run_dir.mkdir(parents=True)
+    except OSError as exc:
+        raise ResultsUnwritable(f"cannot create {run_dir}: {exc.strerror or exc}") from None
     with RunLock(run_dir):
         return _run_locked(req, console, run_dir, plan, unavailable)
 
@@ -182,7 +233,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     from harness.spawn import RunOptions
 
     if req.run_dir is not None:
-        manifest = results.read_manifest(run_dir)
+        manifest = resumable_manifest(run_dir)
         manifest["status"] = "running"
         manifest.setdefault("resumed_at", []).append(manifest_mod.now())
     else:

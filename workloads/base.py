@@ -106,6 +106,9 @@ class Workload:
     # and split_rows(rows) -> (x, y) of a batch of sample rows.
     model: Callable | None = None
     split_rows: Callable | None = None
+    # Raises workloads.data.DataError (one line) when the data this workload reads cannot serve it:
+    # called before a run's first trial, so that bad --data-dir contents never stop a run midway.
+    check_data: Callable[[], None] | None = None
     # The runner reads the machine's energy counter around each measured process.
     measures_energy: bool = False
     paper: PaperTable | None = None

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.report import paper
-from harness.results import read_manifest, read_trials
+from harness.results import read_trials, sane_manifest
 
 
 @dataclass
@@ -18,10 +18,7 @@ class Run:
 
 def load_run(run_dir: Path, warn=None) -> Run:
     run_dir = Path(run_dir)
-    try:
-        manifest = read_manifest(run_dir)
-    except (OSError, ValueError):
-        manifest = {}
+    manifest = sane_manifest(run_dir, warn)
     return Run(run_id=run_dir.name, manifest=manifest, trials=read_trials(run_dir, warn), os=paper.run_os(manifest))
 
 

@@ -89,6 +89,12 @@ def samples(corpus_text: str) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(data.encode(corpus_text, data.TEXT_ALPHABET), BLOCK_SIZE + 1)
 
 
+def check_data() -> None:
+    corpus = data.text_corpus()
+    if len(corpus.text) <= BLOCK_SIZE:
+        raise data.DataError(f"{corpus.name} is shorter than one block ({BLOCK_SIZE + 1} characters): nothing to train on")
+
+
 def split_rows(rows) -> tuple:
     return rows[:, :BLOCK_SIZE], rows[:, 1:]
 
@@ -145,6 +151,7 @@ WORKLOAD = training.training_workload(
     warmup={"smoke": 1, "quick": 2, "paper": 10},
     timeout_s={"smoke": 300, "quick": 600, "paper": 7200},
     prepare=prepare,
+    check_data=check_data,
     model=loss,
     split_rows=split_rows,
     paper=PaperTable(

@@ -59,6 +59,12 @@ def samples(corpus_text: str) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(stream, CONTEXT + 1)[starts]
 
 
+def check_data() -> None:
+    corpus = data.names_corpus()
+    if not len(samples(corpus.text)):
+        raise data.DataError(f"{corpus.name} has no names to train on")
+
+
 def split_rows(rows) -> tuple:
     """(contexts (b, 16), targets (b,)) of a batch of sample rows."""
     return rows[:, :CONTEXT], rows[:, CONTEXT]
@@ -95,6 +101,7 @@ WORKLOAD = training.training_workload(
     warmup={"smoke": 1, "quick": 2, "paper": 10},
     timeout_s={"smoke": 300, "quick": 600, "paper": 7200},
     prepare=prepare,
+    check_data=check_data,
     model=loss,
     split_rows=split_rows,
     paper=PaperTable(
