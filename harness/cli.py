@@ -16,6 +16,7 @@ from harness.errors import EXIT_USAGE, UsageError
 from harness.lock import RunLocked
 from harness.results import ResultsError, ResultsUnreadable
 from harness.spawn import MemoryCapFailed
+from harness import selection
 from harness.selection import check_out_dir
 from harness.session import existing_run
 from workloads.base import PROFILES
@@ -67,15 +68,15 @@ def build_parser() -> Parser:
     run.add_argument("--adaptive", action="store_true",
                      help="add trials to points whose trials disagree until the 95%% interval of the mean is within "
                           "--noise-threshold of it, or --max-trials is reached")
-    run.add_argument("--max-trials", type=_at_most(_positive_int, 1000), default=10, metavar="N", help="with --adaptive (default 10)")
-    run.add_argument("--noise-threshold", type=_at_most(_positive_float, 100), default=5.0, metavar="PCT",
+    run.add_argument("--max-trials", type=_at_most(_positive_int, selection.MAX_TRIALS_PER_POINT), default=10, metavar="N", help="with --adaptive (default 10)")
+    run.add_argument("--noise-threshold", type=_at_most(_positive_float, selection.MAX_NOISE_PCT), default=5.0, metavar="PCT",
                      help="coefficient of variation over trials above which a point is noisy (default 5)")
     run.add_argument("--cpu", type=int, metavar="N", help="core to pin every trial to (default: the last core)")
-    run.add_argument("--timeout", type=_at_most(_positive_float, 7 * 86400), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
+    run.add_argument("--timeout", type=_at_most(_positive_float, selection.MAX_TIMEOUT_S), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
     run.add_argument("--mem-limit", type=_size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
     run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",
                      help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
-    run.add_argument("--idle-seconds", type=_at_most(_positive_float, 3600), default=10.0, metavar="S",
+    run.add_argument("--idle-seconds", type=_at_most(_positive_float, selection.MAX_IDLE_S), default=10.0, metavar="S",
                      help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
     run.add_argument("--sample-private", action="store_true",
                      help="also sample peak private memory from a thread in each Python worker (it shares the pinned core)")

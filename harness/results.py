@@ -162,7 +162,7 @@ def loads(text: str):
 
 
 def read_trials(run_dir: Path, warn=None) -> list[dict]:
-    """Every usable trial line; a torn or damaged line is reported (once per process) and skipped."""
+    """Every usable trial line; a torn, damaged or repeated line is reported (once per process) and skipped."""
     path = Path(run_dir) / TRIALS_FILE
     try:
         lines = path.read_bytes().decode("utf-8", errors="replace").split("\n")
@@ -170,7 +170,7 @@ def read_trials(run_dir: Path, warn=None) -> list[dict]:
         return []
     except OSError as exc:
         raise ResultsUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
-    trials = []
+    trials, seen = [], set()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -183,6 +183,11 @@ def read_trials(run_dir: Path, warn=None) -> list[dict]:
         else:
             why = damage(record)
             why = why and f"a damaged trial line ({why})"
+            # The runner writes each trial once: a second line of it is a copy, which would count it twice.
+            key = None if why else trial_key(record["engine"], record["workload"], record["params"], record["trial"])
+            if key is not None and key in seen:
+                why = "a second copy of a trial already read"
+            seen.add(key)
         if why:
             if (str(path), number) not in _reported:
                 _reported.add((str(path), number))

@@ -100,6 +100,11 @@ PSEUDO_FILE_SYSTEMS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2
 MIN_FREE_BYTES = 1 << 20
 # Far beyond any paper profile (the paper profile plans about 2,000 trials): a typo, not a plan.
 MAX_PLANNED_TRIALS = 100_000
+# Bounds of the run's options (a typo beyond them, not a plan), for the parser and for a resumed plan.
+MAX_TRIALS_PER_POINT = 1000
+MAX_TIMEOUT_S = 7 * 86400
+MAX_NOISE_PCT = 1000
+MAX_IDLE_S = 3600
 # Below this no interpreter or driver starts: every trial would be recorded as oom.
 MIN_MEM_LIMIT = 32 << 20
 

@@ -131,10 +131,16 @@ def resumable_manifest(run_dir: Path) -> dict:
     names = plan["engines"] + plan["workloads"]
     scalars = all(isinstance(v, list) and all(isinstance(x, (int, float, str)) and not isinstance(x, bool) for x in v)
                   for v in plan["narrow"].values())
-    if (plan["profile"] not in PROFILES or not scalars
-            or not all(isinstance(n, str) for n in names) or (plan["trials"] or 1) < 1 or (plan["timeout_s"] or 1) <= 0):
+    adaptive = plan["adaptive"]
+    in_bounds = (1 <= (plan["trials"] or 1) <= selection.MAX_PLANNED_TRIALS
+                 and 0 < (plan["timeout_s"] or 1) <= selection.MAX_TIMEOUT_S
+                 and 0 < plan["noise_threshold"] <= selection.MAX_NOISE_PCT / 100
+                 and (adaptive is None or (type(adaptive.get("max_trials")) is int
+                                           and 1 <= adaptive["max_trials"] <= selection.MAX_TRIALS_PER_POINT)))
+    if (plan["profile"] not in PROFILES or not scalars or not in_bounds
+            or not all(isinstance(n, str) for n in names)):
         raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged (profile, engines, workloads, "
-                         f"narrow, trials or timeout); start a new run")
+                         f"narrow, trials, timeout, noise threshold or adaptive); start a new run")
     return manifest
 
 

@@ -3,7 +3,6 @@ copy against their source), a failed build says why in one line, and a finished 
 from __future__ import annotations
 
 import difflib
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,17 +11,8 @@ import pytest
 
 from engines.authors import build as builder
 from engines.authors.programs import PROGRAMS, knob_values, print_every_for
-from engines.authors.source import PINNED_COMMIT, SourceTree, open_source
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def shared_upstream() -> SourceTree:
-    env = os.environ.get("BURTBENCH_UPSTREAM")
-    for where in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "upstream"]:
-        if where.exists():
-            return open_source(where)
-    pytest.skip("the authors' source is not here: set BURTBENCH_UPSTREAM or provide ../shared/upstream")
+from engines.authors.source import PINNED_COMMIT, SourceTree
+from tests_support import shared_upstream
 
 
 @pytest.fixture(scope="module")

@@ -13,16 +13,13 @@ built bin_tiny_example (build.compile_against).
 """
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from engines.authors import build as builder
-from engines.authors.source import SourceTree, open_source
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests_support import shared_upstream
 
 EXPERIMENT = r"""
 // burtbench experiment: losses sharing a node, one backward per loss vs one backward of their sum
@@ -61,14 +58,6 @@ int main(int argc, char** argv) {
     return 0;
 }
 """
-
-
-def shared_upstream() -> SourceTree:
-    env = os.environ.get("BURTBENCH_UPSTREAM")
-    for where in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "upstream"]:
-        if where.exists():
-            return open_source(where)
-    pytest.skip("the authors' source is not here: set BURTBENCH_UPSTREAM or provide ../shared/upstream")
 
 
 @pytest.fixture(scope="module")

@@ -12,18 +12,11 @@ from engines.authors import build as builder
 from engines.authors import programs
 from engines.authors.programs import PROGRAMS, knob_values
 from engines.authors.run import run_program
-from engines.authors.source import PINNED_COMMIT, SourceTree, open_source
+from engines.authors.source import PINNED_COMMIT, SourceTree
+from tests_support import shared_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
-
-
-def shared_upstream() -> SourceTree:
-    env = os.environ.get("BURTBENCH_UPSTREAM")
-    for where in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "upstream"]:
-        if where.exists():
-            return open_source(where)
-    pytest.skip("the authors' source is not here: set BURTBENCH_UPSTREAM or provide ../shared/upstream")
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,12 @@ def option(name: str, values: list, free_text: bool = True):
     return st.one_of(st.just([]), st.tuples(st.just(name), st.one_of(choices, TEXT) if free_text else choices).map(list))
 
 
+
+@pytest.fixture(autouse=True)
+def elsewhere(tmp_path, monkeypatch):
+    """Generated relative paths (an --out of random text) land in a temporary folder, not in the checkout."""
+    monkeypatch.chdir(tmp_path)
+
 @pytest.fixture
 def places(tmp_path, fake_engines):
     a_file = tmp_path / "a-file"
@@ -56,7 +62,9 @@ def run_argv(places, data) -> list[str]:
     paths = [str(tmp / "out"), str(places["file"]), str(places["file"] / "sub"), "/proc/burtbench", "/dev/null/x",
              str(tmp / "deep" / "er" / "out")]
     argv = ["run"]
-    argv += data.draw(option("--engine", ["fake/ok", "fake/ok,fake/wrong", "fake", "fake/ok,", "nope"]))
+    # (not "fake": its hang engine would wait out each drawn --timeout)
+    argv += data.draw(option("--engine", ["fake/ok", "fake/ok,fake/wrong", "fake/crash,fake/garbage", "fake/ok,",
+                                          "fake/ok/python/cpu", "nope"]))
     argv += data.draw(option("--workload", ["tiny", "small", "tiny,small", "all", "mlp", "tiyn", ",", "tiny,tiny"]))
     argv += data.draw(option("--profile", ["smoke", "smokey", "PAPER", ""]))
     for _ in range(data.draw(st.integers(0, 2))):

@@ -32,6 +32,11 @@ def complete_run(tmp_path_factory) -> Path:
     return run_dir
 
 
+def plan_of(run_dir: Path) -> list:
+    with fault_engines_env():
+        return make_plan(results.read_manifest(run_dir)["plan"])
+
+
 def keys_of(run_dir: Path) -> list[tuple]:
     return [tuple(map(str, results.trial_key(t["engine"], t["workload"], t["params"], t["trial"])))
             for t in results.read_trials(run_dir, warn=lambda _: None)]
@@ -49,14 +54,14 @@ def setup(complete_run: Path, tmp_path: Path):
     lines = data.decode("utf-8").splitlines(keepends=True)
     by_key = {tuple(map(str, results.trial_key(t["engine"], t["workload"], t["params"], t["trial"]))): line
               for t, line in ((json.loads(line), line) for line in lines)}
-    plan = make_plan(results.read_manifest(complete_run)["plan"])
+    plan = plan_of(complete_run)
     work = tmp_path / "run"
     shutil.copytree(complete_run, work)
     return data, lines, by_key, plan, work
 
 
 def test_the_complete_run_has_every_planned_trial_once(complete_run):
-    plan = make_plan(results.read_manifest(complete_run)["plan"])
+    plan = plan_of(complete_run)
     assert len(plan) == 4
     assert sorted(keys_of(complete_run)) == sorted(tuple(map(str, p.key())) for p in plan)
 

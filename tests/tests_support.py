@@ -6,6 +6,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FAKES = Path(__file__).resolve().parent / "fakes"
 
@@ -27,3 +29,14 @@ def fault_engines_env():
             else:
                 os.environ[key] = value
         sys.path.remove(str(FAKES))
+
+
+def shared_upstream():
+    """The authors' BurTorch source (BURTBENCH_UPSTREAM, else ../shared/upstream beside the checkout), or a skip."""
+    from engines.authors.source import open_source
+
+    env = os.environ.get("BURTBENCH_UPSTREAM")
+    for where in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "upstream"]:
+        if where.exists():
+            return open_source(where)
+    pytest.skip("the authors' source is not here: set BURTBENCH_UPSTREAM or provide ../shared/upstream")

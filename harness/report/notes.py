@@ -53,14 +53,23 @@ def paper_source(rows: list[paper.PaperRow], run_os: str) -> tuple[str, list[str
 def clock_of(manifest: dict) -> tuple[float | None, str]:
     """The fastest clock the run's core is known to reach (the lowest bound): max, else nominal,
     else current frequency from the machine facts, else the TSC rate; with where it came from."""
-    mhz = (manifest.get("machine") or {}).get("cpu_mhz") or {}
+    mhz = _facts(_facts(manifest.get("machine")).get("cpu_mhz"))
     for key in ("max", "nominal", "current"):
-        if mhz.get(key):
+        if _positive(mhz.get(key)):
             return mhz[key] * 1e6, f"{key} CPU frequency ({mhz.get('source')})"
-    tsc = manifest.get("tsc") or {}
-    if tsc.get("hz"):
+    tsc = _facts(manifest.get("tsc"))
+    if _positive(tsc.get("hz")):
         return tsc["hz"], f"TSC rate ({tsc.get('source')})"
     return None, "no CPU frequency in the manifest"
+
+
+def _facts(value) -> dict:
+    """A group of machine facts, or none where the manifest holds something else (an edited or damaged file)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
 
 
 def theory_note(workload, manifest: dict) -> str:
