@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -258,12 +259,14 @@ void bindLayers(py::module_& m) {
       });
 
   py::class_<CausalSelfAttention<T>>(m, "CausalSelfAttention")
-      .def(py::init([](std::size_t dModel, std::size_t heads, bool bias, std::uint64_t seed) {
+      .def(py::init([](std::size_t dModel, std::size_t heads, bool bias, std::uint64_t seed, std::optional<bool> projBias) {
              if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
              Rng rng(seed);
-             return CausalSelfAttention<T>(dModel, heads, bias, rng);
+             return CausalSelfAttention<T>(dModel, heads, bias, projBias.value_or(bias), rng);
            }),
-           py::arg("d_model"), py::arg("heads"), py::arg("bias") = true, py::arg("seed") = 0)
+           py::arg("d_model"), py::arg("heads"), py::arg("bias") = true, py::arg("seed") = 0, py::arg("proj_bias") = py::none(),
+           "bias: of query, key and value (and of proj unless proj_bias says otherwise: GPT-2 style models have\n"
+           "proj_bias=True, bias=False).")
       .def("__call__", [](CausalSelfAttention<T>& attention, const Vs& x, std::size_t window) {
         const std::size_t d = attention.dModel();
         if (window == 0 || x.size() % (window * d) != 0) throw py::value_error("x: windows of `window` tokens of d_model values");
