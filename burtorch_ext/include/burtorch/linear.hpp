@@ -17,6 +17,7 @@
 #include "burtorch/gemm.hpp"
 #include "burtorch/inner_product.hpp"
 #include "burtorch/random.hpp"
+#include "burtorch/tanh_block.hpp"
 
 namespace burtorch {
 
@@ -84,12 +85,16 @@ void linearBlock(const LinearRecord& layer, std::size_t tokens, const Index* lis
   const InputRows<T> x{v, pool.links(), lists};
   const kernels::StridedRows<T> w{v + layer.firstWeight, n}, y{v + layer.firstOutput, rows};
   kernels::gemm<T>(tokens, rows, n, kernels::AFromRows<InputRows<T>>{x, tokens}, kernels::BFromColumns<kernels::StridedRows<T>>{w, rows}, y, true);
+  // In FP32, tanh for the whole block at once (tanh_block.hpp).
+  const bool tanhBlock = std::is_same_v<T, float> && layer.activation == Activation::Tanh;
   for (std::size_t t = 0; t < tokens; ++t)
     for (std::size_t j = 0; j < rows; ++j) {
       T data = v[layer.output(t, j)];
       if (layer.hasBias()) data += v[layer.firstBias + j];
-      v[layer.output(t, j)] = activated(layer.activation, data);
+      v[layer.output(t, j)] = tanhBlock ? data : activated(layer.activation, data);
     }
+  if constexpr (std::is_same_v<T, float>)
+    if (tanhBlock) kernels::tanhMany(v + layer.firstOutput, tokens * rows);
 }
 
 // One token's outputs: the values exactly as innerProduct(WithBias) and the activation's
