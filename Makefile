@@ -9,7 +9,7 @@ STAMP := $(VENV)/.burtbench-installed
 EXT_SOURCES := $(shell find burtorch_ext -type f \( -name '*.hpp' -o -name '*.cpp' -o -name 'CMakeLists.txt' \) 2>/dev/null)
 RUN_ARGS ?=
 
-.PHONY: setup browser bench-linux bench-windows bench-macos test report reference-report perf clean
+.PHONY: setup browser bench-linux bench-windows bench-macos test report reference-report perf perf-grid clean
 
 setup: $(STAMP)
 
@@ -49,6 +49,15 @@ test: setup browser
 
 perf: setup
 	$(BIN)/burtbench run --engine burtorch,micrograd --workload tiny,small --profile quick $(RUN_ARGS)
+
+# Every engine on the whole MLP and GPT grids (quick counts, one trial per point), then at each point
+# BurTorch's time against the fastest other framework's (python -m harness.versus).
+GRID_OUT ?= results/grid
+perf-grid: setup
+	$(BIN)/burtbench run --engine all --workload mlp --param hidden_dim=4,16,32,64,128,512,1024 --param batch=1,64 --out $(GRID_OUT)/mlp $(RUN_ARGS)
+	$(BIN)/burtbench run --engine all --workload gpt --param batch=1,2,4,8,16,32,64 --out $(GRID_OUT)/gpt $(RUN_ARGS)
+	$(BIN)/python -m harness.versus $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
+	$(BIN)/python -m harness.versus --engine burtorch/eager/python/cpu $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
 
 # The newest run under results/ (the committed reference run is rendered with `burtbench report results/reference`).
 report: setup

@@ -6,7 +6,9 @@ ENGINES = [
     EngineSpec("burtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "save_load", "mlp", "gpt", "energy"),
                kind="native", executable="burtorch-bench", paper_row=("burtorch", "eager", "cpp", "cpu"),
                label="BurTorch (this project's engine)"),
-    EngineSpec("burtorch", "eager", "python", "cpu", kinds=("graph",), module=__name__, requires=("burtorch",)),
+    # Graphs from their declaration; the MLP and the GPT written with the module's layers (engines/burtorch_models.py).
+    EngineSpec("burtorch", "eager", "python", "cpu", kinds=("graph",), workloads=("mlp", "gpt"), module=__name__,
+               requires=("burtorch",)),
 ]
 
 
@@ -44,4 +46,10 @@ def graph_program(spec, workload, params, inputs=None) -> GraphProgram:
     return GraphProgram(burtorch, workload.graph, float(params["a"]), float(params["b"]))
 
 
-BUILDERS = {"graph": graph_program}
+def training_program(spec, workload, params, inputs=None):
+    from engines import burtorch_models
+
+    return burtorch_models.build(workload, inputs)
+
+
+BUILDERS = {"graph": graph_program, "training": training_program}

@@ -183,12 +183,13 @@ def test_gpt_parameter_count(inputs):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is a Linux field")
-@pytest.mark.parametrize("workload, params", [("mlp", {"hidden_dim": 64}), ("gpt", {})])
-def test_peak_memory_does_not_grow_with_the_batch(inputs, workload, params):
-    """Samples are computed one after another and each graph is dropped: b = 64 costs no more memory than b = 1."""
+@pytest.mark.parametrize("workload, params, growth_mib", [("mlp", {"hidden_dim": 64}, 4), ("gpt", {}, 40)])
+def test_peak_memory_grows_with_the_batch_by_its_graph_only(inputs, workload, params, growth_mib):
+    """A batch is one graph (its layers are blocks): b = 64 adds its 64 samples' nodes and the block
+    products' buffers, no more (the GPT: 17,000 nodes per sample at 17 bytes each, about 18 MiB)."""
     peaks = [train(workload, inputs(workload, 2, **params, batch=b), iterations=2)["peak_resident_bytes"]
              for b in (1, 64)]
-    assert abs(peaks[1] - peaks[0]) <= 1 << 20, peaks
+    assert peaks[0] <= peaks[1] <= peaks[0] + (growth_mib << 20), peaks
 
 
 def test_training_needs_its_inputs_folder(inputs):

@@ -19,6 +19,7 @@ from workloads.catalog import gpt, mlp
 ROOT = Path(__file__).resolve().parents[1]
 
 TRAINING_ENGINES = (
+    "burtorch/eager/python/cpu",
     "torch/eager/python/cpu",
     "torch/torchscript/python/cpu",
     "torch/compile/python/cpu",

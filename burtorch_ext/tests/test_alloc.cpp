@@ -169,4 +169,7 @@ std::size_t trainingAllocations(const typename Model::Shape& shape, std::size_t 
 TEST_CASE("no allocation in steady state: MLP and GPT training steps, as the driver runs them") {
   CHECK(trainingAllocations<driver::Mlp<float>>(driver::MlpShape{16, 8, 27, 12}, 4) == 0);
   CHECK(trainingAllocations<driver::Gpt<float>>(driver::GptShape{2, 3, 5, 6, 11}, 2) == 0);
+  // Batches whose layers are blocks (linear.hpp's matrix products).
+  CHECK(trainingAllocations<driver::Mlp<float>>(driver::MlpShape{16, 8, 27, 12}, 64) == 0);
+  CHECK(trainingAllocations<driver::Gpt<float>>(driver::GptShape{2, 3, 5, 6, 11}, 8) == 0);
 }

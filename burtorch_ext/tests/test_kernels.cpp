@@ -1,5 +1,6 @@
 // What makes layers fast: lists recorded as runs of consecutive nodes, inner products over
 // contiguous arrays, backward stopping at the leading leaves, the fused SGD step.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -178,4 +179,25 @@ TEST_CASE("sgd: p <- p - step * dp over a range, gradients zeroed") {
   CHECK(ok);
   CHECK(other.data() == 5.0 && other.grad() == 1.0);  // outside the range: untouched
   pool.rewind(Mark{});
+}
+
+TEST_CASE("kernels: tanhMany is within 1e-6 relative of tanh: both signs, both branches, vector and scalar") {
+  std::vector<float> x;
+  for (float a = 0; a < 20; a = a < 1e-3f ? a + 1e-5f : a * 1.0007f + 1e-6f) {
+    x.push_back(a);
+    x.push_back(-a);
+  }
+  for (const float a : {0.35f, std::nextafter(0.35f, 0.0f), 9.0f, 1e30f, -1e30f}) x.push_back(a);
+  std::vector<float> lanes = x, one = x;
+  burtorch::kernels::tanhMany(lanes.data(), lanes.size());
+  for (float& v : one) burtorch::kernels::tanhMany(&v, 1);  // the scalar tail's code
+  double worst = 0;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    const double want = std::tanh(static_cast<double>(x[k]));
+    for (const float got : {lanes[k], one[k]}) {
+      if (want == 0) CHECK(got == 0);
+      else worst = std::max(worst, std::abs(got - want) / std::abs(want));
+    }
+  }
+  CHECK(worst <= 1e-6);
 }

@@ -107,7 +107,7 @@ TEST_CASE("MLP and GPT: parameters in the inputs' order, one sample's graph as l
     CHECK(pool.size() == 63 && pool.leadingLeaves() == 63);
     CHECK(formatTensors(kSmallMlp.tensors()) == "wte:5x2,w1:4x6,b1:4,w2:5x4,b2:5");
     const std::vector<std::uint8_t> sample = sampleRows(1, kSmallMlp.sampleWidth(), kSmallMlp.vocab, 1);
-    trainer.model().loss(sample.data());
+    trainer.model().losses(sample.data(), 1)[0];
     CHECK(pool.size() - 63 == kSmallMlp.graphNodes());
   }
   pool.rewind(Mark{});
@@ -116,7 +116,7 @@ TEST_CASE("MLP and GPT: parameters in the inputs' order, one sample's graph as l
     CHECK(pool.size() == countValues(kSmallGpt.tensors()));
     const std::size_t params = pool.size(), capacity = pool.capacity();
     const std::vector<std::uint8_t> window = sampleRows(1, kSmallGpt.sampleWidth(), kSmallGpt.vocab, 2);
-    trainer.model().loss(window.data());
+    trainer.model().losses(window.data(), 1)[0];
     CHECK(pool.size() - params == kSmallGpt.graphNodes());
     CHECK(pool.capacity() == capacity);  // reserved ahead: building the graph did not grow the pool
   }
@@ -138,14 +138,14 @@ TEST_CASE("MLP and GPT: every parameter's gradient against finite differences (F
     Trainer<Mlp<double>> trainer(kSmallMlp, 1, 0.1);
     randomize(trainer.parameters(), 5);
     const std::vector<std::uint8_t> sample = sampleRows(1, kSmallMlp.sampleWidth(), kSmallMlp.vocab, 6);
-    EXPECT_NODE_GRADIENTS("mlp", trainer.parameters(), [&] { return trainer.model().loss(sample.data()); });
+    EXPECT_NODE_GRADIENTS("mlp", trainer.parameters(), [&] { return trainer.model().losses(sample.data(), 1)[0]; });
   }
   pool.rewind(Mark{});
   {
     Trainer<Gpt<double>> trainer(kSmallGpt, 1, 0.1);
     randomize(trainer.parameters(), 7);
     const std::vector<std::uint8_t> window = sampleRows(1, kSmallGpt.sampleWidth(), kSmallGpt.vocab, 8);
-    EXPECT_NODE_GRADIENTS("gpt", trainer.parameters(), [&] { return trainer.model().loss(window.data()); });
+    EXPECT_NODE_GRADIENTS("gpt", trainer.parameters(), [&] { return trainer.model().losses(window.data(), 1)[0]; });
   }
   pool.rewind(Mark{});
 }
@@ -164,7 +164,7 @@ TEST_CASE("trainer: a step is SGD on the batch's mean gradient, returns the mean
   double lossSum = 0;
   for (std::size_t s = 0; s < kBatch; ++s) {
     pool.rewind(mark);
-    const Value<double> loss = trainer.model().loss(rows.data() + s * width);
+    const Value<double> loss = trainer.model().losses(rows.data() + s * width, 1)[0];
     lossSum += loss.data();
     backward(loss);
   }

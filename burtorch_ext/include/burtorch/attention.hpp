@@ -124,18 +124,21 @@ class CausalSelfAttention {
     return {query.parameters().first, last.first + last.count - query.parameters().first};
   }
 
-  // x and out: tokens x dModel handles, row-major. Scratch buffers grow on the first call for
-  // a sequence length and are reused after, so steady-state steps do not allocate.
+  // x and out: one or more sequences of `tokens` tokens, each token dModel handles, row-major;
+  // a token attends to the tokens of its own sequence only. The projections take every
+  // sequence's tokens at once (a block: linear.hpp). Scratch buffers grow on the first call for
+  // a size and are reused after, so steady-state steps do not allocate.
   void forward(std::span<const Value<T>> x, std::size_t tokens, std::span<Value<T>> out) {
-    BURTORCH_ASSERT(x.size() == tokens * dModel_ && out.size() == tokens * dModel_);
-    const std::size_t d = dModel_, hd = d / heads_;
-    fit(tokens);
-    query.forward(x, span(q_, 0, tokens * d));
-    key.forward(x, span(k_, 0, tokens * d));
-    value.forward(x, span(v_, 0, tokens * d));
-    for (std::size_t t = 0; t < tokens; ++t)
-      for (std::size_t h = 0; h < heads_; ++h) attendHead(t, h, span(concat_, t * d + h * hd, hd));
-    proj.forward(span(concat_, 0, tokens * d), out);
+    const std::size_t d = dModel_, hd = d / heads_, all = x.size() / d;
+    BURTORCH_ASSERT(x.size() == all * d && all % tokens == 0 && out.size() == x.size());
+    fit(all);
+    query.forward(x, span(q_, 0, all * d));
+    key.forward(x, span(k_, 0, all * d));
+    value.forward(x, span(v_, 0, all * d));
+    for (std::size_t first = 0; first < all; first += tokens)
+      for (std::size_t t = 0; t < tokens; ++t)
+        for (std::size_t h = 0; h < heads_; ++h) attendHead(first, t, h, span(concat_, (first + t) * d + h * hd, hd));
+    proj.forward(span(concat_, 0, all * d), out);
   }
 
   Linear<T> query, key, value, proj;
@@ -145,23 +148,25 @@ class CausalSelfAttention {
     return std::span<Value<T>>(buffer).subspan(first, count);
   }
 
-  // Head h of the query at position t, over positions 0..t: the softmax of the scaled scores,
+  // Head h of the query at position t of the sequence whose first token is `first`, over its
+  // positions 0..t: the softmax of the scaled scores,
   // then the weighted sum of the value heads, one node per output (Op::AttentionRow). The values
   // are those of the scalar graph (inner products, * scale, logSumExp, - lse, exp, then inner
   // products with the value columns), bit for bit. Query, key and value heads are runs of
   // consecutive nodes: each is a head's slice of a Linear layer's outputs.
-  void attendHead(std::size_t t, std::size_t h, std::span<Value<T>> out) noexcept {
+  void attendHead(std::size_t first, std::size_t t, std::size_t h, std::span<Value<T>> out) noexcept {
     const std::size_t d = dModel_, hd = d / heads_, keys = t + 1;
+    const std::size_t base = first * d;  // the sequence's first token's handles
     Pool<T>& pool = Pool<T>::local();
-    detail::AttentionRecord<T> head{static_cast<Index>(keys), static_cast<Index>(hd), q_[t * d + h * hd].index(), 0,
+    detail::AttentionRecord<T> head{static_cast<Index>(keys), static_cast<Index>(hd), q_[base + t * d + h * hd].index(), 0,
                                     T(1) / std::sqrt(static_cast<T>(hd))};
     const Index at = pool.appendLinks(head.words());
     Index* record = pool.links() + at;  // a push does not move the links
     Index* firstK = head.keyHeads(record);
     Index* firstV = head.valueHeads(record);
     for (std::size_t u = 0; u < keys; ++u) {
-      firstK[u] = k_[u * d + h * hd].index();
-      firstV[u] = v_[u * d + h * hd].index();
+      firstK[u] = k_[base + u * d + h * hd].index();
+      firstV[u] = v_[base + u * d + h * hd].index();
     }
     const T* v = pool.values();
     T peak = -std::numeric_limits<T>::infinity();

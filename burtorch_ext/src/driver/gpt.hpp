@@ -1,4 +1,4 @@
-// The character-level mini-GPT (workloads/gpt.py), one window of block_size + 1 tokens at a time:
+// The character-level mini-GPT (workloads/gpt.py), for each window of block_size + 1 tokens:
 //
 //   x = wte[tokens] + wpe[positions]
 //   for each block:  x = x + proj(attention(ln1(x)));  x = x + ff2(relu(ff1(ln2(x))))
@@ -94,34 +94,38 @@ class Gpt {
         blocks_(makeBlocks(shape)),
         lnf_(shape.dModel),
         head_(shape.dModel, shape.vocab, true, Activation::Identity),
-        x_(shape.blockSize * shape.dModel),
-        normed_(x_.size()),
-        y_(x_.size()),
-        hidden_(shape.blockSize * shape.ff()),
-        logits_(shape.blockSize * shape.vocab),
-        losses_(shape.blockSize) {}
+        tokenLosses_(shape.blockSize) {}
 
-  // Builds one window's graph; returns its loss.
-  Value<T> loss(const std::uint8_t* window) {
-    const std::size_t tokens = shape_.blockSize;
-    for (std::size_t t = 0; t < tokens; ++t) {
-      const NodeRange<T> token = wte_[window[t]], position = wpe_[t];
-      for (std::size_t i = 0; i < shape_.dModel; ++i) x_[t * shape_.dModel + i] = token[i] + position[i];
-    }
+  // Builds the graphs of `count` windows (one after the other in `windows`), every layer over
+  // all of their tokens at once (attention within each window); returns each window's loss.
+  std::span<const Value<T>> losses(const std::uint8_t* windows, std::size_t count) {
+    const std::size_t tokens = shape_.blockSize, width = shape_.sampleWidth(), all = count * tokens;
+    fit(count);
+    for (std::size_t s = 0; s < count; ++s)
+      for (std::size_t t = 0; t < tokens; ++t) {
+        const NodeRange<T> token = wte_[windows[s * width + t]], position = wpe_[t];
+        Value<T>* x = &x_[(s * tokens + t) * shape_.dModel];
+        for (std::size_t i = 0; i < shape_.dModel; ++i) x[i] = token[i] + position[i];
+      }
+    const auto x = span(x_, all * shape_.dModel), normed = span(normed_, all * shape_.dModel), y = span(y_, all * shape_.dModel);
     for (Block& block : blocks_) {
-      for (std::size_t t = 0; t < tokens; ++t) block.ln1.forward(row(x_, t), row(normed_, t));
-      block.attention.forward(normed_, tokens, std::span<Value<T>>(y_));
-      addInto(x_, y_);
-      for (std::size_t t = 0; t < tokens; ++t) block.ln2.forward(row(x_, t), row(normed_, t));
-      block.ff1.forward(normed_, std::span<Value<T>>(hidden_));
-      block.ff2.forward(hidden_, std::span<Value<T>>(y_));
-      addInto(x_, y_);
+      for (std::size_t t = 0; t < all; ++t) block.ln1.forward(row(x, t), row(normed, t));
+      block.attention.forward(normed, tokens, y);
+      addInto(x, y);
+      for (std::size_t t = 0; t < all; ++t) block.ln2.forward(row(x, t), row(normed, t));
+      block.ff1.forward(normed, span(hidden_, all * shape_.ff()));
+      block.ff2.forward(span(hidden_, all * shape_.ff()), y);
+      addInto(x, y);
     }
-    for (std::size_t t = 0; t < tokens; ++t) lnf_.forward(row(x_, t), row(normed_, t));
-    head_.forward(normed_, std::span<Value<T>>(logits_));
-    for (std::size_t t = 0; t < tokens; ++t)
-      losses_[t] = crossEntropy(std::span<const Value<T>>(logits_).subspan(t * shape_.vocab, shape_.vocab), window[t + 1]);
-    return reduceMean(losses_);
+    for (std::size_t t = 0; t < all; ++t) lnf_.forward(row(x, t), row(normed, t));
+    const auto logits = span(logits_, all * shape_.vocab);
+    head_.forward(normed, logits);
+    for (std::size_t s = 0; s < count; ++s) {
+      for (std::size_t t = 0; t < tokens; ++t)
+        tokenLosses_[t] = crossEntropy(logits.subspan((s * tokens + t) * shape_.vocab, shape_.vocab), windows[s * width + t + 1]);
+      losses_[s] = reduceMean(tokenLosses_);
+    }
+    return span(losses_, count);
   }
 
  private:
@@ -143,13 +147,25 @@ class Gpt {
     return blocks;
   }
 
-  std::span<Value<T>> row(std::vector<Value<T>>& tokens, std::size_t t) const {
-    return std::span<Value<T>>(tokens).subspan(t * shape_.dModel, shape_.dModel);
-  }
+  static std::span<Value<T>> span(std::vector<Value<T>>& values, std::size_t count) { return std::span<Value<T>>(values).first(count); }
+
+  std::span<Value<T>> row(std::span<Value<T>> tokens, std::size_t t) const { return tokens.subspan(t * shape_.dModel, shape_.dModel); }
 
   // The residual connection: x <- x + y, element by element.
-  static void addInto(std::vector<Value<T>>& x, const std::vector<Value<T>>& y) {
+  static void addInto(std::span<Value<T>> x, std::span<const Value<T>> y) {
     for (std::size_t k = 0; k < x.size(); ++k) x[k] = x[k] + y[k];
+  }
+
+  // Buffers for `count` windows: grown on the first step of a batch size, then reused.
+  void fit(std::size_t count) {
+    if (losses_.size() >= count) return;
+    const std::size_t all = count * shape_.blockSize;
+    x_.resize(all * shape_.dModel);
+    normed_.resize(x_.size());
+    y_.resize(x_.size());
+    hidden_.resize(all * shape_.ff());
+    logits_.resize(all * shape_.vocab);
+    losses_.resize(count);
   }
 
   Shape shape_;
@@ -157,7 +173,7 @@ class Gpt {
   std::vector<Block> blocks_;
   LayerNorm<T> lnf_;
   Linear<T> head_;
-  std::vector<Value<T>> x_, normed_, y_, hidden_, logits_, losses_;
+  std::vector<Value<T>> x_, normed_, y_, hidden_, logits_, tokenLosses_, losses_;
 };
 
 }  // namespace burtorch::driver

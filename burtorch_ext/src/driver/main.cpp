@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "burtorch/burtorch.hpp"
 #include "cli.hpp"
@@ -12,6 +13,7 @@
 #include "gpt.hpp"
 #include "measured_run.hpp"
 #include "mlp.hpp"
+#include "peak.hpp"
 #include "save_load.hpp"
 #include "scalar_graphs.hpp"
 #include "training.hpp"
@@ -52,9 +54,11 @@ const char* const burtorch::driver::kProgram = "burtorch-bench";
 
 int main(int argc, char** argv) {
   using namespace burtorch::driver;
+  if (argc == 2 && std::string_view(argv[1]) == "--peak") return printPeak();
   return runDriver(argc, argv,
                    "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...] "
                    "[--inputs DIR]\n"
+                   "       burtorch-bench --peak   (this core's peak FP32 multiply-add rate, one JSON line)\n"
                    "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/worker.py).\n"
                    "mlp and gpt train on the shared-inputs folder DIR that the workload's prepare() wrote.\n",
                    "burtorch " BURTORCH_VERSION " (" BURTORCH_KERNELS " kernels)", kWorkloads);

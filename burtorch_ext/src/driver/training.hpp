@@ -1,7 +1,9 @@
-// SGD training of the MLP and the GPT, as the paper's BurTorch trains: the gradient of a batch
-// is computed one sample after another. Each sample's graph is built, backpropagated into the
-// parameters' gradients, and dropped (the pool is rewound to the mark after the parameters), so
-// memory does not grow with the batch. Then every parameter takes the step
+// SGD training of the MLP and the GPT. A batch of one is computed as the paper's BurTorch trains:
+// the sample's graph is built, backpropagated into the parameters' gradients, and dropped (the
+// pool is rewound to the mark after the parameters). A larger batch is built as one graph, each
+// layer applied to every sample's tokens at once (a block: linear.hpp's matrix products), with
+// the sum of the samples' losses as its root; memory then grows with the batch (the block's
+// activations). Then every parameter takes the step
 //   p <- p - learning_rate * (sum of the samples' gradients) / batch,
 // the gradient of the batch's mean loss, as the Python engines define it; gradients are zeroed
 // in the same pass.
@@ -34,7 +36,7 @@ class Trainer {
   Trainer(const Shape& shape, std::size_t batch, double learningRate)
       : pool_(Pool<T>::local()), batch_(batch), width_(shape.sampleWidth()), step_(static_cast<T>(learningRate / static_cast<double>(batch))) {
     BURTORCH_ASSERT(pool_.size() == 0);
-    pool_.reserve(countValues(shape.tensors()) + shape.graphNodes());
+    pool_.reserve(countValues(shape.tensors()) + shape.graphNodes() * batch + 1);
     model_.emplace(shape);
     params_ = {0, static_cast<Index>(pool_.size())};
     mark_ = pool_.mark();
@@ -47,11 +49,16 @@ class Trainer {
   // before the update.
   double step(const std::uint8_t* rows) noexcept {
     double total = 0;
-    for (std::size_t s = 0; s < batch_; ++s) {
+    if (batch_ == 1) {
       pool_.rewind(mark_);
-      const Value<T> loss = model_->loss(rows + s * width_);
-      total += loss.data();
+      const Value<T> loss = model_->losses(rows, 1)[0];
+      total = loss.data();
       backwardWithScratch(loss, scratch_);
+    } else {
+      pool_.rewind(mark_);
+      const std::span<const Value<T>> losses = model_->losses(rows, batch_);
+      for (const Value<T>& loss : losses) total += loss.data();
+      backwardWithScratch(reduceSum(losses), scratch_);
     }
     pool_.rewind(mark_);
     sgdStepAndZeroGrad(params_, step_);

@@ -3,10 +3,12 @@
 // Value is a handle to a node of this thread's pool, so everything made after a mark() is invalid
 // after the matching rewind(); operations check that the nodes they are given still exist.
 // Value itself is in value_type.hpp; the functions, the pool and the layers are bound here.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -137,6 +139,11 @@ void bindFunctions(py::module_& m) {
   m.def("pool_size", [] { return Pool<T>::local().size(); });
   m.def("reserve", [](std::size_t nodes, std::size_t links) { Pool<T>::local().reserve(nodes, links); },
         py::arg("nodes"), py::arg("links") = 0);
+  m.def("sgd_step_and_zero_grad", [](V first, V last, T step) {
+    if (live(last).index() < live(first).index()) throw py::value_error("last comes before first");
+    sgdStepAndZeroGrad(NodeRange<T>{first.index(), last.index() - first.index() + 1}, step);
+  }, py::arg("first"), py::arg("last"), py::arg("step"),
+     "p <- p - step * dp, then dp <- 0, for the nodes first..last (a model's parameters, made one after the other).");
   m.def("zero_grad", [](V first, V last) {
     if (live(first).index() > live(last).index()) throw py::value_error("first comes after last");
     zeroGrad(first, last);
@@ -189,9 +196,29 @@ void bindLayers(py::module_& m) {
            }),
            py::arg("inputs"), py::arg("outputs"), py::arg("bias") = true, py::arg("activation") = "identity", py::arg("seed") = 0)
       .def("__call__", [](const Linear<T>& layer, const Vs& x) {
-        if (x.size() != layer.inputs()) throw py::value_error("wrong number of inputs");
-        return layer(live(x));
-      })
+        if (x.empty() || x.size() % layer.inputs() != 0) throw py::value_error("wrong number of inputs");
+        Vs out(x.size() / layer.inputs() * layer.outputs());
+        layer.forward(live(x), std::span<V>(out));
+        return out;
+      }, "x: one token's inputs, or several tokens' one after the other (a block: one matrix product);\n"
+         "returns each token's outputs, one after the other.")
+      .def("over_rows", [](const Linear<T>& layer, const Embedding<T>& table, const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& ids) {
+        if (ids.ndim() != 2 || ids.shape(1) * table.dim() != layer.inputs()) throw py::value_error("ids: (tokens, inputs / table dim) row ids");
+        const std::size_t tokens = ids.shape(0), perToken = ids.shape(1);
+        std::vector<Index> firsts(tokens * perToken);
+        for (std::size_t k = 0; k < firsts.size(); ++k) {
+          const std::int64_t row = ids.data()[k];
+          if (row < 0 || static_cast<std::size_t>(row) >= table.count()) throw py::index_error("no such row");
+          firsts[k] = table[row].first;
+        }
+        Vs out(tokens * layer.outputs());
+        layer.forwardEach(tokens, [&](std::size_t t) {
+          return Runs<T>{std::span<const Index>(firsts).subspan(t * perToken, perToken), table.dim()};
+        }, std::span<V>(out));
+        return out;
+      }, py::arg("table"), py::arg("ids"),
+         "The layer over the table's rows that each token looks up, concatenated (ids[t]: token t's rows),\n"
+         "read in place; returns each token's outputs, one after the other.")
       .def("parameters", [](const Linear<T>& layer) { return handles(layer.parameters()); })
       .def_property_readonly("weights", [](const Linear<T>& layer) { return handles(layer.weights()); }, "Row-major [outputs][inputs].")
       .def_property_readonly("biases", [](const Linear<T>& layer) { return handles(layer.biases()); })
@@ -217,11 +244,13 @@ void bindLayers(py::module_& m) {
   py::class_<LayerNorm<T>>(m, "LayerNorm")
       .def(py::init<std::size_t, bool, T>(), py::arg("dim"), py::arg("affine") = true, py::arg("eps") = T(1e-5))
       .def("__call__", [](const LayerNorm<T>& norm, const Vs& x) {
-        if (x.size() != norm.dim()) throw py::value_error("wrong number of inputs");
+        const std::size_t d = norm.dim();
+        if (x.empty() || x.size() % d != 0) throw py::value_error("wrong number of inputs");
         Vs out(x.size());
-        norm.forward(live(x), std::span<V>(out));
+        for (std::size_t t = 0; t < x.size() / d; ++t)
+          norm.forward(std::span<const V>(live(x)).subspan(t * d, d), std::span<V>(out).subspan(t * d, d));
         return out;
-      })
+      }, "x: one token's values, or several tokens' one after the other, each normalised.")
       .def("parameters", [](const LayerNorm<T>& norm) { return handles(norm.parameters()); })
       .def_property_readonly("gamma", [](const LayerNorm<T>& norm) { return handles(norm.gamma()); })
       .def_property_readonly("beta", [](const LayerNorm<T>& norm) { return handles(norm.beta()); })
@@ -230,12 +259,23 @@ void bindLayers(py::module_& m) {
       });
 
   py::class_<CausalSelfAttention<T>>(m, "CausalSelfAttention")
-      .def(py::init([](std::size_t dModel, std::size_t heads, bool bias, std::uint64_t seed) {
+      .def(py::init([](std::size_t dModel, std::size_t heads, bool bias, std::uint64_t seed, std::optional<bool> projBias) {
              if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
              Rng rng(seed);
-             return CausalSelfAttention<T>(dModel, heads, bias, rng);
+             return CausalSelfAttention<T>(dModel, heads, bias, projBias.value_or(bias), rng);
            }),
-           py::arg("d_model"), py::arg("heads"), py::arg("bias") = true, py::arg("seed") = 0)
+           py::arg("d_model"), py::arg("heads"), py::arg("bias") = true, py::arg("seed") = 0, py::arg("proj_bias") = py::none(),
+           "bias: of query, key and value (and of proj unless proj_bias says otherwise: GPT-2 style models have\n"
+           "proj_bias=True, bias=False).")
+      .def("__call__", [](CausalSelfAttention<T>& attention, const Vs& x, std::size_t window) {
+        const std::size_t d = attention.dModel();
+        if (window == 0 || x.size() % (window * d) != 0) throw py::value_error("x: windows of `window` tokens of d_model values");
+        Vs out(x.size());
+        attention.forward(live(x), window, std::span<V>(out));
+        return out;
+      }, py::arg("x"), py::arg("window"),
+         "x: windows of `window` tokens, one after the other, each token d_model values; a token attends\n"
+         "within its window. Returns the outputs in the same layout.")
       .def("__call__", [](CausalSelfAttention<T>& attention, const std::vector<Vs>& tokens) {
         const std::size_t d = attention.dModel();
         Vs x;
