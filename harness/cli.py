@@ -32,6 +32,8 @@ EXAMPLES = """examples:
                                                   ends with reports/<run-id>/ and a verdict for each paper claim
   burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
   burtbench run --engine torch/eager --profile paper --trials 5
+  burtbench run --engine autograd --workload tiny --env autograd==1.6.2 --env autograd==1.7.0
+                                                  two versions in one interleaved run (cached environments)
   burtbench run --resume results/20261121-101500-quick
   burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
@@ -79,7 +81,17 @@ def build_parser() -> Parser:
                      help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
     run.add_argument("--sample-private", action="store_true",
                      help="also sample peak private memory from a thread in each Python worker (it shares the pinned core)")
-    run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's) to compare framework versions")
+    run.add_argument("--env", action="append", default=[], metavar="SPEC",
+                     help="run the engines of the framework SPEC names in a managed environment with SPEC installed "
+                          "(e.g. 'jax==0.4.38' or 'jax==0.5.0,jaxlib==0.5.0'); repeat to compare versions in one "
+                          "interleaved run. Environments are cached (burtbench envs)")
+    run.add_argument("--env-dir", metavar="DIR",
+                     help=f"where environments are kept (default: {_default_env_dir()})")
+    run.add_argument("--pip-arg", action="append", default=[], metavar="ARG",
+                     help="an argument for the installer (uv if on PATH, else pip), e.g. "
+                          "--pip-arg=--index-url=https://download.pytorch.org/whl/cpu (repeatable)")
+    run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's); "
+                                                      "with --env, the interpreter the environments are made from")
     run.add_argument("--data-dir", metavar="DIR",
                      help="read the real makemore names.txt and tiny-shakespeare input.txt from DIR for mlp and gpt "
                           "(default: a synthetic corpus with the same alphabets; see fetch-data)")
@@ -113,8 +125,23 @@ def build_parser() -> Parser:
     upstream.add_argument("--commit", metavar="C", help="a 40-digit commit (default: the one behind the paper's rows)")
     upstream.add_argument("--url", metavar="URL", help="another copy of their repository (default: their GitHub)")
 
+    envs = sub.add_parser("envs", help="the environments --env made: SPEC, Python, size, last use")
+    envs.add_argument("--env-dir", metavar="DIR", help=f"where they are kept (default: {_default_env_dir()})")
+    envs.add_argument("--prune", nargs="?", const=30.0, type=_non_negative_float, metavar="DAYS",
+                      help="delete those unused for DAYS days (default 30; 0: all)")
+
     sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
     return parser
+
+
+def _default_env_dir() -> str:
+    from harness.envs import default_env_dir
+
+    return str(default_env_dir())
+
+
+def _non_negative_float(text: str) -> float:
+    return 0.0 if text.strip() in ("0", "0.0") else _positive_float(text)
 
 
 def _positive_int(text: str) -> int:
@@ -233,6 +260,27 @@ def cmd_fetch_upstream(args, console: Console) -> int:
     return 0
 
 
+def cmd_envs(args, console: Console) -> int:
+    from datetime import datetime
+
+    from rich.table import Table
+
+    from harness import envs
+
+    folder = envs.env_dir(args.env_dir)
+    if args.prune is not None:
+        for gone in envs.prune(folder, args.prune):
+            console.print(f"deleted {gone.path} ({gone.size_bytes / 2**20:.1f} MB)", highlight=False)
+    table = Table("SPEC", "Python", "size", "last used", "folder", title=f"burtbench environments in {folder}",
+                  title_justify="left")
+    for c in envs.cached(folder):
+        table.add_row(c.record.get("spec") or "(unfinished)", c.record.get("python_version") or "",
+                      f"{c.size_bytes / 2**20:.1f} MB", datetime.fromtimestamp(c.last_used).strftime("%Y-%m-%d %H:%M"),
+                      c.path.name)
+    console.print(table)
+    return 0
+
+
 def cmd_run(args, console: Console) -> int:
     from harness import session
 
@@ -244,7 +292,7 @@ class ReportUnwritable(Exception):
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor}
+            "envs": cmd_envs, "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:
