@@ -108,8 +108,8 @@ def build_parser() -> Parser:
     report.add_argument("--out", default="reports", metavar="DIR", help="reports folder (default: reports); writes DIR/<run-id>/")
 
     compare = sub.add_parser("compare", help="ratio B/A of time and memory per engine and workload, with a 95%% interval")
-    compare.add_argument("run_a", metavar="RUN_A")
-    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("run_a", metavar="RUN_A", help="a run folder, or RUN@SPEC: one environment (--env SPEC) of it")
+    compare.add_argument("run_b", metavar="RUN_B", help="likewise (RUN@SPEC with the same RUN compares two versions)")
     compare.add_argument("--format", default="table", choices=("table", "md", "json"), help="output format (default: table)")
     compare.add_argument("--fail-if-slower", type=_positive_float, metavar="PCT",
                          help="exit with status 1 if any (engine, workload, params) is slower in RUN_B than in RUN_A "
@@ -226,10 +226,25 @@ def cmd_report(args, console: Console) -> int:
 def cmd_compare(args, console: Console) -> int:
     from harness import compare
 
-    result = compare.compare_runs(existing_run(args.run_a, "RUN_A"), existing_run(args.run_b, "RUN_B"))
+    (run_a, env_a), (run_b, env_b) = _side(args.run_a, "RUN_A"), _side(args.run_b, "RUN_B")
+    result = compare.compare_runs(run_a, run_b, env_a, env_b)
     text = compare.format_comparison(result, args.format)
     print(text) if args.format == "json" else console.print(text, highlight=False)
     return compare.exit_status(result, args.fail_if_slower)
+
+
+def _side(text: str, what: str) -> tuple[Path, str | None]:
+    """RUN, or RUN@SPEC: the trials of one environment (--env SPEC) of a run."""
+    from harness import envs, results
+
+    if results.is_run_dir(Path(text)) or "@" not in text:
+        return existing_run(text, what), None
+    folder, _, spec = text.partition("@")
+    run_dir, env = existing_run(folder, what), envs.parse_spec(spec, f"{what} {folder}@").text
+    known = (results.read_manifest(run_dir).get("plan") or {}).get("envs") or []
+    if env not in known:
+        raise UsageError(f"{what} {text}: the run has no environment {env} (it has: {', '.join(known) or 'none'})")
+    return run_dir, env
 
 
 def cmd_fetch_data(args, console: Console) -> int:

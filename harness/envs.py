@@ -31,7 +31,7 @@ class EnvSpec:
     names: frozenset[str]  # the distributions it names, normalized (PEP 503)
 
 
-def parse_spec(text: str) -> EnvSpec:
+def parse_spec(text: str, option: str = "--env") -> EnvSpec:
     """A SPEC, checked: requirements joined by commas, where a piece starting with an operator
     continues the previous requirement ("jax>=0.4,<0.5")."""
     from packaging.requirements import InvalidRequirement, Requirement
@@ -50,11 +50,11 @@ def parse_spec(text: str) -> EnvSpec:
                 raise InvalidRequirement("empty requirement")
             requirements.append(Requirement(piece))
         except InvalidRequirement as exc:
-            raise UsageError(f"--env {text!r}: not a requirement set like 'jax==0.4.38' or "
+            raise UsageError(f"{option} {text!r}: not a requirement set like 'jax==0.4.38' or "
                              f"'jax==0.5.0,jaxlib==0.5.0' ({piece!r}: {str(exc).splitlines()[0]})") from None
     names = [canonicalize_name(r.name) for r in requirements]
     if len(set(names)) < len(names):
-        raise UsageError(f"--env {text!r}: names a distribution twice")
+        raise UsageError(f"{option} {text!r}: names a distribution twice")
     shown = [f"{canonicalize_name(r.name)}{'[' + ','.join(sorted(r.extras)) + ']' if r.extras else ''}{r.specifier}"
              + (f"; {r.marker}" if r.marker else "") for r in requirements]
     return EnvSpec(",".join(shown), tuple(shown), frozenset(names))
