@@ -55,8 +55,9 @@ def parse_spec(text: str, option: str = "--env") -> EnvSpec:
     names = [canonicalize_name(r.name) for r in requirements]
     if len(set(names)) < len(names):
         raise UsageError(f"{option} {text!r}: names a distribution twice")
-    shown = [f"{canonicalize_name(r.name)}{'[' + ','.join(sorted(r.extras)) + ']' if r.extras else ''}{r.specifier}"
-             + (f"; {r.marker}" if r.marker else "") for r in requirements]
+    shown = [f"{canonicalize_name(r.name)}{'[' + ','.join(sorted(r.extras)) + ']' if r.extras else ''}"
+             + (f" @ {r.url}" if r.url else str(r.specifier)) + (f"; {r.marker}" if r.marker else "")
+             for r in requirements]
     return EnvSpec(",".join(shown), tuple(shown), frozenset(names))
 
 
