@@ -167,3 +167,20 @@ def test_an_engine_id_carries_its_environment():
     # Its framework is the environment's: this interpreter's packages do not decide it.
     assert jit.unavailable_reason() is None
     assert envs.worker_env(jit)["PYTHONPATH"].split(os.pathsep)[0] == str(envs.ROOT)
+
+
+@pytest.mark.slow
+def test_two_autograd_releases_from_the_package_index(tmp_path):
+    """Two real versions from the package index (network), on the tiny graph."""
+    specs = ("autograd==1.7.0", "autograd==1.9.1")
+    args = ["run", "--engine", "autograd", "--workload", "tiny", "--profile", "smoke", "--trials", "2", "--no-report",
+            "--out", str(tmp_path / "out"), "--env-dir", str(tmp_path / "envs")]
+    assert main(args + [a for spec in specs for a in ("--env", spec)]) == 0
+    run_dir = only_run(tmp_path / "out")
+    made = results.read_manifest(run_dir)["environments"]
+    assert [made[s]["freeze"]["autograd"] for s in specs] == ["1.7.0", "1.9.1"]
+    trials = results.read_trials(run_dir)
+    assert [t["framework_version"] for t in trials] == ["1.7.0", "1.9.1"] * 2
+    assert all(t["status"] == "ok" and t["check"]["ok"] for t in trials)
+    folder = report.render(run_dir, tmp_path / "reports")
+    assert "| 1.9.1" in (folder / "tables" / "versions_tiny.md").read_text()

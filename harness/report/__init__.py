@@ -28,6 +28,7 @@ class Rendered:
     tables: list
     verdicts: list  # harness.report.claims.Verdict, one per claim
     status: list[str]  # the run did not finish, trials failed
+    versions: list  # harness.report.versions.VersionTable, where the run has several environments
 
 
 def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
@@ -56,4 +57,4 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     authors.write_page(run, folder)
     readme.write(run, [*by_version, *built], drawn, verdicts, status, folder)
     html.write_index(run, [*by_version, *built], drawn, folder, verdicts, status)
-    return Rendered(folder, run, built, verdicts, status)
+    return Rendered(folder, run, built, verdicts, status, by_version)

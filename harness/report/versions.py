@@ -65,7 +65,7 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point) -> dic
     return row
 
 
-def _ratio(row: dict, name: str) -> str:
+def ratio(row: dict, name: str) -> str:
     low, high = row[f"{name}_ci_low"], row[f"{name}_ci_high"]
     interval = [low, high] if low is not None else None
     return f"{compare.ratio_text(row[f'{name}_ratio'], interval)} {row[f'{name}_verdict']}"
@@ -75,9 +75,9 @@ def _shown(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([{
         "Engine": r["engine"], "Point": " ".join(f"{k}={v}" for k, v in r["params"].items()),
         "Version": r["version"], "Environment": r["env"], "Trials": f"{r['trials_ok']}/{r['trials']}",
-        "Time/iter": format_seconds(r["time_per_iter_s"], "n/a"), "Time ×oldest [95% CI]": _ratio(r, "time"),
-        "Init": format_seconds(r["init_time_s"], "n/a"), "Init ×oldest [95% CI]": _ratio(r, "init"),
-        "Peak RSS": compare.size(r["peak_resident_bytes"]), "Memory ×oldest [95% CI]": _ratio(r, "mem"),
+        "Time/iter": format_seconds(r["time_per_iter_s"], "n/a"), "Time ×oldest [95% CI]": ratio(r, "time"),
+        "Init": format_seconds(r["init_time_s"], "n/a"), "Init ×oldest [95% CI]": ratio(r, "init"),
+        "Peak RSS": compare.size(r["peak_resident_bytes"]), "Memory ×oldest [95% CI]": ratio(r, "mem"),
     } for r in rows])
 
 
