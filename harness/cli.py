@@ -226,25 +226,13 @@ def cmd_report(args, console: Console) -> int:
 def cmd_compare(args, console: Console) -> int:
     from harness import compare
 
-    (run_a, env_a), (run_b, env_b) = _side(args.run_a, "RUN_A"), _side(args.run_b, "RUN_B")
+    from harness.envs import run_side
+
+    (run_a, env_a), (run_b, env_b) = run_side(args.run_a, "RUN_A"), run_side(args.run_b, "RUN_B")
     result = compare.compare_runs(run_a, run_b, env_a, env_b)
     text = compare.format_comparison(result, args.format)
     print(text) if args.format == "json" else console.print(text, highlight=False)
     return compare.exit_status(result, args.fail_if_slower)
-
-
-def _side(text: str, what: str) -> tuple[Path, str | None]:
-    """RUN, or RUN@SPEC: the trials of one environment (--env SPEC) of a run."""
-    from harness import envs, results
-
-    if results.is_run_dir(Path(text)) or "@" not in text:
-        return existing_run(text, what), None
-    folder, _, spec = text.partition("@")
-    run_dir, env = existing_run(folder, what), envs.parse_spec(spec, f"{what} {folder}@").text
-    known = (results.read_manifest(run_dir).get("plan") or {}).get("envs") or []
-    if env not in known:
-        raise UsageError(f"{what} {text}: the run has no environment {env} (it has: {', '.join(known) or 'none'})")
-    return run_dir, env
 
 
 def cmd_fetch_data(args, console: Console) -> int:
@@ -276,23 +264,9 @@ def cmd_fetch_upstream(args, console: Console) -> int:
 
 
 def cmd_envs(args, console: Console) -> int:
-    from datetime import datetime
-
-    from rich.table import Table
-
     from harness import envs
 
-    folder = envs.env_dir(args.env_dir)
-    if args.prune is not None:
-        for gone in envs.prune(folder, args.prune):
-            console.print(f"deleted {gone.path} ({gone.size_bytes / 2**20:.1f} MB)", highlight=False)
-    table = Table("SPEC", "Python", "size", "last used", "folder", title=f"burtbench environments in {folder}",
-                  title_justify="left")
-    for c in envs.cached(folder):
-        table.add_row(c.record.get("spec") or "(unfinished)", c.record.get("python_version") or "",
-                      f"{c.size_bytes / 2**20:.1f} MB", datetime.fromtimestamp(c.last_used).strftime("%Y-%m-%d %H:%M"),
-                      c.path.name)
-    console.print(table)
+    envs.show(envs.env_dir(args.env_dir), args.prune, console)
     return 0
 
 

@@ -63,10 +63,9 @@ def parse_spec(text: str, option: str = "--env") -> EnvSpec:
 
 def plan_options(args) -> dict:
     """--env, --env-dir and --pip-arg as the plan records them (a resumed run makes the same environments)."""
-    texts = getattr(args, "env", None) or []
+    texts = args.env
     if not texts:
-        given = [o for o, v in (("--env-dir", getattr(args, "env_dir", None)), ("--pip-arg", getattr(args, "pip_arg", None)))
-                 if v]
+        given = [o for o, v in (("--env-dir", args.env_dir), ("--pip-arg", args.pip_arg)) if v]
         if given:
             raise UsageError(f"{'/'.join(given)} only apply with --env SPEC")
         return {"envs": [], "env_dir": None, "pip_args": []}
@@ -74,7 +73,7 @@ def plan_options(args) -> dict:
     twice = sorted({s for s in specs if specs.count(s) > 1})
     if twice:
         raise UsageError(f"--env {twice[0]} is given twice")
-    return {"envs": specs, "env_dir": str(env_dir(args.env_dir)), "pip_args": list(args.pip_arg or [])}
+    return {"envs": specs, "env_dir": str(env_dir(args.env_dir)), "pip_args": list(args.pip_arg)}
 
 
 def make_all(plan: dict, python: str, workloads: list, console) -> dict:
@@ -138,6 +137,21 @@ def bind(engines: dict, environments: dict) -> dict:
     return bound
 
 
+def run_side(text: str, what: str) -> tuple[Path, str | None]:
+    """RUN, or RUN@SPEC: the trials of one environment (--env SPEC) of a run."""
+    from harness import results
+    from harness.session import existing_run
+
+    if results.is_run_dir(Path(text)) or "@" not in text:
+        return existing_run(text, what), None
+    folder, _, spec = text.partition("@")
+    run_dir, env = existing_run(folder, what), parse_spec(spec, f"{what} {folder}@").text
+    known = (results.read_manifest(run_dir).get("plan") or {}).get("envs") or []
+    if env not in known:
+        raise UsageError(f"{what} {text}: the run has no environment {env} (it has: {', '.join(known) or 'none'})")
+    return run_dir, env
+
+
 def split_id(engine_id: str) -> tuple[str, str]:
     """(engine id without its environment, the environment's SPEC or '')."""
     base, _, env = engine_id.partition("@")
@@ -198,3 +212,21 @@ def prune(folder: Path, days: float) -> list[Cached]:
     for c in gone:
         shutil.rmtree(c.path)
     return gone
+
+
+def show(folder: Path, prune_days: float | None, console) -> None:
+    """`burtbench envs [--prune DAYS]`: what the cache holds, after deleting what was unused that long."""
+    from datetime import datetime
+
+    from rich.table import Table
+
+    if prune_days is not None:
+        for gone in prune(folder, prune_days):
+            console.print(f"deleted {gone.path} ({gone.size_bytes / 2**20:.1f} MB)", highlight=False)
+    table = Table("SPEC", "Python", "size", "last used", "folder", title=f"burtbench environments in {folder}",
+                  title_justify="left")
+    for c in cached(folder):
+        table.add_row(c.record.get("spec") or "(unfinished)", c.record.get("python_version") or "",
+                      f"{c.size_bytes / 2**20:.1f} MB", datetime.fromtimestamp(c.last_used).strftime("%Y-%m-%d %H:%M"),
+                      c.path.name)
+    console.print(table)
