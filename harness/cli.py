@@ -32,8 +32,10 @@ EXAMPLES = """examples:
                                                   ends with reports/<run-id>/ and a verdict for each paper claim
   burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
   burtbench run --engine torch/eager --profile paper --trials 5
-  burtbench run --engine autograd --workload tiny --env autograd==1.6.2 --env autograd==1.7.0
+  burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
                                                   two versions in one interleaved run (cached environments)
+  burtbench compare "RUN@autograd==1.7.0" "RUN@autograd==1.9.1"    two environments of one run
+  burtbench envs --prune                          the cached environments; delete those unused for 30 days
   burtbench run --resume results/20261121-101500-quick
   burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
