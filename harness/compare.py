@@ -156,8 +156,14 @@ def _manifest_warnings(a: dict, b: dict) -> list[str]:
 def _run_info(run, env: str | None) -> dict:
     return {"run_id": run.run_id + (f"@{env}" if env else ""), "profile": run.manifest.get("profile"),
             "created_at": run.manifest.get("created_at"), "git_commit": run.manifest.get("git_commit"),
-            "frameworks": ((run.manifest.get("environments") or {}).get(env) or {}).get("freeze") if env
-            else run.manifest.get("frameworks") or {}}
+            "frameworks": _env_freeze(run.manifest, env) if env else run.manifest.get("frameworks") or {}}
+
+
+def _env_freeze(manifest: dict, env: str) -> dict:
+    """What an environment of the run held (a damaged manifest may hold anything here)."""
+    made = manifest.get("environments")
+    record = made.get(env) if isinstance(made, dict) else None
+    return (record.get("freeze") if isinstance(record, dict) else None) or {}
 
 
 def _geometric_means(differences: dict[str, list[LogDifference]]) -> dict[str, dict]:

@@ -48,11 +48,16 @@ def _version_key(text: str):
         return (1, None, text)
 
 
+def version_of(point: Point, env: str) -> str:
+    """The version the engine reported in that environment (else the SPEC)."""
+    return str(point.version() or env)
+
+
 def _row(engine: str, params: str, env: str, point: Point, oldest: Point) -> dict:
     same = point is oldest
     time, _ = compare.compare_time(oldest, point)
     init, memory = compare.compare_init(oldest, point), compare.compare_memory(oldest, point)
-    row = {"engine": engine, "params": json.loads(params), "version": point.version() or env, "env": env,
+    row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env), "env": env,
            "trials_ok": point.trials_ok(), "trials": len(point.trials), "check_ok": point.check()[0], "in_run": True,
            "time_per_iter_s": point.time_mean(), "init_time_s": point.mean("init_time_s"),
            "peak_resident_bytes": point.mean("peak_resident_bytes")}
@@ -88,14 +93,15 @@ def build(run: Run) -> list[VersionTable]:
         base, env = split_id(key.engine)
         if env:
             by_workload.setdefault(key.workload, {}).setdefault((base, key.params), {})[env] = point
-    unavailable = {eid: why for eid, why in (run.manifest.get("unavailable") or {}).items() if split_id(eid)[1]}
+    listed = run.manifest.get("unavailable")  # a damaged manifest may hold anything here
+    unavailable = {eid: why for eid, why in listed.items() if split_id(str(eid))[1]} if isinstance(listed, dict) else {}
     tables = []
     for workload, engines in by_workload.items():
         rows = []
         for (engine, params), points in sorted(engines.items()):
             if len(points) < 2:
                 continue
-            ordered = sorted(points.items(), key=lambda item: _version_key(item[1].version() or item[0]))
+            ordered = sorted(points.items(), key=lambda item: _version_key(version_of(item[1], item[0])))
             oldest = ordered[0][1]
             rows += [_row(engine, params, env, point, oldest) for env, point in ordered]
         if not rows:
