@@ -61,17 +61,33 @@ class EngineSpec:
     paper_variant: str | None = None
     # The name the report gives its rows where several engines stand for one paper row.
     label: str = ""
+    # The framework's distribution on the package index, where it is not named like the framework:
+    # what a `burtbench run --env SPEC` must name for this engine to run in that environment.
+    distribution: str = ""
+    # Set only on an engine run in a managed environment (harness/envs.py): the environment's
+    # SPEC, which its id carries, and the interpreter of that environment.
+    env: str = ""
+    python: str = ""
+
+    @property
+    def base_id(self) -> str:
+        return f"{self.framework}/{self.mode}/{self.language}/{self.device}"
 
     @property
     def id(self) -> str:
-        return f"{self.framework}/{self.mode}/{self.language}/{self.device}"
+        return f"{self.base_id}@{self.env}" if self.env else self.base_id
+
+    @property
+    def dist_name(self) -> str:
+        return self.distribution or self.framework
 
     def runs(self, workload) -> bool:
         return workload.name in self.workloads or workload.kind in self.kinds
 
     def unavailable_reason(self) -> str | None:
         """Why this engine cannot run here, or None. Never imports the framework."""
-        for name in self.requires:
+        # In a managed environment the framework is that environment's, not this interpreter's.
+        for name in () if self.env else self.requires:
             if importlib.util.find_spec(name) is None:
                 return f"python module '{name}' is not installed"
         if self.kind == "native" and find_executable(self.executable) is None:

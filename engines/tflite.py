@@ -15,7 +15,7 @@ NOTE = "TF Lite built-in ops have no FP64: FP32"
 
 ENGINES = [
     EngineSpec("tflite", "graph", "interpreter", "cpu", kinds=("graph",), module=__name__, requires=("tensorflow",),
-               precision="fp32", note=NOTE, paper_row=("tflite", "graph", "tflite_interpreter", "cpu")),
+               distribution="tensorflow", precision="fp32", note=NOTE, paper_row=("tflite", "graph", "tflite_interpreter", "cpu")),
 ]
 
 OUTPUTS = ("g", "dg_da", "dg_db")

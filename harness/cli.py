@@ -33,6 +33,10 @@ EXAMPLES = """examples:
                                                   ends with reports/<run-id>/ and a verdict for each paper claim
   burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
   burtbench run --engine torch/eager --profile paper --trials 5
+  burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
+                                                  two versions in one interleaved run (cached environments)
+  burtbench compare "RUN@autograd==1.7.0" "RUN@autograd==1.9.1"    two environments of one run
+  burtbench envs --prune                          the cached environments; delete those unused for 30 days
   burtbench run --resume results/20261121-101500-quick
   burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
@@ -80,7 +84,17 @@ def build_parser() -> Parser:
                      help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
     run.add_argument("--sample-private", action="store_true",
                      help="also sample peak private memory from a thread in each Python worker (it shares the pinned core)")
-    run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's) to compare framework versions")
+    run.add_argument("--env", action="append", default=[], metavar="SPEC",
+                     help="run the engines of the framework SPEC names in a managed environment with SPEC installed "
+                          "(e.g. 'jax==0.4.38' or 'jax==0.5.0,jaxlib==0.5.0'); repeat to compare versions in one "
+                          "interleaved run. Environments are cached (burtbench envs)")
+    run.add_argument("--env-dir", metavar="DIR",
+                     help=f"where environments are kept (default: {_default_env_dir()})")
+    run.add_argument("--pip-arg", action="append", default=[], metavar="ARG",
+                     help="an argument for the installer (uv if on PATH, else pip), e.g. "
+                          "--pip-arg=--index-url=https://download.pytorch.org/whl/cpu (repeatable)")
+    run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's); "
+                                                      "with --env, the interpreter the environments are made from")
     run.add_argument("--data-dir", metavar="DIR",
                      help="read the real makemore names.txt and tiny-shakespeare input.txt from DIR for mlp and gpt "
                           "(default: a synthetic corpus with the same alphabets; see fetch-data)")
@@ -97,8 +111,8 @@ def build_parser() -> Parser:
     report.add_argument("--out", default="reports", metavar="DIR", help="reports folder (default: reports); writes DIR/<run-id>/")
 
     compare = sub.add_parser("compare", help="ratio B/A of time and memory per engine and workload, with a 95%% interval")
-    compare.add_argument("run_a", metavar="RUN_A")
-    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("run_a", metavar="RUN_A", help="a run folder, or RUN@SPEC: one environment (--env SPEC) of it")
+    compare.add_argument("run_b", metavar="RUN_B", help="likewise (RUN@SPEC with the same RUN compares two versions)")
     compare.add_argument("--format", default="table", choices=("table", "md", "json"), help="output format (default: table)")
     compare.add_argument("--fail-if-slower", type=_positive_float, metavar="PCT",
                          help="exit with status 1 if any (engine, workload, params) is slower in RUN_B than in RUN_A "
@@ -114,8 +128,23 @@ def build_parser() -> Parser:
     upstream.add_argument("--commit", metavar="C", help="a 40-digit commit (default: the one behind the paper's rows)")
     upstream.add_argument("--url", metavar="URL", help="another copy of their repository (default: their GitHub)")
 
+    envs = sub.add_parser("envs", help="the environments --env made: SPEC, Python, size, last use")
+    envs.add_argument("--env-dir", metavar="DIR", help=f"where they are kept (default: {_default_env_dir()})")
+    envs.add_argument("--prune", nargs="?", const=30.0, type=_non_negative_float, metavar="DAYS",
+                      help="delete those unused for DAYS days (default 30; 0: all)")
+
     sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
     return parser
+
+
+def _default_env_dir() -> str:
+    from harness.envs import default_env_dir
+
+    return str(default_env_dir())
+
+
+def _non_negative_float(text: str) -> float:
+    return 0.0 if text.strip() in ("0", "0.0") else _positive_float(text)
 
 
 def _positive_int(text: str) -> int:
@@ -200,7 +229,10 @@ def cmd_report(args, console: Console) -> int:
 def cmd_compare(args, console: Console) -> int:
     from harness import compare
 
-    result = compare.compare_runs(existing_run(args.run_a, "RUN_A"), existing_run(args.run_b, "RUN_B"))
+    from harness.envs import run_side
+
+    (run_a, env_a), (run_b, env_b) = run_side(args.run_a, "RUN_A"), run_side(args.run_b, "RUN_B")
+    result = compare.compare_runs(run_a, run_b, env_a, env_b)
     text = compare.format_comparison(result, args.format)
     print(text) if args.format == "json" else console.print(text, highlight=False)
     return compare.exit_status(result, args.fail_if_slower)
@@ -234,6 +266,13 @@ def cmd_fetch_upstream(args, console: Console) -> int:
     return 0
 
 
+def cmd_envs(args, console: Console) -> int:
+    from harness import envs
+
+    envs.show(envs.env_dir(args.env_dir), args.prune, console)
+    return 0
+
+
 def cmd_run(args, console: Console) -> int:
     from harness import session
 
@@ -245,7 +284,7 @@ class ReportUnwritable(Exception):
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor}
+            "envs": cmd_envs, "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

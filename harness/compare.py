@@ -26,6 +26,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.envs import split_id
 from harness.points import Point, group
 from harness.report.run import load_run
 from harness.stats import CONFIDENCE, t_quantile
@@ -109,6 +110,18 @@ def compare_time(a: Point, b: Point) -> tuple[dict, LogDifference | None]:
             "time_verdict": verdict(interval)}, difference
 
 
+def compare_init(a: Point, b: Point) -> dict:
+    """B/A of the init run (one iteration, end to end): one value per trial that ran one."""
+    values_a, values_b = a.values("init_time_s"), b.values("init_time_s")
+    if not values_a or not values_b:
+        return {"init_a_s": None, "init_b_s": None, "init_ratio": None, "init_ci": None, "init_verdict": "not measured"}
+    mean_a, mean_b = statistics.fmean(values_a), statistics.fmean(values_b)
+    difference = welch(values_a, values_b)
+    interval = difference.interval() if difference else None
+    return {"init_a_s": mean_a, "init_b_s": mean_b, "init_ratio": mean_b / mean_a, "init_ci": interval,
+            "init_verdict": verdict(interval)}
+
+
 def compare_memory(a: Point, b: Point) -> dict:
     values_a, values_b = a.values("peak_resident_bytes"), b.values("peak_resident_bytes")
     if not values_a or not values_b:
@@ -140,10 +153,17 @@ def _manifest_warnings(a: dict, b: dict) -> list[str]:
     return warnings
 
 
-def _run_info(run) -> dict:
-    return {"run_id": run.run_id, "profile": run.manifest.get("profile"),
+def _run_info(run, env: str | None) -> dict:
+    return {"run_id": run.run_id + (f"@{env}" if env else ""), "profile": run.manifest.get("profile"),
             "created_at": run.manifest.get("created_at"), "git_commit": run.manifest.get("git_commit"),
-            "frameworks": run.manifest.get("frameworks") or {}}
+            "frameworks": _env_freeze(run.manifest, env) if env else run.manifest.get("frameworks") or {}}
+
+
+def _env_freeze(manifest: dict, env: str) -> dict:
+    """What an environment of the run held (a damaged manifest may hold anything here)."""
+    made = manifest.get("environments")
+    record = made.get(env) if isinstance(made, dict) else None
+    return (record.get("freeze") if isinstance(record, dict) else None) or {}
 
 
 def _geometric_means(differences: dict[str, list[LogDifference]]) -> dict[str, dict]:
@@ -156,10 +176,19 @@ def _geometric_means(differences: dict[str, list[LogDifference]]) -> dict[str, d
     return means
 
 
-def compare_runs(run_a: Path, run_b: Path) -> dict:
-    """A plain, JSON-ready comparison of two runs (see the module docstring)."""
+def in_env(points: dict, env: str) -> dict:
+    """The points of one environment of a run, keyed by their engine ids without it."""
+    return {key._replace(engine=split_id(key.engine)[0]): point for key, point in points.items()
+            if split_id(key.engine)[1] == env}
+
+
+def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str | None = None) -> dict:
+    """A plain, JSON-ready comparison of two runs (see the module docstring), or of two
+    environments (--env SPEC) of one run or two."""
     a, b = load_run(Path(run_a)), load_run(Path(run_b))
     points_a, points_b = group(a.trials), group(b.trials)
+    if env_a or env_b:  # a side without one: the engines that ran in the runner's own environment
+        points_a, points_b = in_env(points_a, env_a or ""), in_env(points_b, env_b or "")
     rows, differences = [], {}
     for key in sorted(set(points_a) & set(points_b), key=lambda k: (k.workload, k.engine, k.params)):
         time, difference = compare_time(points_a[key], points_b[key])
@@ -169,7 +198,7 @@ def compare_runs(run_a: Path, run_b: Path) -> dict:
                      "trials_a": len(points_a[key].trials), "trials_b": len(points_b[key].trials),
                      **time, **compare_memory(points_a[key], points_b[key])})
     return {
-        "run_a": _run_info(a), "run_b": _run_info(b),
+        "run_a": _run_info(a, env_a), "run_b": _run_info(b, env_b),
         "method": f"B/A of per-iteration time and of peak resident memory, {CONFIDENCE:.0%} Welch t interval "
                   "on log values over trials (timing blocks where a side has one trial)",
         "warnings": _manifest_warnings(a.manifest, b.manifest),

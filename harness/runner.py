@@ -17,6 +17,7 @@ from pathlib import Path
 from harness.measure.tsc import estimate_cycles
 from harness.plan import PlannedTrial
 from harness.results import ResultsUnwritable, Trial
+from harness.envs import worker_env
 from harness.spawn import ChildRun, ChildSpawner, RunOptions
 from harness.worker import EXIT_UNAVAILABLE
 
@@ -36,8 +37,10 @@ def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOp
         for name, value in pt.params.items():
             cmd += ["--param", f"{name}={value!r}"]
         return cmd
-    cmd = [options.python, "-m", "harness.worker", "--engine", pt.engine.id, "--workload", pt.workload.name,
-           "--params", json.dumps(pt.params), *counts, *shared]
+    # An engine in a managed environment runs under that environment's interpreter; the worker's
+    # registry knows it by its id without the environment.
+    cmd = [pt.engine.python or options.python, "-m", "harness.worker", "--engine", pt.engine.base_id,
+           "--workload", pt.workload.name, "--params", json.dumps(pt.params), *counts, *shared]
     return cmd + ["--sample-private"] if options.sample_private else cmd
 
 
@@ -47,7 +50,8 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
     the command and, once the child has ended well, turns what it printed and left in its scratch
     folder into the payload line; every other engine's child prints that line itself."""
     if pt.engine.kind != "program":
-        return spawner.run(child_command(pt, iterations, warmup, spawner.options, inputs), pt.timeout_s)
+        return spawner.run(child_command(pt, iterations, warmup, spawner.options, inputs), pt.timeout_s,
+                           env=worker_env(pt.engine))
     workdir = Path(tempfile.mkdtemp(prefix="burtbench-trial-"))
     try:
         try:

@@ -13,14 +13,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness import selection
+from harness import envs, selection
 from harness.errors import UsageError
 from harness.lock import RunLock
 from harness.results import ResultsUnwritable
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
-PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream")
+PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "env", "env_dir",
+                "pip_arg")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ def plan_spec(args) -> dict:
                          f"(choose {', '.join(PROFILES)})")
     workloads = selection.resolve_workloads(args.workload, all_workloads())
     engines = selection.resolve_engines(args.engine, all_engines())
+    environments = envs.plan_options(args)
+    if environments["envs"]:
+        engines = envs.variants(engines, [envs.parse_spec(text) for text in args.env], args.engine.strip() != "all")
     narrow = selection.parse_params(args.param, workloads)
     usable = [w for w in workloads if any(e.runs(w) for e in engines)]
     if not usable:
@@ -69,7 +73,7 @@ def plan_spec(args) -> dict:
             "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
             "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
             "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir,
-            "upstream": upstream}
+            "upstream": upstream, **environments}
 
 
 def request(args) -> RunRequest:
@@ -141,6 +145,14 @@ def resumable_manifest(run_dir: Path) -> dict:
             or not all(isinstance(n, str) for n in names)):
         raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged (profile, engines, workloads, "
                          f"narrow, trials, timeout, noise threshold or adaptive); start a new run")
+    texts, pip_args = plan.get("envs") or [], plan.get("pip_args") or []
+    if not (isinstance(texts, list) and isinstance(pip_args, list) and all(isinstance(t, str) for t in texts + pip_args)
+            and isinstance(plan.get("env_dir") if texts else "", str)):
+        raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged (envs); start a new run")
+    for text in texts:
+        envs.parse_spec(text)
+    if texts:
+        envs.env_dir(plan["env_dir"])
     return manifest
 
 
@@ -162,11 +174,19 @@ def planned_workloads(spec: dict) -> list:
         raise UsageError(f"the run names a workload this installation does not know: {exc}") from None
 
 
-def make_plan(spec: dict) -> list:
+def make_plan(spec: dict, environments: dict | None = None) -> list:
+    from dataclasses import replace
+
     from engines import all_engines
     from harness.plan import make_plan as plan_of
 
     registry = all_engines()
+    # An engine run in an environment: the registry's engine, bound to the environment's interpreter.
+    for eid in spec["engines"]:
+        base, env = envs.split_id(eid)
+        if env and base in registry:
+            registry[eid] = replace(registry[base], env=env)
+    registry = envs.bind(registry, environments or {})
     missing = [e for e in spec["engines"] if e not in registry]
     if missing:
         raise UsageError(f"the run names engines this installation does not know: {', '.join(missing)}")
@@ -219,20 +239,22 @@ def worker_env(python: str) -> dict:
 
 
 def run(req: RunRequest, console: Console) -> int:
-    plan, unavailable = ready_engines(make_plan(req.spec), console)
+    environments = envs.make_all(req.spec, req.python, planned_workloads(req.spec), console)
+    plan, unavailable = ready_engines(make_plan(req.spec, environments), console)
     if req.run_dir is not None:
         with RunLock(req.run_dir):
-            return _run_locked(req, console, req.run_dir, plan, unavailable)
+            return _run_locked(req, console, req.run_dir, plan, unavailable, environments)
     run_dir = new_run_dir(req.out, req.spec["profile"])
     try:
         run_dir.mkdir(parents=True)
     except OSError as exc:
         raise ResultsUnwritable(f"cannot create {run_dir}: {exc.strerror or exc}") from None
     with RunLock(run_dir):
-        return _run_locked(req, console, run_dir, plan, unavailable)
+        return _run_locked(req, console, run_dir, plan, unavailable, environments)
 
 
-def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, unavailable: dict) -> int:
+def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, unavailable: dict,
+                environments: dict) -> int:
     from harness import manifest as manifest_mod
     from harness import orchestrator, results, summary
     from harness.measure import tsc
@@ -245,6 +267,9 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     else:
         manifest = manifest_mod.build(run_dir.name, req.spec, req.cpu, req.python, sys.argv)
     manifest["unavailable"] = {**manifest.get("unavailable", {}), **unavailable}
+    if environments:
+        manifest["environments"] = {**manifest.get("environments", {}),
+                                    **{text: env.manifest_record() for text, env in environments.items()}}
     # What engines built for this run (the authors' programs and their variants' changes).
     engines = {pt.engine.id: pt.engine for pt in plan}
     builds = {eid: e.manifest_record() for eid, e in engines.items() if hasattr(e, "manifest_record")}

@@ -40,3 +40,30 @@ def shared_upstream():
         if where.exists():
             return open_source(where)
     pytest.skip("the authors' source is not here: set BURTBENCH_UPSTREAM or provide ../shared/upstream")
+
+
+def build_wheel(folder: Path, name: str, version: str, package: str, source: str) -> Path:
+    """A pure-Python wheel of one module package (`package/__init__.py` = source), written with
+    zipfile alone: the tests of managed environments install it offline from `folder`."""
+    import base64
+    import hashlib
+    import zipfile
+
+    stem = f"{name.replace('-', '_')}-{version}"
+    files = {
+        f"{package}/__init__.py": source,
+        f"{stem}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{stem}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: burtbench-tests\nRoot-Is-Purelib: true\n"
+                                   "Tag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    files[f"{stem}.dist-info/RECORD"] = "\n".join(record + [f"{stem}.dist-info/RECORD,,"]) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{stem}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel

@@ -24,6 +24,9 @@ TOLERANCE = {"fp64": 1e-12, "fp32": 1e-5}
 #   save_load  the small graph's activations written to a file and read back every iteration
 #   training   SGD steps of a model on batches the harness prepared (`model`, `split_rows`, `prepare`)
 KINDS = ("graph", "save_load", "training")
+# What a worker needs installed, beside the framework, to run a workload of each kind: a graph is
+# plain Python; the others read and check arrays. A managed environment (--env) gets these.
+WORKER_NEEDS = {"graph": (), "save_load": ("numpy",), "training": ("numpy",)}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
     reports/<run-id>/index.html                          claims, tables and figures on one page
     reports/<run-id>/README.md                           the same in Markdown (figures linked)
     reports/<run-id>/claims.md | .csv | .json            a verdict for each of the paper's claims
-    reports/<run-id>/tables/<name>.md | .tex | .csv
+    reports/<run-id>/tables/<name>.md | .tex | .csv   (versions_<workload>: a run with several --env)
     reports/<run-id>/figures/<name>.png | .pdf
     reports/<run-id>/authors.md          (where the run has trials of the authors' BurTorch programs)
 
@@ -28,11 +28,12 @@ class Rendered:
     tables: list
     verdicts: list  # harness.report.claims.Verdict, one per claim
     status: list[str]  # the run did not finish, trials failed
+    versions: list  # harness.report.versions.VersionTable, where the run has several environments
 
 
 def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     """The report of `run_dir` in `out_root/<run-id>/`, with what it found (for the terminal summary)."""
-    from harness.report import authors, claims, figures, formats, html, readme, tables
+    from harness.report import authors, claims, figures, formats, html, readme, tables, versions
     from harness.report.run import load_run, status_notes
 
     run = load_run(Path(run_dir))
@@ -45,10 +46,15 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     for table in built:
         formats.write_table(table, folder / "tables")
     drawn = figures.draw_all(built, run.os, folder / "figures")
+    # Several environments of one framework (--env): their versions side by side.
+    by_version = versions.build(run)
+    for table in by_version:
+        formats.write_table(table, folder / "tables")
+    drawn += [f for f in (versions.figure(t, folder / "figures") for t in by_version) if f is not None]
     verdicts = claims.evaluate(run, built)
     status = status_notes(run)
     claims.write(folder, run, verdicts, status)
     authors.write_page(run, folder)
-    readme.write(run, built, drawn, verdicts, status, folder)
-    html.write_index(run, built, drawn, folder, verdicts, status)
-    return Rendered(folder, run, built, verdicts, status)
+    readme.write(run, [*by_version, *built], drawn, verdicts, status, folder)
+    html.write_index(run, [*by_version, *built], drawn, folder, verdicts, status)
+    return Rendered(folder, run, built, verdicts, status, by_version)

@@ -74,7 +74,7 @@ def speed_lines(trials: list[dict]) -> list[str]:
 
 
 def summary_lines(rendered) -> list[str]:
-    from harness.report import claims
+    from harness.report import claims, versions
 
     lines = [""] + [f"[yellow]{escape(s)}[/]" for s in rendered.status]
     lines.append(f"[bold]The paper's claims on this run[/]: {claims.counts(rendered.verdicts)}")
@@ -83,6 +83,11 @@ def summary_lines(rendered) -> list[str]:
     if speeds:
         lines += ["", "[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step):"]
         lines += speeds
+    for table in rendered.versions:
+        lines += ["", f"[bold]{escape(table.title)}[/] (time per iteration, ×the oldest version, 95% interval, "
+                      f"verdict): {escape(str(Path(rendered.folder).resolve() / 'tables' / table.name))}.md"]
+        lines += [f"  {escape(row['engine'])} {escape(row['version']):<10} {format_seconds(row['time_per_iter_s'], 'n/a'):>9}"
+                  f"  {escape(versions.ratio(row, 'time'))}" for row in table.rows]
     folder = Path(rendered.folder).resolve()
     lines += ["", f"claims:  {escape(str(folder / 'claims.md'))}",
               f"report:  {escape((folder / 'index.html').as_uri())}"]

@@ -1,0 +1,186 @@
+"""Managed environments (--env SPEC), offline: two versions of a fake framework built as wheels into
+a wheelhouse here, installed with --no-index; made once, reused after, interleaved, reported."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import report, results
+from harness.cli import main
+from tests_support import build_wheel
+
+ENGINE = "fakefw/eager/python/cpu"
+OLD, NEW, MISSING = "burtbench-fakefw==1.0", "burtbench-fakefw==2.0", "burtbench-fakefw==9.9"
+
+
+def source(version: str, loop: int) -> str:
+    return f"__version__ = {version!r}\n\n\ndef work():\n    return sum(range({loop}))\n"
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("wheelhouse")
+    build_wheel(folder, "burtbench-fakefw", "1.0", "fakefw", source("1.0", 10))
+    build_wheel(folder, "burtbench-fakefw", "2.0", "fakefw", source("2.0", 400))
+    return folder
+
+
+@pytest.fixture
+def fakefw(monkeypatch):
+    monkeypatch.setenv("BURTBENCH_ENGINE_MODULES", "tests.fakes.fake_versions")
+
+
+def run_args(out: Path, env_dir: Path, wheelhouse: Path, *specs: str) -> list[str]:
+    args = ["run", "--engine", "fakefw", "--workload", "tiny", "--profile", "smoke", "--trials", "2", "--no-report",
+            "--out", str(out), "--env-dir", str(env_dir), "--pip-arg=--no-index", f"--pip-arg=--find-links={wheelhouse}"]
+    for spec in specs:
+        args += ["--env", spec]
+    return args
+
+
+def only_run(out: Path) -> Path:
+    (run_dir,) = [p for p in out.iterdir() if results.is_run_dir(p)]
+    return run_dir
+
+
+def installed_file(env: dict) -> Path:
+    (found,) = Path(env["path"]).rglob("fakefw/__init__.py")
+    return found
+
+
+def test_two_versions_in_one_run_then_reused(fakefw, wheelhouse, tmp_path, capsys):
+    env_dir = tmp_path / "envs"
+    assert main(run_args(tmp_path / "first", env_dir, wheelhouse, OLD, NEW, MISSING)) == 0
+    run_dir = only_run(tmp_path / "first")
+    manifest = results.read_manifest(run_dir)
+    made = manifest["environments"]
+    assert made[OLD]["freeze"]["burtbench-fakefw"] == "1.0" and made[NEW]["freeze"]["burtbench-fakefw"] == "2.0"
+    assert not made[OLD]["reused"] and not made[NEW]["reused"]
+    assert made[OLD]["python_version"].startswith("CPython 3.") or made[OLD]["python_version"]
+    # The uninstallable SPEC: its engine unavailable with the installer's reason, on one line.
+    reason = manifest["unavailable"][f"{ENGINE}@{MISSING}"]
+    assert "\n" not in reason and "9.9" in reason and made[MISSING]["problem"]
+    assert manifest["status"] == "complete"
+
+    trials = results.read_trials(run_dir)
+    # Interleaved: trial 0 of both versions before trial 1 of either; each trial ran its own version.
+    assert [(t["engine"], t["trial"]) for t in trials] == [
+        (f"{ENGINE}@{OLD}", 0), (f"{ENGINE}@{NEW}", 0), (f"{ENGINE}@{OLD}", 1), (f"{ENGINE}@{NEW}", 1)]
+    assert [t["framework_version"] for t in trials] == ["1.0", "2.0", "1.0", "2.0"]
+    assert all(t["status"] == "ok" and t["check"]["ok"] for t in trials)
+
+    # A second run reuses both environments: nothing is installed again.
+    before = {spec: installed_file(made[spec]).stat().st_mtime_ns for spec in (OLD, NEW)}
+    assert main(run_args(tmp_path / "second", env_dir, wheelhouse, OLD, NEW)) == 0
+    again = results.read_manifest(only_run(tmp_path / "second"))["environments"]
+    assert again[OLD]["reused"] and again[NEW]["reused"]
+    assert {spec: installed_file(again[spec]).stat().st_mtime_ns for spec in (OLD, NEW)} == before
+    assert again[OLD]["path"] == made[OLD]["path"]
+
+    # --resume makes (here: finds) the same environments.
+    assert main(["run", "--resume", str(run_dir), "--no-report"]) == 0
+    assert results.read_manifest(run_dir)["environments"][OLD]["reused"]
+    assert len(results.read_trials(run_dir)) == 4
+
+    # The report: a versions table (ratios to the oldest version) and the trend figure.
+    folder = report.render(run_dir, tmp_path / "reports")
+    table = (folder / "tables" / "versions_tiny.md").read_text()
+    assert "reference (oldest)" in table and "| 2.0" in table and "[" in table
+    assert (folder / "figures" / "fig_versions_tiny.png").stat().st_size > 0
+    assert "tiny: framework versions" in (folder / "index.html").read_text()
+    rows = (folder / "tables" / "versions_tiny.csv").read_text().splitlines()
+    assert rows[0].startswith("engine,params,version,env") and len(rows) == 3
+
+    # compare: two environments of one run.
+    capsys.readouterr()
+    assert main(["compare", f"{run_dir}@{OLD}", f"{run_dir}@{NEW}", "--format", "json"]) == 0
+    compared = json.loads(capsys.readouterr().out)
+    assert [r["engine"] for r in compared["rows"]] == [ENGINE]
+    assert compared["run_b"]["frameworks"]["burtbench-fakefw"] == "2.0"
+
+    # burtbench envs lists them; --prune 0 deletes every one.
+    assert main(["envs", "--env-dir", str(env_dir)]) == 0
+    listed = capsys.readouterr().out
+    assert OLD in listed and NEW in listed and MISSING not in listed
+    assert main(["envs", "--env-dir", str(env_dir), "--prune", "0"]) == 0
+    assert not any(env_dir.iterdir())
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--env", "fakefw>>1"], "not a requirement set"),
+    (["--env", "==1.0"], "not a requirement set"),
+    (["--env", "burtbench-fakefw==1.0,"], "empty requirement"),
+    (["--env", "burtbench-fakefw==1.0,burtbench_fakefw==2.0"], "names a distribution twice"),
+    (["--env", OLD, "--env", "burtbench-fakefw == 1.0"], "given twice"),
+    (["--env", "autograd==1.7.0"], "no --env SPEC installs its framework"),
+    (["--env", OLD, "--env", "autograd==1.7.0"], "installs no framework of a selected engine"),
+    (["--env", OLD, "--env-dir", "{file}/envs"], "cannot create the environments folder"),
+    (["--env-dir", "{tmp}/envs"], "only apply with --env"),
+    (["--pip-arg=--no-index"], "only apply with --env"),
+])
+def test_bad_env_input_is_one_line_and_exit_2(fakefw, extra, message, tmp_path, capsys):
+    plain = tmp_path / "a-file"
+    plain.write_text("x")
+    extra = [a.replace("{file}", str(plain)).replace("{tmp}", str(tmp_path)) for a in extra]
+    assert main(["run", "--engine", "fakefw", "--workload", "tiny", "--out", str(tmp_path / "out"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("burtbench: error:") and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_only_python_engines_run_in_an_environment(capsys, tmp_path):
+    assert main(["run", "--engine", "burtorch/eager/cpp", "--workload", "tiny", "--env", "burtorch==1.0",
+                 "--env-dir", str(tmp_path)]) == 2
+    assert "only Python engines" in capsys.readouterr().err
+
+
+def test_compare_names_an_environment_the_run_has(fakefw, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    results.write_json_atomic(run_dir / results.MANIFEST_FILE, {"plan": {"envs": [OLD]}})
+    assert main(["compare", f"{run_dir}@{OLD}", f"{run_dir}@burtbench-fakefw==3.0"]) == 2
+    assert "has no environment burtbench-fakefw==3.0 (it has: burtbench-fakefw==1.0)" in capsys.readouterr().err
+
+
+def test_installer_reason_is_one_line():
+    from harness.env_install import installer_reason
+
+    pip = ("Looking in links: /w\nERROR: Could not find a version that satisfies the requirement x==9 (from versions: 1)\n"
+           "ERROR: No matching distribution found for x==9\n")
+    assert installer_reason(pip) == "No matching distribution found for x==9"
+    uv = ("  × No solution found when resolving dependencies:\n  ╰─▶ Because there is no version of x==9 and you\n"
+          "      require x==9, we can conclude that your requirements are unsatisfiable.\n")
+    assert installer_reason(uv) == ("No solution found when resolving dependencies: Because there is no version of "
+                                    "x==9 and you require x==9, we can conclude that your requirements are unsatisfiable.")
+
+
+def test_an_engine_id_carries_its_environment():
+    from engines import all_engines
+    from harness import envs
+
+    spec = envs.parse_spec("Jax>=0.4, <0.5")
+    assert spec.text == "jax<0.5,>=0.4" and spec.names == {"jax"}
+    (jit, *_) = envs.variants([all_engines()["jax/jit/python/cpu"]], [spec], explicit=True)
+    assert jit.id == "jax/jit/python/cpu@jax<0.5,>=0.4" and jit.base_id == "jax/jit/python/cpu"
+    assert envs.split_id(jit.id) == ("jax/jit/python/cpu", "jax<0.5,>=0.4")
+    # Its framework is the environment's: this interpreter's packages do not decide it.
+    assert jit.unavailable_reason() is None
+    assert envs.worker_env(jit)["PYTHONPATH"].split(os.pathsep)[0] == str(envs.ROOT)
+
+
+@pytest.mark.slow
+def test_two_autograd_releases_from_the_package_index(tmp_path):
+    """Two real versions from the package index (network), on the tiny graph."""
+    specs = ("autograd==1.7.0", "autograd==1.9.1")
+    args = ["run", "--engine", "autograd", "--workload", "tiny", "--profile", "smoke", "--trials", "2", "--no-report",
+            "--out", str(tmp_path / "out"), "--env-dir", str(tmp_path / "envs")]
+    assert main(args + [a for spec in specs for a in ("--env", spec)]) == 0
+    run_dir = only_run(tmp_path / "out")
+    made = results.read_manifest(run_dir)["environments"]
+    assert [made[s]["freeze"]["autograd"] for s in specs] == ["1.7.0", "1.9.1"]
+    trials = results.read_trials(run_dir)
+    assert [t["framework_version"] for t in trials] == ["1.7.0", "1.9.1"] * 2
+    assert all(t["status"] == "ok" and t["check"]["ok"] for t in trials)
+    folder = report.render(run_dir, tmp_path / "reports")
+    assert "| 1.9.1" in (folder / "tables" / "versions_tiny.md").read_text()
