@@ -33,6 +33,9 @@ EXAMPLES = """examples:
   burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
   burtbench run --engine torch/eager --profile paper --trials 5
   burtbench run --resume results/20261121-101500-quick
+  burtbench run --profile paper --dry-run          the plan and its estimated time, nothing run
+  burtbench run --cpus 2-15                        14 trials at once, each on its own core
+  burtbench run --profile paper --shard 2/4        the second of 4 machines; then: burtbench merge RUN... --out DIR
   burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
@@ -71,6 +74,18 @@ def build_parser() -> Parser:
     run.add_argument("--noise-threshold", type=_at_most(_positive_float, 100), default=5.0, metavar="PCT",
                      help="coefficient of variation over trials above which a point is noisy (default 5)")
     run.add_argument("--cpu", type=int, metavar="N", help="core to pin every trial to (default: the last core)")
+    run.add_argument("--cpus", metavar="LIST",
+                     help="run up to len(LIST) trials at once, each pinned to its own core of LIST (e.g. 2-15 or 0,1); "
+                          "the runner keeps off them where a core is left. Check the cost first: burtbench doctor "
+                          "--interference (default: one core, --cpu)")
+    run.add_argument("--shard", metavar="K/N",
+                     help="run only shard K of N: a deterministic split of the plan by point, for N machines "
+                          "(join them with burtbench merge)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the plan per workload and its estimated time, and exit without running")
+    run.add_argument("--estimate-from", metavar="RUN_DIR",
+                     help="previous run whose per-iteration times estimate this one's (default: the newest run "
+                          "under --out made on this CPU model, else rough built-in figures)")
     run.add_argument("--timeout", type=_at_most(_positive_float, 7 * 86400), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
     run.add_argument("--mem-limit", type=_size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
     run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",
@@ -113,7 +128,24 @@ def build_parser() -> Parser:
     upstream.add_argument("--commit", metavar="C", help="a 40-digit commit (default: the one behind the paper's rows)")
     upstream.add_argument("--url", metavar="URL", help="another copy of their repository (default: their GitHub)")
 
-    sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
+    merge = sub.add_parser("merge", help="join the runs of a plan's shards (--shard K/N) into one run",
+                           description="Join shards into one run folder that report and compare accept. Refuses "
+                                       "runs of different plans, repeated trials, and runs whose machines differ "
+                                       "in CPU model, profile or framework versions (unless --allow-mixed).")
+    merge.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    merge.add_argument("--out", required=True, metavar="DIR", help="the merged run's folder (new or empty)")
+    merge.add_argument("--allow-mixed", action="store_true",
+                       help="merge runs from different CPU models or framework versions (the report says so)")
+
+    doctor = sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
+    doctor.add_argument("--interference", action="store_true",
+                        help="measure what running trials in parallel costs: a reference trial alone, then with "
+                             "every other core of --cpus busy with the same kind of trial; prints the slow-down")
+    doctor.add_argument("--cpus", metavar="LIST", help="with --interference: the cores (default: every allowed core)")
+    doctor.add_argument("--engine", default="burtorch/eager/cpp/cpu,micrograd/eager/python/cpu", metavar="E,...",
+                        help="with --interference: engines of the reference trials")
+    doctor.add_argument("--workload", default="tiny,small", metavar="W,...",
+                        help="with --interference: workloads of the reference trials")
     return parser
 
 
@@ -233,6 +265,14 @@ def cmd_fetch_upstream(args, console: Console) -> int:
     return 0
 
 
+def cmd_merge(args, console: Console) -> int:
+    from harness import merge
+
+    folder = merge.merge([existing_run(r, "RUN_DIR") for r in args.runs], Path(args.out), args.allow_mixed)
+    console.print(f"merged {len(args.runs)} runs → {folder}  (burtbench report {folder})", highlight=False)
+    return 0
+
+
 def cmd_run(args, console: Console) -> int:
     from harness import session
 
@@ -244,7 +284,8 @@ class ReportUnwritable(Exception):
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor}
+            "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor,
+            "merge": cmd_merge}
 
 
 def main(argv: list[str] | None = None) -> int:
