@@ -20,7 +20,7 @@ from harness.results import ResultsUnwritable
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
-PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream")
+PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "shard")
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,10 @@ def resumable_manifest(run_dir: Path) -> dict:
         raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged ({', '.join(wrong)}); "
                          f"start a new run")
     names = plan["engines"] + plan["workloads"]
+    shard = plan.get("shard")
+    if shard is not None and not (isinstance(shard.get("points"), list) and all(
+            isinstance(p, list) and len(p) == 3 and all(isinstance(x, str) for x in p) for p in shard["points"])):
+        raise UsageError(f"--resume: the shard in {run_dir}/manifest.json is damaged; start a new run")
     scalars = all(isinstance(v, list) and all(isinstance(x, (int, float, str)) and not isinstance(x, bool) for x in v)
                   for v in plan["narrow"].values())
     if (plan["profile"] not in PROFILES or not scalars

@@ -114,3 +114,22 @@ def test_a_bad_core_list_is_one_usage_line(argv, message, capsys):
     assert main(["run", "--workload", "tiny", "--dry-run", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("burtbench: error:") and message in err and err.count("\n") == 1
+
+
+def test_interference_times_a_trial_alone_and_beside_busy_cores(fake_engines):
+    from engines import all_engines
+    from harness.interference import interference
+    from workloads import load
+
+    registry = all_engines()
+    rows = interference([registry["fake/ok/python/cpu"], registry["fake/crash/python/cpu"]], [load("tiny")],
+                        CORES, profile="smoke", rounds=1)
+    ok, crash = rows
+    assert ok.alone_s > 0 and ok.busy_s > 0 and ok.slowdown == ok.busy_s / ok.alone_s and ok.reason is None
+    assert crash.slowdown is None and "failed" in crash.reason
+    assert os.sched_getaffinity(0) >= set(CORES)
+
+
+def test_doctor_interference_needs_two_cores(capsys):
+    assert main(["doctor", "--interference", "--cpus", str(CORES[0])]) == 2
+    assert "at least two cores" in capsys.readouterr().err
