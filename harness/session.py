@@ -16,6 +16,7 @@ from rich.console import Console
 from harness import selection
 from harness.errors import UsageError
 from harness.lock import RunLock
+from harness.resume import resumable_manifest
 from harness.results import ResultsUnwritable
 from workloads.base import PROFILES
 
@@ -82,16 +83,9 @@ def shard_of(spec: dict, args) -> dict:
     """--shard K/N: this shard's points. The split is balanced by estimates every machine computes
     alike: --estimate-from's run (give every machine the same one), else the built-in figures."""
     from harness import shard
-    from harness.estimate import Estimator
 
-    index, count = shard.parse(args.shard)
     source = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
-    estimator = Estimator(source)
-    points = shard.split(make_plan(spec), count, estimator.trial_s)[index - 1]
-    if not points:
-        raise UsageError(f"--shard {args.shard}: the plan has fewer points than shards; use fewer shards")
-    return {"index": index, "count": count, "points": points,
-            "estimated_from": str(source) if source else "built-in figures"}
+    return shard.spec(make_plan(spec), args.shard, source)
 
 
 def request(args) -> RunRequest:
@@ -139,41 +133,6 @@ def use_upstream(path: str | None) -> None:
         raise UsageError(f"--upstream {path}: no such file or folder (a checkout or a `git archive` tarball;"
                          f" burtbench fetch-upstream makes one)")
     os.environ[ENV_VAR] = path
-
-
-# A resumed run's plan, field by field: what type each must have.
-PLAN_TYPES = {"profile": str, "engines": list, "workloads": list, "narrow": dict, "trials": (int, type(None)),
-              "timeout_s": (int, float, type(None)), "noise_threshold": (int, float),
-              "adaptive": (dict, type(None)), "data_dir": (str, type(None)), "upstream": (str, type(None)),
-              "shard": (dict, type(None))}
-
-
-def resumable_manifest(run_dir: Path) -> dict:
-    """The manifest of a run to resume, its plan checked: a damaged one is one UsageError line."""
-    from harness import results
-
-    try:
-        manifest = results.read_manifest(run_dir)
-    except results.ManifestDamaged as exc:
-        raise UsageError(f"--resume: {exc}") from None
-    plan = manifest.get("plan")
-    wrong = [name for name, kind in PLAN_TYPES.items()
-             if not isinstance(plan, dict) or not isinstance(plan.get(name), kind) or isinstance(plan.get(name), bool)]
-    if wrong:
-        raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged ({', '.join(wrong)}); "
-                         f"start a new run")
-    names = plan["engines"] + plan["workloads"]
-    shard = plan.get("shard")
-    if shard is not None and not (isinstance(shard.get("points"), list) and all(
-            isinstance(p, list) and len(p) == 3 and all(isinstance(x, str) for x in p) for p in shard["points"])):
-        raise UsageError(f"--resume: the shard in {run_dir}/manifest.json is damaged; start a new run")
-    scalars = all(isinstance(v, list) and all(isinstance(x, (int, float, str)) and not isinstance(x, bool) for x in v)
-                  for v in plan["narrow"].values())
-    if (plan["profile"] not in PROFILES or not scalars
-            or not all(isinstance(n, str) for n in names) or (plan["trials"] or 1) < 1 or (plan["timeout_s"] or 1) <= 0):
-        raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged (profile, engines, workloads, "
-                         f"narrow, trials or timeout); start a new run")
-    return manifest
 
 
 def existing_run(path: str, what: str) -> Path:

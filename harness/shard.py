@@ -45,3 +45,15 @@ def only(plan: list[PlannedTrial], points: list[list]) -> list[PlannedTrial]:
     """The plan's trials at these points, in plan order (interleaving kept)."""
     wanted = {tuple(p) for p in points}
     return [pt for pt in plan if tuple(point_id(pt)) in wanted]
+
+
+def spec(plan: list[PlannedTrial], text: str, estimate_from) -> dict:
+    """The manifest's record of shard `text` (K/N) of the plan: its points and what balanced them."""
+    from harness.estimate import Estimator
+
+    index, count = parse(text)
+    points = split(plan, count, Estimator(estimate_from).trial_s)[index - 1]
+    if not points:
+        raise UsageError(f"--shard {text}: the plan has fewer points than shards; use fewer shards")
+    return {"index": index, "count": count, "points": points,
+            "estimated_from": str(estimate_from) if estimate_from else "built-in figures"}
