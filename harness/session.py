@@ -104,7 +104,9 @@ def request(args) -> RunRequest:
         selection.use_data_dir(spec.get("data_dir"), planned_workloads(spec))
         use_upstream(spec.get("upstream"))
         cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
-        cpus = selection.check_cpus(args.cpus) if args.cpus else tuple(manifest.get("cpus") or ())
+        cpus = ()  # the run's own cores, unless --cpu or --cpus says otherwise
+        if args.cpus or (args.cpu is None and manifest.get("cpus")):
+            cpus = selection.check_cpus(args.cpus or ",".join(map(str, manifest["cpus"])))
     else:
         run_dir, spec = None, plan_spec(args)
         cpu = selection.check_cpu(args.cpu)

@@ -133,3 +133,14 @@ def test_interference_times_a_trial_alone_and_beside_busy_cores(fake_engines):
 def test_doctor_interference_needs_two_cores(capsys):
     assert main(["doctor", "--interference", "--cpus", str(CORES[0])]) == 2
     assert "at least two cores" in capsys.readouterr().err
+
+
+def test_a_parallel_run_resumes_on_one_core_when_told(fake_engines, tmp_path):
+    assert main(["run", "--engine", "fake/ok", "--workload", "tiny,small", "--profile", "smoke", "--trials", "2",
+                 "--cpus", TWO, "--no-report", "--out", str(tmp_path)]) == 0
+    (run_dir,) = tmp_path.iterdir()
+    path = run_dir / results.TRIALS_FILE
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:2]))
+    assert main(["run", "--resume", str(run_dir), "--cpu", str(CORES[1]), "--no-report"]) == 0
+    assert [t["cpu"] for t in planned_once(run_dir)[2:]] == [CORES[1], CORES[1]]
+    assert results.read_manifest(run_dir)["cpus"] == [CORES[1]]
