@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from harness.cli_options import add_run_options, default_env_dir, non_negative_float, positive_float
 from harness.errors import EXIT_USAGE, UsageError
 from harness.lock import RunLocked
 from harness.results import ResultsError, ResultsUnreadable
 from harness.spawn import MemoryCapFailed
-from harness import selection
 from harness.selection import check_out_dir
 from harness.session import existing_run
-from workloads.base import PROFILES
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,6 +36,9 @@ EXAMPLES = """examples:
   burtbench compare "RUN@autograd==1.7.0" "RUN@autograd==1.9.1"    two environments of one run
   burtbench envs --prune                          the cached environments; delete those unused for 30 days
   burtbench run --resume results/20261121-101500-quick
+  burtbench run --profile paper --dry-run          the plan and its estimated time, nothing run
+  burtbench run --cpus 2-15                        14 trials at once, each on its own core
+  burtbench run --profile paper --shard 2/4        the second of 4 machines; then: burtbench merge RUN... --out DIR
   burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
@@ -60,51 +61,7 @@ def build_parser() -> Parser:
     run = sub.add_parser("run", help="run trials and write results/<run-id>/",
                          description="Plan engine × workload × params × trial, run each trial in a fresh "
                                      "process pinned to one core, append it to trials.jsonl.")
-    run.add_argument("--workload", default="all", metavar="W,...", help="workload names, or 'all' (default)")
-    run.add_argument("--engine", default="all", metavar="E,...",
-                     help="engine ids or prefixes ('torch' = every torch engine, 'torch/eager' = its eager ones; "
-                          "'burtorch' includes the authors' burtorch-authors), or 'all' (default: every available engine)")
-    run.add_argument("--profile", metavar="P",
-                     help=f"iteration counts: {', '.join(PROFILES)} (default quick; paper = the paper's counts)")
-    run.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
-                     help="narrow a workload's parameter grid (repeatable)")
-    run.add_argument("--trials", type=_positive_int, metavar="N", help="trials per point (default: per workload and profile)")
-    run.add_argument("--adaptive", action="store_true",
-                     help="add trials to points whose trials disagree until the 95%% interval of the mean is within "
-                          "--noise-threshold of it, or --max-trials is reached")
-    run.add_argument("--max-trials", type=_at_most(_positive_int, selection.MAX_TRIALS_PER_POINT), default=10, metavar="N", help="with --adaptive (default 10)")
-    run.add_argument("--noise-threshold", type=_at_most(_positive_float, selection.MAX_NOISE_PCT), default=5.0, metavar="PCT",
-                     help="coefficient of variation over trials above which a point is noisy (default 5)")
-    run.add_argument("--cpu", type=int, metavar="N", help="core to pin every trial to (default: the last core)")
-    run.add_argument("--timeout", type=_at_most(_positive_float, selection.MAX_TIMEOUT_S), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
-    run.add_argument("--mem-limit", type=_size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
-    run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",
-                     help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
-    run.add_argument("--idle-seconds", type=_at_most(_positive_float, selection.MAX_IDLE_S), default=10.0, metavar="S",
-                     help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
-    run.add_argument("--sample-private", action="store_true",
-                     help="also sample peak private memory from a thread in each Python worker (it shares the pinned core)")
-    run.add_argument("--env", action="append", default=[], metavar="SPEC",
-                     help="run the engines of the framework SPEC names in a managed environment with SPEC installed "
-                          "(e.g. 'jax==0.4.38' or 'jax==0.5.0,jaxlib==0.5.0'); repeat to compare versions in one "
-                          "interleaved run. Environments are cached (burtbench envs)")
-    run.add_argument("--env-dir", metavar="DIR",
-                     help=f"where environments are kept (default: {_default_env_dir()})")
-    run.add_argument("--pip-arg", action="append", default=[], metavar="ARG",
-                     help="an argument for the installer (uv if on PATH, else pip), e.g. "
-                          "--pip-arg=--index-url=https://download.pytorch.org/whl/cpu (repeatable)")
-    run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's); "
-                                                      "with --env, the interpreter the environments are made from")
-    run.add_argument("--data-dir", metavar="DIR",
-                     help="read the real makemore names.txt and tiny-shakespeare input.txt from DIR for mlp and gpt "
-                          "(default: a synthetic corpus with the same alphabets; see fetch-data)")
-    run.add_argument("--upstream", metavar="DIR|ARCHIVE",
-                     help="the authors' BurTorch source (a checkout or a `git archive` tarball) for the "
-                          "burtorch-authors engines (default: $BURTBENCH_UPSTREAM, else the fetch-upstream checkout)")
-    run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
-    run.add_argument("--resume", metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
-    run.add_argument("--no-report", action="store_true",
-                     help="do not render reports/<run-id>/ (tables, figures, claims, index.html) at the end")
+    add_run_options(run)
 
     report = sub.add_parser("report", help="render a run's tables, figures and index.html beside the paper's numbers")
     report.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by burtbench run")
@@ -114,7 +71,7 @@ def build_parser() -> Parser:
     compare.add_argument("run_a", metavar="RUN_A", help="a run folder, or RUN@SPEC: one environment (--env SPEC) of it")
     compare.add_argument("run_b", metavar="RUN_B", help="likewise (RUN@SPEC with the same RUN compares two versions)")
     compare.add_argument("--format", default="table", choices=("table", "md", "json"), help="output format (default: table)")
-    compare.add_argument("--fail-if-slower", type=_positive_float, metavar="PCT",
+    compare.add_argument("--fail-if-slower", type=positive_float, metavar="PCT",
                          help="exit with status 1 if any (engine, workload, params) is slower in RUN_B than in RUN_A "
                               "by more than PCT percent and significantly so (its 95%% interval of B/A lies above 1)")
 
@@ -129,55 +86,30 @@ def build_parser() -> Parser:
     upstream.add_argument("--url", metavar="URL", help="another copy of their repository (default: their GitHub)")
 
     envs = sub.add_parser("envs", help="the environments --env made: SPEC, Python, size, last use")
-    envs.add_argument("--env-dir", metavar="DIR", help=f"where they are kept (default: {_default_env_dir()})")
-    envs.add_argument("--prune", nargs="?", const=30.0, type=_non_negative_float, metavar="DAYS",
+    envs.add_argument("--env-dir", metavar="DIR", help=f"where they are kept (default: {default_env_dir()})")
+    envs.add_argument("--prune", nargs="?", const=30.0, type=non_negative_float, metavar="DAYS",
                       help="delete those unused for DAYS days (default 30; 0: all)")
 
-    sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
+    merge = sub.add_parser("merge", help="join the runs of a plan's shards (--shard K/N) into one run",
+                           description="Join shards into one run folder that report and compare accept. Refuses "
+                                       "runs of different plans, repeated trials, and runs whose machines differ "
+                                       "in CPU model, profile or framework versions (unless --allow-mixed).")
+    merge.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    merge.add_argument("--out", required=True, metavar="DIR", help="the merged run's folder (new or empty)")
+    merge.add_argument("--allow-mixed", action="store_true",
+                       help="merge runs from different CPU models or framework versions (the report says so)")
+
+    doctor = sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
+    doctor.add_argument("--interference", action="store_true",
+                        help="measure what running trials in parallel costs: a reference trial alone, then with "
+                             "every other core of --cpus busy with the same kind of trial; prints the slow-down")
+    doctor.add_argument("--cpus", metavar="LIST", help="with --interference: the cores; the reference trial runs on "
+                                                       "the first (default: every allowed core)")
+    doctor.add_argument("--engine", default="burtorch/eager/cpp/cpu,micrograd/eager/python/cpu", metavar="E,...",
+                        help="with --interference: engines of the reference trials")
+    doctor.add_argument("--workload", default="tiny,small", metavar="W,...",
+                        help="with --interference: workloads of the reference trials")
     return parser
-
-
-def _default_env_dir() -> str:
-    from harness.envs import default_env_dir
-
-    return str(default_env_dir())
-
-
-def _non_negative_float(text: str) -> float:
-    return 0.0 if text.strip() in ("0", "0.0") else _positive_float(text)
-
-
-def _positive_int(text: str) -> int:
-    if not re.fullmatch(r"\d+", text) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
-    return int(text)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
-
-
-def _at_most(kind, highest: float):
-    def parse(text: str):
-        value = kind(text)
-        if value > highest:
-            raise argparse.ArgumentTypeError(f"expected at most {highest:g}, got {text!r}")
-        return value
-    return parse
-
-
-def _size(text: str) -> int:
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]?)i?B?", text.strip(), re.IGNORECASE)
-    if not match or float(match.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a size like 512M or 4G, got {text!r}")
-    scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[match.group(2).upper()]
-    return int(float(match.group(1)) * scale)
 
 
 def cmd_list(args, console: Console) -> int:
@@ -207,7 +139,29 @@ def cmd_doctor(args, console: Console) -> int:
     from harness import doctor
     from harness.measure import affinity
 
+    if args.interference:
+        return doctor_interference(args, console)
     console.print(doctor.format_findings(doctor.diagnose(affinity.default_cpu())), highlight=False)
+    return 0
+
+
+def doctor_interference(args, console: Console) -> int:
+    from engines import all_engines
+    from harness import interference, selection
+    from harness.measure import affinity
+    from workloads import all_workloads
+
+    # By default the reference trial runs where a one-core run would (the last core), the rest beside it.
+    default = [affinity.default_cpu()] + [c for c in affinity.allowed_cpus() if c != affinity.default_cpu()]
+    cpus = list(selection.check_cpus(args.cpus)) if args.cpus else default
+    if len(cpus) < 2:
+        raise UsageError(f"--interference needs at least two cores (this process may use {affinity.format_cpus(cpus)})")
+    engines = selection.resolve_engines(args.engine, all_engines())
+    workloads = selection.resolve_workloads(args.workload, all_workloads())
+    console.print(f"interference: {len(engines)} engines × {len(workloads)} workloads, {interference.ROUNDS} rounds "
+                  f"alone and busy; this takes a few minutes", highlight=False)
+    rows = interference.interference(engines, workloads, cpus)
+    console.print(interference.format_table(rows, cpus))
     return 0
 
 
@@ -273,6 +227,14 @@ def cmd_envs(args, console: Console) -> int:
     return 0
 
 
+def cmd_merge(args, console: Console) -> int:
+    from harness import merge
+
+    folder = merge.merge([existing_run(r, "RUN_DIR") for r in args.runs], Path(args.out), args.allow_mixed)
+    console.print(f"merged {len(args.runs)} runs → {folder}  (burtbench report {folder})", highlight=False)
+    return 0
+
+
 def cmd_run(args, console: Console) -> int:
     from harness import session
 
@@ -284,7 +246,8 @@ class ReportUnwritable(Exception):
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-            "envs": cmd_envs, "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor}
+            "envs": cmd_envs, "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor,
+            "merge": cmd_merge}
 
 
 def main(argv: list[str] | None = None) -> int:

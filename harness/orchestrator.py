@@ -1,4 +1,5 @@
-"""Executes a plan into a run folder: skip what is done, one trial at a time, progress, signals.
+"""Executes a plan into a run folder: skip what is done, one trial per worker core at a time
+(one core unless --cpus), progress with an estimated time left, signals.
 
 With --adaptive, once the plan is done, points whose trials disagree too much get more trials,
 one round at a time across all of them (interleaved, like the plan), until the confidence
@@ -6,12 +7,18 @@ interval of their mean is tight enough or --max-trials is reached.
 """
 from __future__ import annotations
 
+import os
 import signal
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from harness import manifest as manifest_mod
 from harness import results
@@ -55,11 +62,13 @@ def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, ski
 
 def execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
             tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None = None,
-            meter=None) -> int:
-    """Run the plan's missing trials; a results folder that stops taking writes stops the run, with
-    the manifest saying so where it still can be written (the trials already written stay)."""
+            meter=None, cpus: list[int] | None = None, estimator=None) -> int:
+    """Run the plan's missing trials, up to one per core of `cpus` at once (default: options.cpu
+    alone); a results folder that stops taking writes stops the run, with the manifest saying so
+    where it still can be written (the trials already written stay)."""
     try:
-        return _execute(plan, run_dir, manifest, options, tsc, console, adaptive, meter)
+        return _execute(plan, run_dir, manifest, options, tsc, console, adaptive, meter,
+                        cpus or [options.cpu], estimator)
     except results.ResultsError as exc:
         manifest.update(status=f"failed: {exc}", finished_at=manifest_mod.now())
         try:
@@ -70,39 +79,153 @@ def execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: Ru
 
 
 def _execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
-             tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None, meter) -> int:
+             tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None, meter,
+             cpus: list[int], estimator) -> int:
     mended = results.mend_tail(run_dir)  # before pending(): a cut trial must count as missing
     if mended:
         console.print(f"[yellow]warning[/]: {run_dir / results.TRIALS_FILE}: {mended}", highlight=False)
     todo = pending(plan, run_dir)
-    spawner = ChildSpawner(options)
-    skipped: dict[str, str] = manifest.setdefault("unavailable", {})
-    previous = {sig: signal.signal(sig, lambda *_: spawner.interrupt()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    spawners = {cpu: ChildSpawner(replace(options, cpu=cpu)) for cpu in cpus}
+
+    def stop(*_):
+        for spawner in spawners.values():
+            spawner.interrupt()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with _progress(console) as progress:
-            task = progress.add_task("starting", total=len(todo))
-            while todo:
-                for pt in todo:
-                    progress.update(task, description=pt.label())
-                    if pt.engine.id not in skipped:
-                        try:
-                            trial = measure(pt, spawner, tsc, prepare_inputs(pt, run_dir),
-                                            meter if pt.workload.measures_energy else None)
-                        except Interrupted:
-                            return _finish(run_dir, manifest, "interrupted", console)
-                        results.append_trial(run_dir, trial)
-                        _announce(console, progress, pt, trial)
-                        if trial.status == "unavailable":
-                            skipped[pt.engine.id] = trial.reason or "unavailable"
-                            manifest_mod.save(run_dir, manifest)
-                    progress.advance(task)
-                todo = more_trials(plan, run_dir, adaptive, skipped) if adaptive else []
-                if todo:
-                    progress.update(task, total=progress.tasks[0].total + len(todo))
+        with _progress(console) as progress, runner_off(cpus):
+            eta = Eta(estimator, len(cpus))
+            task = progress.add_task("starting", total=len(todo), **eta.add(todo))
+            with ThreadPoolExecutor(len(cpus)) as pool:
+                run = Dispatch(pool, spawners, run_dir, manifest, tsc, meter, console, progress, task, eta)
+                while todo:
+                    try:
+                        run.all(todo)
+                    except BaseException:
+                        stop()
+                        run.drain(record=False)
+                        raise
+                    if run.interrupted:
+                        return _finish(run_dir, manifest, "interrupted", console)
+                    todo = more_trials(plan, run_dir, adaptive, run.skipped) if adaptive else []
+                    if todo:
+                        progress.update(task, total=progress.tasks[0].total + len(todo), **eta.add(todo))
             return _finish(run_dir, manifest, "complete", console)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+class Dispatch:
+    """Hands trials in plan order to the first free core; the runner's main thread alone writes
+    trials.jsonl, one finished trial at a time. A trial that measures energy runs alone (the meter
+    reads the whole machine)."""
+
+    def __init__(self, pool, spawners, run_dir, manifest, tsc, meter, console, progress, task, eta):
+        self.pool, self.spawners, self.run_dir, self.manifest = pool, spawners, run_dir, manifest
+        self.tsc, self.meter, self.console, self.progress, self.task, self.eta = tsc, meter, console, progress, task, eta
+        self.free = list(spawners)
+        self.running: dict = {}
+        self.interrupted = False
+        self.skipped: dict[str, str] = manifest.setdefault("unavailable", {})
+
+    def all(self, todo: list[PlannedTrial]) -> None:
+        for pt in todo:
+            alone = pt.workload.measures_energy
+            while self.running and (not self.free or alone):
+                self.collect()
+            if self.interrupted:
+                break
+            if pt.engine.id in self.skipped:
+                self.done(pt)
+                continue
+            cpu = self.free.pop(0)
+            self.progress.update(self.task, description=pt.label())
+            future = self.pool.submit(measure, pt, self.spawners[cpu], self.tsc, prepare_inputs(pt, self.run_dir),
+                                      self.meter if alone else None)
+            self.running[future] = (pt, cpu)
+            if alone:
+                self.drain()
+        self.drain()
+
+    def drain(self, record: bool = True) -> None:
+        while self.running:
+            self.collect(record)
+
+    def collect(self, record: bool = True) -> None:
+        # A timeout, so that the main thread runs a signal handler soon after the signal.
+        finished, _ = wait(self.running, timeout=0.2, return_when=FIRST_COMPLETED)
+        for future in finished:
+            pt, cpu = self.running.pop(future)
+            self.free.append(cpu)
+            try:
+                trial = future.result()
+            except Interrupted:
+                self.interrupted = True
+                continue
+            if not record:
+                continue
+            results.append_trial(self.run_dir, trial)
+            _announce(self.console, self.progress, pt, trial)
+            if trial.status == "unavailable" and pt.engine.id not in self.skipped:
+                self.skipped[pt.engine.id] = trial.reason or "unavailable"
+                manifest_mod.save(self.run_dir, self.manifest)
+            self.done(pt)
+
+    def done(self, pt: PlannedTrial) -> None:
+        self.progress.update(self.task, advance=1, **self.eta.finished(pt))
+
+
+class Eta:
+    """The time left, from the estimates of the trials left, corrected by how the finished ones
+    compared with theirs; shown from the first trial on."""
+
+    def __init__(self, estimator, workers: int):
+        self.estimator, self.workers = estimator, workers
+        self.left = self.done = 0.0
+        self.start = time.monotonic()
+
+    def add(self, trials: list[PlannedTrial]) -> dict:
+        if self.estimator is not None:
+            self.left += sum(self.estimator.trial_s(pt) for pt in trials)
+        return self.fields()
+
+    def finished(self, pt: PlannedTrial) -> dict:
+        if self.estimator is not None:
+            cost = self.estimator.trial_s(pt)
+            self.left, self.done = max(self.left - cost, 0.0), self.done + cost
+        return self.fields()
+
+    def fields(self) -> dict:
+        if self.estimator is None:
+            return {"eta_s": None, "eta_at": time.monotonic()}
+        pace = (time.monotonic() - self.start) / (self.done / self.workers) if self.done else 1.0
+        return {"eta_s": self.left / self.workers * pace, "eta_at": time.monotonic()}
+
+
+class EtaColumn(ProgressColumn):
+    def render(self, task) -> Text:
+        if task.fields.get("eta_s") is None:
+            return Text("ETA -:--:--")
+        left = max(task.fields["eta_s"] - (time.monotonic() - task.fields["eta_at"]), 0.0)
+        return Text(f"ETA {timedelta(seconds=round(left))}")
+
+
+@contextmanager
+def runner_off(cpus: list[int]):
+    """With several worker cores, keep the runner (and the threads it starts from here on) off
+    them where the machine has a core to spare."""
+    if len(cpus) < 2 or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    rest = before - set(cpus)
+    if rest:
+        os.sched_setaffinity(0, rest)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def _finish(run_dir: Path, manifest: dict, status: str, console: Console) -> int:
@@ -118,8 +241,7 @@ def _finish(run_dir: Path, manifest: dict, status: str, console: Console) -> int
 
 def _progress(console: Console) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                    console=console, transient=True)
+                    TimeElapsedColumn(), EtaColumn(), console=console, transient=True)
 
 
 def _announce(console: Console, progress: Progress, pt: PlannedTrial, trial: results.Trial) -> None:

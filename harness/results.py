@@ -271,6 +271,7 @@ MANIFEST_TYPES = {
     "profile": str, "git_commit": str, "cpu": int, "argv": list, "engines": list, "workloads": list,
     "doctor": list, "resumed_at": list, "plan": dict, "machine": dict, "python": dict, "frameworks": dict,
     "native": dict, "tsc": dict, "energy": dict, "unavailable": dict, "options": dict,
+    "cpus": list, "merged_from": list, "mixed": list,
 }
 
 

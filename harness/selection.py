@@ -173,6 +173,25 @@ def check_cpu(cpu: int | None) -> int:
     return cpu
 
 
+def check_cpus(text: str) -> tuple[int, ...]:
+    """--cpus 2-15 / 0,1: distinct cores this process may pin to, in the order given."""
+    from harness.measure import affinity
+
+    try:
+        cpus = affinity.parse_cpus(text)
+    except ValueError:
+        cpus = []
+    if not cpus or any(c < 0 for c in cpus):
+        raise UsageError(f"--cpus {text}: expected a core list like 2-15 or 0,1")
+    if len(set(cpus)) != len(cpus):
+        raise UsageError(f"--cpus {text}: a core is listed twice")
+    allowed = affinity.allowed_cpus()
+    outside = [c for c in cpus if c not in allowed]
+    if outside:
+        raise UsageError(f"--cpus {text}: this process may only run on cores {affinity.format_cpus(allowed)}")
+    return tuple(cpus)
+
+
 def check_python(path: str | None) -> str:
     """The interpreter for the workers: it must run, be Python 3.10 or later and import the worker."""
     if path is None:

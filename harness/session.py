@@ -16,12 +16,13 @@ from rich.console import Console
 from harness import envs, selection
 from harness.errors import UsageError
 from harness.lock import RunLock
+from harness.resume import resumable_manifest
 from harness.results import ResultsUnwritable
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
 PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "env", "env_dir",
-                "pip_arg")
+                "pip_arg", "shard")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,9 @@ class RunRequest:
     energy: str
     idle_seconds: float
     report: bool = True  # render reports/<run-id>/ and print the claims summary at the end (--no-report: not)
+    cpus: tuple[int, ...] = ()  # --cpus: the worker cores, one trial on each at once; () = `cpu` alone
+    dry_run: bool = False  # print the plan and its estimated time, run nothing
+    estimate_from: Path | None = None  # the previous run the time estimates come from; None: rough figures
 
 
 def plan_spec(args) -> dict:
@@ -69,11 +73,23 @@ def plan_spec(args) -> dict:
     selection.check_plan_size(sum((per_point or args.trials or w.trials[profile])
                                   * len(w.points(narrow_for(w, narrow), profile)) * sum(e.runs(w) for e in engines)
                                   for w in usable))
-    return {"profile": profile, "engines": [e.id for e in engines], "workloads": [w.name for w in usable],
+    spec = {"profile": profile, "engines": [e.id for e in engines], "workloads": [w.name for w in usable],
             "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
             "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
             "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir,
-            "upstream": upstream, **environments}
+            "upstream": upstream, "shard": None, **environments}
+    if args.shard:
+        spec["shard"] = shard_of(spec, args)
+    return spec
+
+
+def shard_of(spec: dict, args) -> dict:
+    """--shard K/N: this shard's points. The split is balanced by estimates every machine computes
+    alike: --estimate-from's run (give every machine the same one), else the built-in figures."""
+    from harness import shard
+
+    source = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
+    return shard.spec(make_plan(spec), args.shard, source)
 
 
 def request(args) -> RunRequest:
@@ -92,12 +108,25 @@ def request(args) -> RunRequest:
         selection.use_data_dir(spec.get("data_dir"), planned_workloads(spec))
         use_upstream(spec.get("upstream"))
         cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
+        cpus = ()  # the run's own cores, unless --cpu or --cpus says otherwise
+        if args.cpus or (args.cpu is None and manifest.get("cpus")):
+            cpus = selection.check_cpus(args.cpus or ",".join(map(str, manifest["cpus"])))
     else:
         run_dir, spec = None, plan_spec(args)
         cpu = selection.check_cpu(args.cpu)
-        selection.check_out_dir(Path(args.out))
-    return RunRequest(spec, run_dir, Path(args.out), cpu, python, args.mem_limit, args.sample_private, args.energy,
-                      args.idle_seconds, report=not getattr(args, "no_report", False))
+        cpus = selection.check_cpus(args.cpus) if args.cpus else ()
+        if not args.dry_run:
+            selection.check_out_dir(Path(args.out))
+    if args.cpus and args.cpu is not None:
+        raise UsageError("--cpu and --cpus: give one (--cpus 3 pins every trial to core 3 too)")
+    estimate_from = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
+    if estimate_from is None:
+        from harness.estimate import newest_compatible_run
+
+        estimate_from = newest_compatible_run(Path(args.out))
+    return RunRequest(spec, run_dir, Path(args.out), cpus[0] if cpus else cpu, python, args.mem_limit,
+                      args.sample_private, args.energy, args.idle_seconds, report=not args.no_report,
+                      cpus=tuple(cpus), dry_run=args.dry_run, estimate_from=estimate_from)
 
 
 def use_upstream(path: str | None) -> None:
@@ -110,50 +139,6 @@ def use_upstream(path: str | None) -> None:
         raise UsageError(f"--upstream {path}: no such file or folder (a checkout or a `git archive` tarball;"
                          f" burtbench fetch-upstream makes one)")
     os.environ[ENV_VAR] = path
-
-
-# A resumed run's plan, field by field: what type each must have.
-PLAN_TYPES = {"profile": str, "engines": list, "workloads": list, "narrow": dict, "trials": (int, type(None)),
-              "timeout_s": (int, float, type(None)), "noise_threshold": (int, float),
-              "adaptive": (dict, type(None)), "data_dir": (str, type(None)), "upstream": (str, type(None))}
-
-
-def resumable_manifest(run_dir: Path) -> dict:
-    """The manifest of a run to resume, its plan checked: a damaged one is one UsageError line."""
-    from harness import results
-
-    try:
-        manifest = results.read_manifest(run_dir)
-    except results.ManifestDamaged as exc:
-        raise UsageError(f"--resume: {exc}") from None
-    plan = manifest.get("plan")
-    wrong = [name for name, kind in PLAN_TYPES.items()
-             if not isinstance(plan, dict) or not isinstance(plan.get(name), kind) or isinstance(plan.get(name), bool)]
-    if wrong:
-        raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged ({', '.join(wrong)}); "
-                         f"start a new run")
-    names = plan["engines"] + plan["workloads"]
-    scalars = all(isinstance(v, list) and all(isinstance(x, (int, float, str)) and not isinstance(x, bool) for x in v)
-                  for v in plan["narrow"].values())
-    adaptive = plan["adaptive"]
-    in_bounds = (1 <= (plan["trials"] or 1) <= selection.MAX_PLANNED_TRIALS
-                 and 0 < (plan["timeout_s"] or 1) <= selection.MAX_TIMEOUT_S
-                 and 0 < plan["noise_threshold"] <= selection.MAX_NOISE_PCT / 100
-                 and (adaptive is None or (type(adaptive.get("max_trials")) is int
-                                           and 1 <= adaptive["max_trials"] <= selection.MAX_TRIALS_PER_POINT)))
-    if (plan["profile"] not in PROFILES or not scalars or not in_bounds
-            or not all(isinstance(n, str) for n in names)):
-        raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged (profile, engines, workloads, "
-                         f"narrow, trials, timeout, noise threshold or adaptive); start a new run")
-    texts, pip_args = plan.get("envs") or [], plan.get("pip_args") or []
-    if not (isinstance(texts, list) and isinstance(pip_args, list) and all(isinstance(t, str) for t in texts + pip_args)
-            and isinstance(plan.get("env_dir") if texts else "", str)):
-        raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged (envs); start a new run")
-    for text in texts:
-        envs.parse_spec(text)
-    if texts:
-        envs.env_dir(plan["env_dir"])
-    return manifest
 
 
 def existing_run(path: str, what: str) -> Path:
@@ -197,8 +182,13 @@ def make_plan(spec: dict, environments: dict | None = None) -> list:
         if not set(values) <= grid:
             raise UsageError(f"the run's plan narrows '{name}' to values outside its grid: "
                              f"{', '.join(map(str, sorted(set(values) - grid, key=str)))}")
-    return plan_of([registry[e] for e in spec["engines"]], workloads, spec["profile"], narrow, spec["trials"],
+    plan = plan_of([registry[e] for e in spec["engines"]], workloads, spec["profile"], narrow, spec["trials"],
                    spec["timeout_s"])
+    if spec.get("shard"):
+        from harness import shard
+
+        plan = shard.only(plan, spec["shard"]["points"])
+    return plan
 
 
 def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
@@ -239,6 +229,10 @@ def worker_env(python: str) -> dict:
 
 
 def run(req: RunRequest, console: Console) -> int:
+    if req.dry_run:
+        from harness import preview
+
+        return preview.show(make_plan(req.spec), req, console)
     environments = envs.make_all(req.spec, req.python, planned_workloads(req.spec), console)
     plan, unavailable = ready_engines(make_plan(req.spec, environments), console)
     if req.run_dir is not None:
@@ -257,7 +251,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
                 environments: dict) -> int:
     from harness import manifest as manifest_mod
     from harness import orchestrator, results, summary
-    from harness.measure import tsc
+    from harness.measure import affinity, tsc
     from harness.spawn import RunOptions
 
     if req.run_dir is not None:
@@ -277,6 +271,11 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         manifest["engine_builds"] = {**manifest.get("engine_builds", {}), **builds}
     manifest["options"] = {"mem_limit_bytes": req.mem_limit_bytes, "python": req.python,
                            "sample_private": req.sample_private}
+    cores = list(req.cpus or [req.cpu])
+    manifest["cpus"] = cores
+    if len(cores) > 1:
+        spare = sorted(set(affinity.allowed_cpus()) - set(cores))
+        manifest["runner_cpus"] = spare or "shared with the workers (no core to spare)"
     manifest_mod.save(run_dir, manifest)
     noisy = [f["topic"] for f in manifest.get("doctor", []) if f.get("level") == "warn"]
     if noisy:
@@ -284,13 +283,17 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
                       highlight=False)
     options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
                          sample_private=req.sample_private, env=worker_env(req.python))
-    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile) pinned to core {req.cpu} → {run_dir}",
+    where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
+        f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
+    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile) {where} → {run_dir}",
                   highlight=False)
     meter = energy_meter(req, plan, run_dir, manifest, console)
     spec = req.spec
     adaptive = spec.get("adaptive") and orchestrator.Adaptive(spec["adaptive"]["max_trials"], spec["noise_threshold"])
+    from harness.estimate import Estimator
+
     code = orchestrator.execute(plan, run_dir, manifest, options, tsc.tsc_rate_hz(), console, adaptive or None,
-                                meter)
+                                meter, cores, Estimator(req.estimate_from))
     console.print(summary.summary_table(results.read_trials(run_dir), spec.get("noise_threshold", 0.05)))
     console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)
     if req.report:

@@ -75,7 +75,8 @@ def run_section(run: Run) -> str:
              ("created", m.get("created_at")), ("finished", m.get("finished_at")),
              ("command", " ".join(m.get("argv") or [])), ("git commit", m.get("git_commit")),
              ("python", plain("python", m.get("python"))), ("native engine", plain("native", m.get("native"))),
-             ("core used", m.get("cpu")),
+             ("cores used" if len(m.get("cpus") or []) > 1 else "core used",
+              ", ".join(map(str, m["cpus"])) if isinstance(m.get("cpus"), list) else m.get("cpu")),
              ("trials", ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none")]
     unavailable = m.get("unavailable") or {}
     pairs += [(f"unavailable: {engine}", reason) for engine, reason in sorted(unavailable.items())]

@@ -39,4 +39,24 @@ def status_notes(run: Run) -> list[str]:
     wrong = sum(1 for t in run.trials if isinstance(t.get("check"), dict) and t["check"].get("ok") is False)
     if wrong:
         notes.append(f"{wrong} trials computed a wrong result (their check failed): their rows are marked.")
+    return notes + parallel_notes(run.manifest)
+
+
+def parallel_notes(manifest: dict) -> list[str]:
+    """A run made in parallel (--cpus) or joined from shards (burtbench merge) says so first."""
+    notes = []
+    merged = [m for m in manifest.get("merged_from") or [] if isinstance(m, dict)]
+    cores = [c for c in [manifest.get("cpus")] + [m.get("cpus") for m in merged] if isinstance(c, list)]
+    widest = max(map(len, cores), default=1)
+    if widest > 1:
+        notes.append(f"Parallel run: up to {widest} trials ran at once, each pinned to a core of its own; they "
+                     f"share caches, memory bandwidth and the clock budget, so times may be slower than one core "
+                     f"alone (burtbench doctor --interference measures by how much on this machine).")
+    if merged:
+        notes.append(f"Merged from {len(merged)} runs: " + ", ".join(
+            f"{m.get('run_id')}" + (f" (shard {m['shard']})" if m.get("shard") else "") for m in merged) + ".")
+    mixed = manifest.get("mixed") or []
+    if mixed:
+        notes.append(f"Mixed run (merged with --allow-mixed): {'; '.join(map(str, mixed))}. Rows from "
+                     f"different machines or versions stand side by side.")
     return notes

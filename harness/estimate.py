@@ -1,0 +1,113 @@
+"""How long planned trials will take: from the per-iteration times of a previous run on this
+machine, else from rough built-in figures, each estimate saying where it came from.
+
+A trial is modelled as a start-up cost (process start, imports, building the program) plus its
+iterations at the point's time per iteration; the init run (one iteration) pays the start-up once
+more. Both numbers are taken from the previous run's trials of the same point, else of the same
+engine and workload at other points, else from the committed reference run (another machine,
+maybe: rough), else from one constant pair (rough).
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import results
+from harness.plan import PlannedTrial
+
+REFERENCE_RUN = Path(__file__).resolve().parent.parent / "results" / "reference"
+# The last resort for an engine no run has measured: a Python framework's start-up, and a slow
+# small-graph iteration. Labelled rough wherever used.
+ROUGH_STARTUP_S = 1.0
+ROUGH_PER_ITER_S = 1e-4
+
+
+@dataclass(frozen=True)
+class Cost:
+    startup_s: float
+    per_iter_s: float
+
+    def trial_s(self, pt: PlannedTrial) -> float:
+        init = self.startup_s + self.per_iter_s if pt.with_init else 0.0
+        return init + self.startup_s + self.per_iter_s * (pt.iterations + pt.warmup)
+
+
+def costs_of(run_dir: Path) -> dict[tuple, Cost]:
+    """Each measured point's cost, keyed (engine, workload, params JSON), and (engine, workload)
+    for the same pair at any point."""
+    samples: dict[tuple, list[tuple[float, float]]] = {}
+    for t in results.read_trials(run_dir, warn=lambda _: None):
+        per_iter = (t.get("per_iter_s") or {}).get("mean")
+        wall = t.get("wall_time_s")
+        if not isinstance(wall, (int, float)):
+            continue
+        if t.get("status", "ok") == "ok" and isinstance(per_iter, (int, float)) and t.get("iterations"):
+            startup = max(wall - per_iter * (t["iterations"] + (t.get("warmup") or 0)), 0.0)
+        else:  # a failed trial costs what it took, whatever its counts
+            startup, per_iter = wall, 0.0
+        point = (t["engine"], t["workload"], json.dumps(t["params"], sort_keys=True))
+        samples.setdefault(point, []).append((startup, per_iter))
+        samples.setdefault(point[:2], []).append((startup, per_iter))
+    return {key: Cost(statistics.median(s for s, _ in pairs), statistics.median(p for _, p in pairs))
+            for key, pairs in samples.items()}
+
+
+class Estimator:
+    """Seconds per planned trial; `source(pt)` says which figures it used."""
+
+    def __init__(self, run_dir: Path | None):
+        self.run_dir = run_dir
+        self.measured = costs_of(run_dir) if run_dir is not None else {}
+        self.reference = costs_of(REFERENCE_RUN) if results.is_run_dir(REFERENCE_RUN) else {}
+
+    def _lookup(self, pt: PlannedTrial) -> tuple[Cost, str]:
+        point = (pt.engine.id, pt.workload.name, json.dumps(pt.params, sort_keys=True))
+        for table, name in ((self.measured, "run"), (self.reference, "rough")):
+            for key in (point, point[:2]):
+                if key in table:
+                    return table[key], name
+        return Cost(ROUGH_STARTUP_S, ROUGH_PER_ITER_S), "rough"
+
+    def trial_s(self, pt: PlannedTrial) -> float:
+        return self._lookup(pt)[0].trial_s(pt)
+
+    def source(self, pt: PlannedTrial) -> str:
+        """"run": the previous run on this machine; "rough": the built-in figures."""
+        return self._lookup(pt)[1]
+
+    def describe(self, plan: list[PlannedTrial]) -> str:
+        rough = sum(self.source(pt) == "rough" for pt in plan)
+        if self.run_dir is None:
+            return ("estimates: rough built-in figures (the committed reference run, then a constant), "
+                    "no previous run on this machine")
+        head = f"estimates: from the per-iteration times of {self.run_dir}"
+        return head + (f"; {rough} of {len(plan)} trials from rough built-in figures (not in that run)" if rough else "")
+
+
+def wall_s(plan: list[PlannedTrial], estimator: Estimator, workers: int) -> float:
+    """Wall time of the plan on `workers` cores, each taking the next trial in plan order as it frees."""
+    free = [0.0] * max(workers, 1)
+    for pt in plan:
+        if pt.workload.measures_energy:  # runs alone: every core waits for it
+            free = [max(free) + estimator.trial_s(pt)] * len(free)
+        else:
+            heapq.heappush(free, heapq.heappop(free) + estimator.trial_s(pt))
+    return max(free)
+
+
+def newest_compatible_run(out: Path) -> Path | None:
+    """The newest run under `out` made on a CPU of this machine's model, with trials."""
+    from harness.machine import describe
+
+    model = describe().get("cpu_model")
+    found = []
+    for folder in Path(out).iterdir() if Path(out).is_dir() else ():
+        if not (results.is_run_dir(folder) and (folder / results.TRIALS_FILE).is_file()):
+            continue
+        manifest = results.sane_manifest(folder, warn=lambda _: None)
+        if (manifest.get("machine") or {}).get("cpu_model") == model and model:
+            found.append((manifest.get("created_at") or "", folder.name, folder))
+    return max(found)[2] if found else None
