@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from engines.base import EngineSpec
-from engines.programs import GradientProgram
+from engines.programs import GradientProgram, distribution_version
 
 ENGINES = [
     EngineSpec("autograd", "eager", "python", "cpu", kinds=("graph",), module=__name__, requires=("autograd",),
@@ -13,7 +13,6 @@ ENGINES = [
 def graph_program(spec: EngineSpec, workload, params: dict, inputs=None) -> GradientProgram:
     import autograd
     import autograd.numpy as anp
-    from importlib.metadata import version
 
     fn = workload.graph
 
@@ -28,7 +27,7 @@ def graph_program(spec: EngineSpec, workload, params: dict, inputs=None) -> Grad
         g, (dg_da, dg_db) = value_and_grad(leaves)
         return g, dg_da, dg_db
 
-    return GradientProgram(compute, version("autograd"))
+    return GradientProgram(compute, lambda: distribution_version("autograd"))
 
 
 BUILDERS = {"graph": graph_program}

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from engines.base import EngineSpec
-from engines.programs import GradientProgram
+from engines.programs import GradientProgram, distribution_version
 
 ENGINES = [
     EngineSpec("micrograd", "eager", "python", "cpu", kinds=("graph",), module=__name__, requires=("micrograd",),
@@ -11,8 +11,6 @@ ENGINES = [
 
 
 def graph_program(spec: EngineSpec, workload, params: dict, inputs=None) -> GradientProgram:
-    from importlib.metadata import version
-
     from micrograd.engine import Value
 
     fn = workload.graph
@@ -27,7 +25,7 @@ def graph_program(spec: EngineSpec, workload, params: dict, inputs=None) -> Grad
         g.backward()
         return g.data, a.grad, b.grad
 
-    return GradientProgram(compute, version("micrograd"))
+    return GradientProgram(compute, lambda: distribution_version("micrograd"))
 
 
 BUILDERS = {"graph": graph_program}

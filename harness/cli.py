@@ -78,7 +78,7 @@ def build_parser() -> Parser:
     run.add_argument("--idle-seconds", type=_at_most(_positive_float, 3600), default=10.0, metavar="S",
                      help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
     run.add_argument("--sample-private", action="store_true",
-                     help="also sample peak private memory from a thread in each Python worker (it shares the pinned core)")
+                     help="also sample each child's peak private memory (Linux: from the runner, every 20 ms)")
     run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's) to compare framework versions")
     run.add_argument("--data-dir", metavar="DIR",
                      help="read the real makemore names.txt and tiny-shakespeare input.txt from DIR for mlp and gpt "

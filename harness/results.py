@@ -22,11 +22,13 @@ STATUSES = ("ok", "failed", "timeout", "oom", "unavailable")
 # (harness/worker.py) and the native drivers (burtorch_ext/src/driver/measured_run.hpp) alike.
 # A workload may add fields of its own (param_count, save_s ...): they land in Trial.extra.
 CHILD_FIELDS = frozenset({
-    "status", "outputs", "precision", "iterations", "warmup", "loop_time_s", "per_iter_s", "samples_s",
+    "status", "outputs", "precision", "iterations", "warmup", "loop_time_s", "samples_s",
     "framework_version", "cpu_clocks", "cpu_clocks_source", "instructions", "loop_cpu_time_s", "cpu_time_s",
     "peak_resident_bytes", "peak_resident_source", "peak_virtual_bytes", "peak_virtual_source",
     "peak_private_bytes", "peak_private_source",
 })
+# A child may also report per_iter_s (the native drivers do); else the runner summarizes samples_s.
+OPTIONAL_CHILD_FIELDS = frozenset({"per_iter_s"})
 
 
 @dataclass

@@ -48,7 +48,7 @@ def plan_spec(args) -> dict:
         raise UsageError(f"--profile: unknown profile '{profile}'{selection.did_you_mean(profile, PROFILES)} "
                          f"(choose {', '.join(PROFILES)})")
     workloads = selection.resolve_workloads(args.workload, all_workloads())
-    engines = selection.resolve_engines(args.engine, all_engines())
+    engines = selection.with_floor(selection.resolve_engines(args.engine, all_engines()), workloads, all_engines())
     narrow = selection.parse_params(args.param, workloads)
     usable = [w for w in workloads if any(e.runs(w) for e in engines)]
     if not usable:
