@@ -14,7 +14,7 @@ from rich.console import Console
 
 from harness.errors import EXIT_USAGE, UsageError
 from harness.lock import RunLocked
-from harness.results import ResultsError, ResultsUnreadable
+from harness.results import TIMINGS, ResultsError, ResultsUnreadable
 from harness.spawn import MemoryCapFailed
 from harness.selection import check_out_dir
 from harness.session import existing_run
@@ -77,6 +77,9 @@ def build_parser() -> Parser:
                      help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
     run.add_argument("--idle-seconds", type=_at_most(_positive_float, 3600), default=10.0, metavar="S",
                      help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
+    run.add_argument("--timing", choices=TIMINGS,
+                     help="paper (default): time each row as the authors' script for it does, where we adopted it "
+                          "(workloads/timed_regions.csv); lean: the same lean region for every framework")
     run.add_argument("--sample-private", action="store_true",
                      help="also sample each child's peak private memory (Linux: from the runner, every 20 ms)")
     run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's) to compare framework versions")

@@ -26,6 +26,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import UsageError
 from harness.points import Point, group
 from harness.report.run import load_run
 from harness.stats import CONFIDENCE, t_quantile
@@ -141,7 +142,7 @@ def _manifest_warnings(a: dict, b: dict) -> list[str]:
 
 
 def _run_info(run) -> dict:
-    return {"run_id": run.run_id, "profile": run.manifest.get("profile"),
+    return {"run_id": run.run_id, "profile": run.manifest.get("profile"), "timing": run.timing,
             "created_at": run.manifest.get("created_at"), "git_commit": run.manifest.get("git_commit"),
             "frameworks": run.manifest.get("frameworks") or {}}
 
@@ -159,6 +160,9 @@ def _geometric_means(differences: dict[str, list[LogDifference]]) -> dict[str, d
 def compare_runs(run_a: Path, run_b: Path) -> dict:
     """A plain, JSON-ready comparison of two runs (see the module docstring)."""
     a, b = load_run(Path(run_a)), load_run(Path(run_b))
+    if a.timing != b.timing:
+        raise UsageError(f"run A was timed with --timing {a.timing}, run B with --timing {b.timing}: their "
+                         "timed regions differ (workloads/timed_regions.csv); compare runs of one --timing")
     points_a, points_b = group(a.trials), group(b.trials)
     rows, differences = [], {}
     for key in sorted(set(points_a) & set(points_b), key=lambda k: (k.workload, k.engine, k.params)):

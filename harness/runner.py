@@ -37,15 +37,15 @@ def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOp
 
         cmd = [find_executable(pt.engine.executable) or pt.engine.executable, pt.workload.name, *counts, *shared]
         return cmd + param_args(pt.params)
-    return worker_command(options.python, pt.engine, pt.workload, pt.params) + counts + shared
+    return worker_command(options.python, pt.engine, pt.workload, pt.params, options.timing) + counts + shared
 
 
-def worker_command(python: str, spec, workload, params: dict) -> list[str]:
+def worker_command(python: str, spec, workload, params: dict, timing: str = "paper") -> list[str]:
     """The Python worker's command line but for its counts: everything it would otherwise look up
     (the engine's module, the workload's kind, precision and graph) is named here, so that the
     child imports none of the declarations (harness/worker.py)."""
     cmd = [python, str(WORKER), "--engine", spec.id, "--module", spec.module, "--workload", workload.name,
-           "--kind", workload.kind, "--precision", spec.precision or workload.precision]
+           "--kind", workload.kind, "--precision", spec.precision or workload.precision, "--timing", timing]
     if workload.kind == "graph":
         cmd += ["--graph", f"{workload.graph.__module__}:{workload.graph.__qualname__}"]
     return cmd + param_args(params)
@@ -165,10 +165,10 @@ def fill_from_payload(trial: Trial, payload: dict, tsc: tuple[float | None, str]
     assign(trial, {k: v for k, v in measured.items() if k not in ("status", "outputs", "cpu_time_s", "check")})
 
 
-def new_trial(pt: PlannedTrial, cpu: int) -> Trial:
+def new_trial(pt: PlannedTrial, cpu: int, timing: str) -> Trial:
     e = pt.engine
     return Trial(engine=e.id, framework=e.framework, mode=e.mode, language=e.language, device=e.device,
-                 workload=pt.workload.name, params=dict(pt.params), trial=pt.trial, cpu=cpu,
+                 workload=pt.workload.name, params=dict(pt.params), trial=pt.trial, timing=timing, cpu=cpu,
                  started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
@@ -180,7 +180,7 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     right after it exits: the energy of the whole process life, imports included.
     """
     opts = spawner.options
-    trial = new_trial(pt, opts.cpu)
+    trial = new_trial(pt, opts.cpu, opts.timing)
     mem_limited = opts.mem_limit_bytes is not None
     if pt.with_init:
         init = run_child(pt, spawner, 1, 0, inputs)

@@ -20,7 +20,7 @@ from harness.results import ResultsUnwritable
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
-PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream")
+PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "timing")
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def plan_spec(args) -> dict:
             "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
             "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
             "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir,
-            "upstream": upstream}
+            "upstream": upstream, "timing": getattr(args, "timing", None) or "paper"}
 
 
 def request(args) -> RunRequest:
@@ -252,8 +252,10 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         console.print(f"[yellow]warning[/]: machine not quiet ({', '.join(noisy)}): see burtbench doctor",
                       highlight=False)
     options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
-                         sample_private=req.sample_private, env=worker_env(req.python))
-    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile) pinned to core {req.cpu} → {run_dir}",
+                         sample_private=req.sample_private, timing=req.spec.get("timing", "lean"),
+                         env=worker_env(req.python))
+    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile, {options.timing} timing) "
+                  f"pinned to core {req.cpu} → {run_dir}",
                   highlight=False)
     meter = energy_meter(req, plan, run_dir, manifest, console)
     spec = req.spec

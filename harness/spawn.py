@@ -49,6 +49,7 @@ class RunOptions:
     python: str = sys.executable
     mem_limit_bytes: int | None = None
     sample_private: bool = False
+    timing: str = "paper"
     env: dict = field(default_factory=dict)
 
 

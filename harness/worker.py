@@ -2,7 +2,7 @@
 
 The runner spawns this file as a script, pinned to one core:
 
-    python harness/worker.py --engine ID --module M --workload W --kind K --precision P
+    python harness/worker.py --engine ID --module M --workload W --kind K --precision P --timing paper|lean
         [--graph MODULE:NAME] [--param NAME=REPR ...] --iterations N --warmup N --blocks N [--inputs DIR]
 
 It reports the child's own peak memory, so until the peaks are read it imports only what the
@@ -44,7 +44,7 @@ def parse_args(argv: list) -> dict:
             args["param"][name] = parse_value(text)
         else:
             args[flag[2:]] = value
-    missing = [n for n in ("engine", "module", "workload", "kind", "iterations") if n not in args]
+    missing = [n for n in ("engine", "module", "workload", "kind", "timing", "iterations") if n not in args]
     if missing:
         raise UsageFailure(f"missing --{', --'.join(missing)}")
     return args
@@ -100,14 +100,17 @@ def run(args: dict) -> dict:
     except ImportError as exc:
         return {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
     iterations, warmup = int(args["iterations"]), int(args.get("warmup", 0))
+    # Under --timing paper a program with the authors' timed region (paper_step) steps with it.
+    paper_step = getattr(program, "paper_step", None) if args["timing"] == "paper" else None
+    step = paper_step or program.step
     prepare = getattr(program, "prepare", None)
     for _ in range(warmup):
         if prepare is not None:
             prepare()
-        program.step()
+        step()
     counter = clocks.CycleCounter()
     counter.start()
-    loop_time_s, samples = timer.timed_blocks(program.step, iterations, int(args.get("blocks", 100)),
+    loop_time_s, samples = timer.timed_blocks(step, iterations, int(args.get("blocks", 100)),
                                               getattr(program, "sync", None), prepare)
     counted = counter.stop()
     outputs = program.outputs()
@@ -117,6 +120,7 @@ def run(args: dict) -> dict:
     version = getattr(program, "version", None)
     return {"status": "ok", "outputs": outputs, "precision": args.get("precision"), "iterations": iterations,
             "warmup": warmup, "loop_time_s": loop_time_s, "samples_s": samples,
+            "timed_as": "paper" if paper_step else "lean",
             "framework_version": version() if callable(version) else version, **counted,
             **(getattr(program, "extra", None) or {}), "cpu_time_s": cpu_time_s, **peaks}
 
