@@ -108,6 +108,33 @@ def test_jax_paper_step_makes_its_inputs_per_iteration_and_still_waits(monkeypat
     assert len(waited) == 2 * 6  # every step of both, the lean one and the authors' one
 
 
+def test_tflite_paper_step_feeds_once_and_reads_the_outputs_each_step(monkeypatch):
+    program = build("tflite/graph/interpreter/cpu", "tiny")
+    interpreter = type(program._interpreter)
+    calls = []
+    for name in ("set_tensor", "get_tensor"):
+        method = getattr(interpreter, name)
+        monkeypatch.setattr(interpreter, name, lambda self, *a, _m=method, _n=name: calls.append(_n) or _m(self, *a))
+    created(program, "step", calls)
+    assert calls.count("set_tensor") == 2 * 6 and calls.count("get_tensor") == 0
+    calls.clear()
+    created(program, "paper_step", calls)
+    assert calls.count("set_tensor") == 0 and calls.count("get_tensor") == 3 * 6
+
+
+def test_tensorflow_paper_step_reads_variables(monkeypatch):
+    program = build("tensorflow/eager/python/cpu", "tiny")
+    import tensorflow as tf
+
+    watched, watch = [], tf.GradientTape.watch
+    monkeypatch.setattr(tf.GradientTape, "watch", lambda self, x: watched.append(type(x).__name__) or watch(self, x))
+    created(program, "step", watched)
+    assert not any("Variable" in name for name in watched)
+    watched.clear()
+    created(program, "paper_step", watched)
+    assert watched and all("Variable" in name for name in watched)
+
+
 def test_autograd_paper_step_runs_three_forwards_per_iteration():
     forwards = []
     tiny = load("tiny").graph

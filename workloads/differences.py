@@ -38,7 +38,8 @@ def _timed_regions() -> Difference:
         f"`--timing paper` (default) times {n['yes']} of {len(rows)} rows as their script does, {n['no']} in part; "
         f"{n['kept']} keep ours where theirs times something wrong or excluded by the paper's captions (JAX and "
         f"MLX without waiting for the result, batch sampling in the step timer); {n['not yet']} not adopted yet "
-        "(TensorFlow's Variables, TF Lite's feeding, the C++ programs); `--timing lean`: one lean region everywhere",
+        "(the C++ programs' leaves made per iteration, the pickle serializer of TensorFlow's save/load, the GPT's "
+        "module-style model); `--timing lean`: one lean region everywhere",
         "workloads/timed_regions.csv lists each row's loops, and the report prints them under each table")
 
 
