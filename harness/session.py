@@ -85,6 +85,9 @@ def request(args) -> RunRequest:
                              + "/".join(f"--{o.replace('_', '-')}" for o in PLAN_OPTIONS))
         manifest = resumable_manifest(run_dir)
         spec = manifest["plan"]
+        if spec.get("timing", "lean") not in results.TIMINGS:
+            raise UsageError(f"{run_dir}: its manifest's plan has timing {spec.get('timing')!r}, "
+                             f"not one of {', '.join(results.TIMINGS)}: damaged")
         selection.use_data_dir(spec.get("data_dir"), planned_workloads(spec))
         use_upstream(spec.get("upstream"))
         cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))

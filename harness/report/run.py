@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.report import paper
-from harness.results import read_trials, sane_manifest
+from harness.results import TIMINGS, read_trials, sane_manifest
 
 
 @dataclass
@@ -19,7 +19,9 @@ class Run:
     @property
     def timing(self) -> str:
         """The run's --timing (trials from before the option were lean)."""
-        return self.manifest.get("plan", {}).get("timing") or "lean"
+        plan = self.manifest.get("plan")
+        timing = plan.get("timing") if isinstance(plan, dict) else None
+        return timing if timing in TIMINGS else "lean"
 
 
 def load_run(run_dir: Path, warn=None) -> Run:
