@@ -21,6 +21,7 @@ ENGINE_MODULES = (
     "engines.autograd",
     "engines.micrograd",
     "engines.mlx",
+    "engines.none",
 )
 
 

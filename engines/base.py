@@ -4,70 +4,83 @@ An engine is (framework, mode, language, device). A Python engine module declare
 `ENGINES` and, in `BUILDERS`, one function per workload kind (workloads/base.py):
 `builder(spec, workload, params, inputs) -> Program`. It imports its framework only inside a
 builder, so that listing engines and planning runs never imports one.
+
+The worker child imports this module (through the engine's own), so it imports nothing a bare
+script would not: no dataclasses (with inspect, ~2.7 MiB of every row's peak memory), no typing,
+no pathlib.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Protocol
 
 # The engine every relative factor is taken against, as in the paper.
 BASELINE = "burtorch/eager/cpp/cpu"
 
 
-class Program(Protocol):
-    """One prepared workload inside a worker process."""
+class Program:
+    """One prepared workload inside a worker process (an interface: engines' programs only match it).
 
-    def step(self) -> None:
-        """One iteration: rebuild the graph (or run one SGD step) and compute gradients."""
+    Required: step() -- one iteration: rebuild the graph (or run one SGD step) and compute
+    gradients; outputs() -> dict of plain floats read back after the loop, checked against the
+    workload's reference. Optional: prepare() (before each timed block, untimed), sync() (after
+    each block, timed), version (a string, or a callable the worker calls after reading the
+    peak memory: a version lookup costs megabytes), extra (a dict of fields).
+    """
 
-    def outputs(self) -> dict[str, float]:
-        """Plain floats read back after the loop; checked against the workload's reference."""
 
-
-@dataclass(frozen=True)
 class EngineSpec:
-    framework: str
-    mode: str
-    language: str
-    device: str
-    # What it runs: every workload of these kinds (its builder works from the workload's own
-    # declaration: a graph, a model), and the named workloads (code of its own per workload:
-    # a native driver's compiled-in programs, a framework's hand-written model).
-    kinds: tuple[str, ...] = ()
-    workloads: tuple[str, ...] = ()
-    # "python": run by harness.worker importing `module`; "native": an executable speaking the same protocol;
-    # "program": a program that prints its own text: the spec gives the command of a trial and turns
-    # what the finished child printed (and left in its scratch folder) into the payload
-    # (command(pt, iterations, inputs, workdir) -> (argv, env); payload(pt, iterations, stdout,
-    # workdir, inputs) -> dict; engines/burtorch_authors.py).
-    kind: str = "python"
-    module: str = ""
-    # Top-level Python modules that must be importable for the engine to be available.
-    requires: tuple[str, ...] = ()
-    executable: str = ""
-    # Precision the engine computes in when it cannot use the workload's (TF Lite has no FP64 ops).
-    precision: str | None = None
-    note: str = ""
-    # An extra availability condition beyond `requires`: returns None when fine, else the reason.
-    condition: Callable[[], str | None] | None = None
-    # The paper's row for this engine: (framework, mode, language, device) as paper_results.csv
-    # spells them, and the serialization path where the paper ran one framework two ways.
-    paper_row: tuple[str, str, str, str] | None = None
-    paper_variant: str | None = None
-    # The name the report gives its rows where several engines stand for one paper row.
-    label: str = ""
-    # The framework's distribution on the package index, where it is not named like the framework:
-    # what a `burtbench run --env SPEC` must name for this engine to run in that environment.
-    distribution: str = ""
-    # Set only on an engine run in a managed environment (harness/envs.py): the environment's
-    # SPEC, which its id carries, and the interpreter of that environment.
-    env: str = ""
-    python: str = ""
+    """An engine's declaration: immutable, compared and hashed by its fields."""
+
+    FIELDS = ("framework", "mode", "language", "device", "kinds", "workloads", "kind", "module", "requires",
+              "executable", "precision", "note", "condition", "paper_row", "paper_variant", "label")
+
+    def __init__(self, framework: str, mode: str, language: str, device: str, *,
+                 # What it runs: every workload of these kinds (its builder works from the workload's own
+                 # declaration: a graph, a model), and the named workloads (code of its own per workload:
+                 # a native driver's compiled-in programs, a framework's hand-written model).
+                 kinds: tuple[str, ...] = (), workloads: tuple[str, ...] = (),
+                 # "python": run by harness/worker.py importing `module`; "native": an executable speaking
+                 # the same protocol; "program": a program that prints its own text: the spec gives the
+                 # command of a trial and turns what the finished child printed (and left in its scratch
+                 # folder) into the payload (command(pt, iterations, inputs, workdir) -> (argv, env);
+                 # payload(pt, iterations, stdout, workdir, inputs) -> dict; engines/burtorch_authors.py).
+                 kind: str = "python", module: str = "",
+                 # Top-level Python modules that must be importable for the engine to be available.
+                 requires: tuple[str, ...] = (), executable: str = "",
+                 # Precision the engine computes in when it cannot use the workload's (TF Lite has no FP64 ops).
+                 precision: str | None = None, note: str = "",
+                 # An extra availability condition beyond `requires`: returns None when fine, else the reason.
+                 condition=None,
+                 # The paper's row for this engine: (framework, mode, language, device) as paper_results.csv
+                 # spells them, and the serialization path where the paper ran one framework two ways.
+                 paper_row: tuple[str, str, str, str] | None = None, paper_variant: str | None = None,
+                 # The name the report gives its rows where several engines stand for one paper row.
+                 label: str = ""):
+        values = locals()
+        for name in self.FIELDS:
+            object.__setattr__(self, name, values[name])
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"EngineSpec is immutable (cannot set {name})")
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"EngineSpec({self.id!r})"
+
+    def replace(self, **changes) -> "EngineSpec":
+        """A copy with some fields changed (the spec itself never changes)."""
+        values = {name: getattr(self, name) for name in self.FIELDS}
+        values.update(changes)
+        return EngineSpec(**values)
 
     @property
     def base_id(self) -> str:
@@ -86,6 +99,8 @@ class EngineSpec:
 
     def unavailable_reason(self) -> str | None:
         """Why this engine cannot run here, or None. Never imports the framework."""
+        import importlib.util
+
         # In a managed environment the framework is that environment's, not this interpreter's.
         for name in () if self.env else self.requires:
             if importlib.util.find_spec(name) is None:
@@ -99,8 +114,10 @@ class EngineSpec:
 
 def find_executable(name: str) -> str | None:
     """A native driver installed beside this interpreter (the venv's bin/) or on PATH."""
-    scripts = Path(sys.executable).parent
-    for candidate in (scripts / name, scripts / f"{name}.exe"):
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
+    import shutil
+
+    scripts = os.path.dirname(sys.executable)
+    for candidate in (os.path.join(scripts, name), os.path.join(scripts, f"{name}.exe")):
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
     return shutil.which(name)

@@ -24,7 +24,6 @@ import math
 import os
 import shlex
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from engines.base import EngineSpec
@@ -125,7 +124,6 @@ def _preload() -> tuple[str | None, str | None]:
         return None, str(exc)
 
 
-@dataclass(frozen=True)
 class AuthorsEngine(EngineSpec):
     """Their programs, built on first use; see the module docstring."""
 

@@ -44,7 +44,15 @@ def graph_program(spec: EngineSpec, workload, params: dict, inputs: Path | None 
         g, (dg_da, dg_db) = value_and_grad(a, b)
         return jax.block_until_ready((g, dg_da, dg_db))
 
-    return GradientProgram(compute, jax.__version__)
+    a0, b0 = float(params["a"]), float(params["b"])
+
+    def paper_compute():
+        # The authors' scripts make the inputs in the timed loop (jnp.float64); they do not wait
+        # for the result, which would time the dispatch only: we still do.
+        g, (dg_da, dg_db) = value_and_grad(jnp.float64(a0), jnp.float64(b0))
+        return jax.block_until_ready((g, dg_da, dg_db))
+
+    return GradientProgram(compute, jax.__version__, paper_compute=paper_compute)
 
 
 def array_ops():

@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -204,7 +203,6 @@ def _build_driver() -> str | None:
     return None
 
 
-@dataclass(frozen=True)
 class BuiltOnFirstUse(EngineSpec):
     """A native engine whose driver is built by prepare() rather than installed with the package."""
 

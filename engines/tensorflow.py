@@ -43,7 +43,14 @@ def graph_program(spec: EngineSpec, workload, params: dict, inputs: Path | None 
         run = tf.function(run, input_signature=(scalar, scalar), autograph=False)
     a = tf.constant(params["a"], dtype=tf.float64)
     b = tf.constant(params["b"], dtype=tf.float64)
-    return GradientProgram(lambda: run(a, b), tf.__version__)
+    # The authors' scripts: the leaves are tf.Variables (a read at each use), and graph mode is a
+    # tf.function with no signature, called with the Variables.
+    paper_run = value_and_gradients(tf, workload.graph)
+    if spec.mode == "graph":
+        paper_run = tf.function(paper_run, autograph=False)
+    a_var = tf.Variable(params["a"], dtype=tf.float64)
+    b_var = tf.Variable(params["b"], dtype=tf.float64)
+    return GradientProgram(lambda: run(a, b), tf.__version__, paper_compute=lambda: paper_run(a_var, b_var))
 
 
 def training_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):

@@ -48,7 +48,8 @@ def interpreter_class(tf):
 
 
 class InterpreterProgram:
-    """Each step writes both inputs and invokes; the outputs stay in the interpreter until read."""
+    """Each step writes both inputs and invokes; the outputs stay in the interpreter until read.
+    The authors' script (paper_step) sets the inputs once and copies the three outputs out at each step."""
 
     def __init__(self, interpreter, a, b, version: str, extra: dict):
         signature = interpreter.get_signature_runner()
@@ -59,11 +60,18 @@ class InterpreterProgram:
         self._fetches = {name: outputs[name]["index"] for name in OUTPUTS}
         self.version = version
         self.extra = extra
+        for index, value in self._feeds:
+            interpreter.set_tensor(index, value)
 
     def step(self) -> None:
         for index, value in self._feeds:
             self._interpreter.set_tensor(index, value)
         self._interpreter.invoke()
+
+    def paper_step(self) -> None:
+        self._interpreter.invoke()
+        for index in self._fetches.values():
+            self._interpreter.get_tensor(index)
 
     def outputs(self) -> dict[str, float]:
         return {name: float(self._interpreter.get_tensor(index)) for name, index in self._fetches.items()}

@@ -5,6 +5,7 @@ import argparse
 import re
 
 from harness import selection
+from harness.results import TIMINGS
 from workloads.base import PROFILES
 
 
@@ -43,8 +44,11 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                      help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
     run.add_argument("--idle-seconds", type=at_most(positive_float, selection.MAX_IDLE_S), default=10.0, metavar="S",
                      help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
+    run.add_argument("--timing", choices=TIMINGS,
+                     help="paper (default): time each row as the authors' script for it does, where we adopted it "
+                          "(workloads/timed_regions.csv); lean: the same lean region for every framework")
     run.add_argument("--sample-private", action="store_true",
-                     help="also sample peak private memory from a thread in each Python worker (it shares the pinned core)")
+                     help="also sample each child's peak private memory (Linux: from the runner, every 20 ms)")
     run.add_argument("--env", action="append", default=[], metavar="SPEC",
                      help="run the engines of the framework SPEC names in a managed environment with SPEC installed "
                           "(e.g. 'jax==0.4.38' or 'jax==0.5.0,jaxlib==0.5.0'); repeat to compare versions in one "

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.envs import split_id
+from harness.errors import UsageError
 from harness.points import Point, group
 from harness.report.run import load_run
 from harness.stats import CONFIDENCE, t_quantile
@@ -155,6 +156,8 @@ def _manifest_warnings(a: dict, b: dict) -> list[str]:
 
 def _run_info(run, env: str | None) -> dict:
     return {"run_id": run.run_id + (f"@{env}" if env else ""), "profile": run.manifest.get("profile"),
+def _run_info(run) -> dict:
+    return {"run_id": run.run_id, "profile": run.manifest.get("profile"), "timing": run.timing,
             "created_at": run.manifest.get("created_at"), "git_commit": run.manifest.get("git_commit"),
             "frameworks": _env_freeze(run.manifest, env) if env else run.manifest.get("frameworks") or {}}
 
@@ -186,6 +189,9 @@ def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str 
     """A plain, JSON-ready comparison of two runs (see the module docstring), or of two
     environments (--env SPEC) of one run or two."""
     a, b = load_run(Path(run_a)), load_run(Path(run_b))
+    if a.timing != b.timing:
+        raise UsageError(f"run A was timed with --timing {a.timing}, run B with --timing {b.timing}: their "
+                         "timed regions differ (workloads/timed_regions.csv); compare runs of one --timing")
     points_a, points_b = group(a.trials), group(b.trials)
     if env_a or env_b:  # a side without one: the engines that ran in the runner's own environment
         points_a, points_b = in_env(points_a, env_a or ""), in_env(points_b, env_b or "")

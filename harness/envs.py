@@ -13,7 +13,7 @@ import re
 import shutil
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
@@ -114,7 +114,7 @@ def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
                              f"(it needs '{engine.dist_name}'" + ("" if engine.kind == "python" else
                                                                   ", and only Python engines run in an environment")
                              + ")")
-        chosen += [replace(engine, env=spec.text) for spec in mine]
+        chosen += [engine.replace(env=spec.text) for spec in mine]
     for spec in specs:
         if not any(v.env == spec.text for v in chosen):
             raise UsageError(f"--env {spec.text}: installs no framework of a selected engine "
@@ -130,9 +130,9 @@ def bind(engines: dict, environments: dict) -> dict:
         env = environments.get(engine.env) if engine.env else None
         if env is not None and env.problem:
             reason = f"environment {engine.env} could not be made: {env.problem}"
-            engine = replace(engine, condition=lambda reason=reason: reason)
+            engine = engine.replace(condition=lambda reason=reason: reason)
         elif env is not None:
-            engine = replace(engine, python=env.python)
+            engine = engine.replace(python=env.python)
         bound[eid] = engine
     return bound
 

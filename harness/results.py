@@ -22,11 +22,15 @@ STATUSES = ("ok", "failed", "timeout", "oom", "unavailable")
 # (harness/worker.py) and the native drivers (burtorch_ext/src/driver/measured_run.hpp) alike.
 # A workload may add fields of its own (param_count, save_s ...): they land in Trial.extra.
 CHILD_FIELDS = frozenset({
-    "status", "outputs", "precision", "iterations", "warmup", "loop_time_s", "per_iter_s", "samples_s",
+    "status", "outputs", "precision", "iterations", "warmup", "loop_time_s", "samples_s",
     "framework_version", "cpu_clocks", "cpu_clocks_source", "instructions", "loop_cpu_time_s", "cpu_time_s",
     "peak_resident_bytes", "peak_resident_source", "peak_virtual_bytes", "peak_virtual_source",
     "peak_private_bytes", "peak_private_source",
 })
+# A child may also report per_iter_s (the native drivers do; else the runner summarizes samples_s)
+# and timed_as (the Python worker: which timed region it ran, see Trial.timed_as).
+OPTIONAL_CHILD_FIELDS = frozenset({"per_iter_s", "timed_as"})
+TIMINGS = ("paper", "lean")
 
 
 @dataclass
@@ -39,6 +43,13 @@ class Trial:
     workload: str
     params: dict
     trial: int
+    # The run's --timing: "paper" (each row timed as the authors' script for it, where we adopted
+    # it: workloads/timed_regions.csv) or "lean" (the same region for every framework). Trials
+    # written before the option existed were lean.
+    timing: str = "lean"
+    # What this child timed: "paper" where its engine has the authors' timed region, "lean" where
+    # it ran the lean one; None where the child cannot say (native drivers, the authors' programs).
+    timed_as: str | None = None
     status: str = "ok"
     reason: str | None = None
     exit_code: int | None = None

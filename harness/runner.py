@@ -19,7 +19,10 @@ from harness.plan import PlannedTrial
 from harness.results import ResultsUnwritable, Trial
 from harness.envs import worker_env
 from harness.spawn import ChildRun, ChildSpawner, RunOptions
-from harness.worker import EXIT_UNAVAILABLE
+from harness.stats import summarize
+from harness.worker import EXIT_UNAVAILABLE, parse_value
+
+WORKER = Path(__file__).resolve().parent / "worker.py"
 
 STDERR_TAIL_CHARS = 2000
 OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory", "OutOfMemory")
@@ -34,14 +37,33 @@ def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOp
         from engines.base import find_executable
 
         cmd = [find_executable(pt.engine.executable) or pt.engine.executable, pt.workload.name, *counts, *shared]
-        for name, value in pt.params.items():
-            cmd += ["--param", f"{name}={value!r}"]
-        return cmd
-    # An engine in a managed environment runs under that environment's interpreter; the worker's
-    # registry knows it by its id without the environment.
-    cmd = [pt.engine.python or options.python, "-m", "harness.worker", "--engine", pt.engine.base_id,
-           "--workload", pt.workload.name, "--params", json.dumps(pt.params), *counts, *shared]
-    return cmd + ["--sample-private"] if options.sample_private else cmd
+        return cmd + param_args(pt.params)
+    # An engine in a managed environment runs under that environment's interpreter.
+    return worker_command(pt.engine.python or options.python, pt.engine, pt.workload, pt.params,
+                          options.timing) + counts + shared
+
+
+def worker_command(python: str, spec, workload, params: dict, timing: str = "paper") -> list[str]:
+    """The Python worker's command line but for its counts: everything it would otherwise look up
+    (the engine's module, the workload's kind, precision and graph) is named here, so that the
+    child imports none of the declarations (harness/worker.py)."""
+    # The worker's registry knows an engine of a managed environment by its id without the environment.
+    cmd = [python, str(WORKER), "--engine", spec.base_id, "--module", spec.module, "--workload", workload.name,
+           "--kind", workload.kind, "--precision", spec.precision or workload.precision, "--timing", timing]
+    if workload.kind == "graph":
+        cmd += ["--graph", f"{workload.graph.__module__}:{workload.graph.__qualname__}"]
+    return cmd + param_args(params)
+
+
+def param_args(params: dict) -> list[str]:
+    """`--param name=repr`, as both the worker and the native drivers parse it."""
+    args = []
+    for name, value in params.items():
+        if parse_value(repr(value)) != value:
+            raise ValueError(f"parameter {name}={value!r}: a child takes ints, floats, bools, None "
+                             "and strings without quotes or escapes")
+        args += ["--param", f"{name}={value!r}"]
+    return args
 
 
 def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: int,
@@ -142,14 +164,16 @@ def assign(trial: Trial, fields: dict) -> None:
 
 def fill_from_payload(trial: Trial, payload: dict, tsc: tuple[float | None, str]) -> None:
     # The parent's own readings of CPU time and the check take precedence over what the child says.
-    measured = estimate_cycles(payload, *tsc)
+    measured = dict(estimate_cycles(payload, *tsc))
+    if "per_iter_s" not in measured:  # the Python worker leaves it to us (harness.stats is not lean)
+        measured["per_iter_s"] = summarize(measured.get("samples_s") or [])
     assign(trial, {k: v for k, v in measured.items() if k not in ("status", "outputs", "cpu_time_s", "check")})
 
 
-def new_trial(pt: PlannedTrial, cpu: int) -> Trial:
+def new_trial(pt: PlannedTrial, cpu: int, timing: str) -> Trial:
     e = pt.engine
     return Trial(engine=e.id, framework=e.framework, mode=e.mode, language=e.language, device=e.device,
-                 workload=pt.workload.name, params=dict(pt.params), trial=pt.trial, cpu=cpu,
+                 workload=pt.workload.name, params=dict(pt.params), trial=pt.trial, timing=timing, cpu=cpu,
                  started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 
@@ -161,7 +185,7 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     right after it exits: the energy of the whole process life, imports included.
     """
     opts = spawner.options
-    trial = new_trial(pt, opts.cpu)
+    trial = new_trial(pt, opts.cpu, opts.timing)
     mem_limited = opts.mem_limit_bytes is not None
     if pt.with_init:
         init = run_child(pt, spawner, 1, 0, inputs)
@@ -179,13 +203,15 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     trial.wall_time_s = main.wall_s
     trial.cpu_time_s = main.cpu_time_s if main.cpu_time_s is not None else payload.get("cpu_time_s")
     fill_from_payload(trial, payload, tsc)
+    if main.private_peak is not None:
+        trial.peak_private_bytes, trial.peak_private_source = main.private_peak
     assign(trial, reading)
     if spawner.pin_problem:
         trial.extra["not_pinned"] = spawner.pin_problem
     precision = payload.get("precision") or pt.workload.precision
-    # A "program" engine's payload is made here, in the parent, from what its program printed: its
-    # check is the one the spec made (it knows how many digits the program prints).
-    own = payload.get("check") if pt.engine.kind == "program" else None
+    # A child (or a "program" engine's spec, which made the payload from what its program printed)
+    # may judge its outputs itself: the floor engine computes nothing to check.
+    own = payload.get("check")
     trial.check = own or pt.workload.check(pt.params, payload.get("outputs"), precision, inputs).as_dict()
     return trial
 

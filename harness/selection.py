@@ -42,6 +42,16 @@ def resolve_engines(text: str, registry: dict) -> list:
     return chosen
 
 
+def with_floor(engines: list, workloads: list, registry: dict) -> list:
+    """The engines, plus the harness's floor row where a selected workload reports memory and a
+    selected Python engine runs it: a memory table shows what of each row is the worker itself."""
+    from engines.none import FLOOR
+
+    floor = registry[FLOOR]
+    wanted = any(floor.runs(w) and any(e.kind == "python" and e.runs(w) for e in engines) for w in workloads)
+    return [*engines, floor] if wanted and floor not in engines else engines
+
+
 def _engine_names(registry: dict) -> set[str]:
     names = set(registry)
     for eid in registry:

@@ -22,7 +22,7 @@ from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
 PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "env", "env_dir",
-                "pip_arg", "shard")
+                "pip_arg", "shard", "timing")
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def plan_spec(args) -> dict:
         raise UsageError(f"--profile: unknown profile '{profile}'{selection.did_you_mean(profile, PROFILES)} "
                          f"(choose {', '.join(PROFILES)})")
     workloads = selection.resolve_workloads(args.workload, all_workloads())
-    engines = selection.resolve_engines(args.engine, all_engines())
+    engines = selection.with_floor(selection.resolve_engines(args.engine, all_engines()), workloads, all_engines())
     environments = envs.plan_options(args)
     if environments["envs"]:
         engines = envs.variants(engines, [envs.parse_spec(text) for text in args.env], args.engine.strip() != "all")
@@ -77,7 +77,8 @@ def plan_spec(args) -> dict:
             "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
             "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
             "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir,
-            "upstream": upstream, "shard": None, **environments}
+            "upstream": upstream, "shard": None, "timing": getattr(args, "timing", None) or "paper",
+            **environments}
     if args.shard:
         spec["shard"] = shard_of(spec, args)
     return spec
@@ -105,6 +106,9 @@ def request(args) -> RunRequest:
                              + "/".join(f"--{o.replace('_', '-')}" for o in PLAN_OPTIONS))
         manifest = resumable_manifest(run_dir)
         spec = manifest["plan"]
+        if spec.get("timing", "lean") not in results.TIMINGS:
+            raise UsageError(f"{run_dir}: its manifest's plan has timing {spec.get('timing')!r}, "
+                             f"not one of {', '.join(results.TIMINGS)}: damaged")
         selection.use_data_dir(spec.get("data_dir"), planned_workloads(spec))
         use_upstream(spec.get("upstream"))
         cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
@@ -160,8 +164,6 @@ def planned_workloads(spec: dict) -> list:
 
 
 def make_plan(spec: dict, environments: dict | None = None) -> list:
-    from dataclasses import replace
-
     from engines import all_engines
     from harness.plan import make_plan as plan_of
 
@@ -170,7 +172,7 @@ def make_plan(spec: dict, environments: dict | None = None) -> list:
     for eid in spec["engines"]:
         base, env = envs.split_id(eid)
         if env and base in registry:
-            registry[eid] = replace(registry[base], env=env)
+            registry[eid] = registry[base].replace(env=env)
     registry = envs.bind(registry, environments or {})
     missing = [e for e in spec["engines"] if e not in registry]
     if missing:
@@ -282,10 +284,12 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         console.print(f"[yellow]warning[/]: machine not quiet ({', '.join(noisy)}): see burtbench doctor",
                       highlight=False)
     options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
-                         sample_private=req.sample_private, env=worker_env(req.python))
+                         sample_private=req.sample_private, timing=req.spec.get("timing", "lean"),
+                         env=worker_env(req.python))
     where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
         f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
-    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile) {where} → {run_dir}",
+    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile, {options.timing} timing) {where} "
+                  f"→ {run_dir}",
                   highlight=False)
     meter = energy_meter(req, plan, run_dir, manifest, console)
     spec = req.spec

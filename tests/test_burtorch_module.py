@@ -17,6 +17,7 @@ from typing import Callable
 import pytest
 
 from engines.base import EngineSpec
+from tests.tests_support import worker_argv
 from workloads import load
 
 try:
@@ -448,8 +449,7 @@ def test_worker_runs_the_python_engine(bt):
     # The child imports the same module this process did, installed or built here.
     module_dir = str(Path(bt.__file__).parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([module_dir, str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    run = subprocess.run([sys.executable, "-m", "harness.worker", "--engine", spec.id, "--workload", "small",
-                          "--params", json.dumps({"a": -4.0, "b": 2.0}), "--iterations", "200", "--blocks", "4"],
+    run = subprocess.run(worker_argv(spec.id, "small", {"a": -4.0, "b": 2.0}, "--iterations", "200", "--blocks", "4"),
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)

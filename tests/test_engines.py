@@ -14,6 +14,7 @@ import pytest
 
 from engines import all_engines
 from engines import torch as torch_engines
+from tests.tests_support import worker_argv
 from workloads import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,9 +39,8 @@ FRAMEWORKS = ("torch", "tensorflow", "jax", "jaxlib", "autograd", "micrograd", "
 
 def run_worker(engine_id: str, workload: str, params: dict, iterations: int,
                warmup: int) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "harness.worker", "--engine", engine_id, "--workload", workload,
-               "--params", json.dumps(params), "--iterations", str(iterations), "--warmup", str(warmup),
-               "--blocks", "4"]
+    command = worker_argv(engine_id, workload, params, "--iterations", str(iterations), "--warmup", str(warmup),
+                          "--blocks", "4")
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 

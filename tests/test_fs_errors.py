@@ -94,7 +94,8 @@ def test_every_results_call_site_failing_keeps_trials_and_says_what_happened(fak
         for run_dir in run_dirs:
             trials = results.read_trials(run_dir, warn=lambda _: None)
             keys = [results.trial_key(t["engine"], t["workload"], t["params"], t["trial"]) for t in trials]
-            assert len(keys) == len(set(keys)) <= 2, where
+            # The plan: fake/ok on tiny and small, and the harness's floor row (small reports memory).
+            assert len(keys) == len(set(keys)) <= 3, where
             manifest = run_dir / results.MANIFEST_FILE
             if manifest.exists():
                 assert json.loads(manifest.read_text())["status"] != "running", where

@@ -1,7 +1,7 @@
 """The MLP and mini-GPT training workloads: model sizes, and every Python engine against the FP64 reference.
 
 Each engine case prepares a shared-inputs folder with the workload's own prepare() and runs
-`python -m harness.worker --inputs` as the runner does (one framework import per case, a few steps).
+the worker with `--inputs` as the runner does (one framework import per case, a few steps).
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from engines import all_engines
+from tests.tests_support import worker_argv
 from workloads import load
 from workloads.catalog import gpt, mlp
 
@@ -68,9 +69,8 @@ def test_importing_the_workloads_imports_no_framework_and_no_autograd():
 
 def run_worker(engine_id: str, workload: str, params: dict, iterations: int, warmup: int,
                inputs: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "harness.worker", "--engine", engine_id, "--workload", workload,
-               "--params", json.dumps(params), "--iterations", str(iterations), "--warmup", str(warmup),
-               "--blocks", str(iterations), "--inputs", str(inputs)]
+    command = worker_argv(engine_id, workload, params, "--iterations", str(iterations), "--warmup", str(warmup),
+                          "--blocks", str(iterations), "--inputs", str(inputs))
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
@@ -108,8 +108,7 @@ def test_engine_trains_like_the_fp64_reference(engine_id, workload, params, prep
 def test_a_training_engine_without_inputs_says_it_needs_them():
     if all_engines()["torch/eager/python/cpu"].unavailable_reason():
         pytest.skip("torch is not installed")
-    command = [sys.executable, "-m", "harness.worker", "--engine", "torch/eager/python/cpu", "--workload", "mlp",
-               "--params", json.dumps({"hidden_dim": 4, "batch": 1}), "--iterations", "1"]
+    command = worker_argv("torch/eager/python/cpu", "mlp", {"hidden_dim": 4, "batch": 1}, "--iterations", "1")
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "needs --inputs" in done.stderr

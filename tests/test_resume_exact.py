@@ -62,7 +62,7 @@ def setup(complete_run: Path, tmp_path: Path):
 
 def test_the_complete_run_has_every_planned_trial_once(complete_run):
     plan = plan_of(complete_run)
-    assert len(plan) == 4
+    assert len(plan) == 6  # fake/ok on tiny and small, and the floor row on small (it reports memory), 2 trials
     assert sorted(keys_of(complete_run)) == sorted(tuple(map(str, p.key())) for p in plan)
 
 

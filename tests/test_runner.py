@@ -1,4 +1,5 @@
 """The runner survives misbehaving engines and records each with its status; nothing finished is lost."""
+import ast
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from harness import results
 from harness.cli import main
+from tests.tests_support import worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -226,12 +228,24 @@ def test_python_option_runs_the_workers_under_another_interpreter(fake_engines, 
     assert manifest["python"]["executable"] == str(other) and manifest["frameworks"]["torch"]
 
 
-def test_a_graph_worker_does_not_carry_the_training_workloads_numpy():
-    # numpy alone adds ~20 MiB of resident memory: a micrograd trial must not pay for it.
-    code = ("import sys, runpy; sys.argv = ['w', '--engine', 'micrograd/eager/python/cpu', '--workload', 'tiny', "
-            "'--params', '{\"a\": -41.0, \"b\": 2.0}', '--iterations', '5']\n"
-            "try:\n    runpy.run_module('harness.worker', run_name='__main__')\n"
-            "except SystemExit:\n    pass\n"
-            "print('numpy' in sys.modules, file=sys.stderr)")
+# Modules a bare micrograd script never imports, each worth 0.4 to 20 MiB of a row's peak memory.
+NOT_BEFORE_THE_PEAKS = {"numpy", "dataclasses", "inspect", "typing", "pathlib", "json", "argparse", "threading",
+                        "importlib.metadata", "workloads.base", "harness.stats", "platform"}
+
+
+def test_a_graph_worker_imports_nothing_heavy_before_its_peaks_are_read():
+    argv = worker_argv("micrograd/eager/python/cpu", "tiny", {"a": -41.0, "b": 2.0}, "--iterations", "5")
+    # Record the modules loaded when the worker reads its peaks, then let it finish (no runpy: it imports typing).
+    code = ("import sys\n"
+            "from harness.measure import memory\n"
+            "read = memory.peak_memory\n"
+            "def spy():\n"
+            "    print(sorted(sys.modules), file=sys.stderr)\n"
+            "    return read()\n"
+            "memory.peak_memory = spy\n"
+            f"sys.argv = {argv[1:]!r}\n"
+            "exec(compile(open(sys.argv[0]).read(), sys.argv[0], 'exec'), {'__name__': '__main__', '__file__': sys.argv[0]})\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert proc.stderr.strip().splitlines()[-1] == "False"
+    loaded = set(ast.literal_eval(proc.stderr.strip().splitlines()[0]))
+    assert "micrograd.engine" in loaded
+    assert loaded & NOT_BEFORE_THE_PEAKS == set()

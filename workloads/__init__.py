@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import importlib
 import os
-import pkgutil
-
-from workloads import catalog
 
 
 def module_paths() -> dict[str, str]:
     """name -> import path of every workload, by name."""
+    # Imported here: the worker child imports this package (for workloads.graphs) and pkgutil
+    # brings typing with it.
+    import pkgutil
+
+    from workloads import catalog
+
     paths = {info.name: f"{catalog.__name__}.{info.name}" for info in pkgutil.iter_modules(catalog.__path__)}
     for path in os.environ.get("BURTBENCH_WORKLOAD_MODULES", "").split(","):
         if path.strip():

@@ -7,7 +7,10 @@ that the README holds exactly that text; `python -m workloads.differences` print
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+
+from workloads.timed_regions import regions
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,22 @@ class Difference:
         """The line under a report table."""
         why = f" Why: {self.why}." if self.why else ""
         return f"Setup differs from the paper's — {self.topic}: paper: {self.paper}; here: {self.here}.{why}"
+
+
+def _timed_regions() -> Difference:
+    """Counted from workloads/timed_regions.csv, so that this line and that table cannot disagree."""
+    rows = regions().values()
+    n = Counter(r.matches for r in rows)
+    return Difference(
+        "timed-regions", "timed region, row by row",
+        "one script per row, not consistent with each other (inputs made per iteration in some, once in "
+        "others; TensorFlow reads tf.Variables; autograd runs 3 forward passes per iteration)",
+        f"`--timing paper` (default) times {n['yes']} of {len(rows)} rows as their script does, {n['no']} in part; "
+        f"{n['kept']} keep ours where theirs times something wrong or excluded by the paper's captions (JAX and "
+        f"MLX without waiting for the result, batch sampling in the step timer); {n['not yet']} not adopted yet "
+        "(the C++ programs' leaves made per iteration, the pickle serializer of TensorFlow's save/load, the GPT's "
+        "module-style model); `--timing lean`: one lean region everywhere",
+        "workloads/timed_regions.csv lists each row's loops, and the report prints them under each table")
 
 
 DIFFERENCES = (
@@ -60,6 +79,7 @@ DIFFERENCES = (
                "a battery read at 1 s intervals (BatteryInfoView); OS share = 3.9 mWh/s idle drain × time",
                "a battery or RAPL counter read around each process; OS share = idle power measured before the suite × time",
                "the machine's own counters; a process shorter than the counter's update period gets no reading"),
+    _timed_regions(),
 )
 
 _BY_ID = {d.id: d for d in DIFFERENCES}

@@ -4,17 +4,16 @@ Linux counts the process's own user-mode cycles with perf_event_open; Windows as
 QueryProcessCycleTime; macOS has no per-process cycle counter we can read, so it says why.
 Where no counter works, the runner multiplies CPU time by the TSC rate and labels the result
 `tsc_estimate` (harness/measure/tsc.py), so an estimate is never mistaken for a reading.
+The worker child imports this module before its peaks are read: no platform, no pathlib.
 """
 from __future__ import annotations
 
 import ctypes
 import errno
 import os
-import platform
 import struct
 import sys
 import time
-from pathlib import Path
 
 
 def cpu_time_s() -> float:
@@ -79,7 +78,7 @@ class LinuxPerf:
     """The system calls a perf counter needs. Tests replace it with a fake."""
 
     def __init__(self, machine: str | None = None):
-        self.machine = machine or platform.machine()
+        self.machine = machine or os.uname().machine
         self.number = PERF_EVENT_OPEN_SYSCALL.get(self.machine.lower())
 
     def open(self, attr: PerfEventAttr, pid: int, cpu: int, group_fd: int, flags: int) -> int:
@@ -105,10 +104,10 @@ class LinuxPerf:
         os.close(fd)
 
 
-def perf_failure_reason(exc: OSError, proc_root: str | Path = "/proc") -> str:
+def perf_failure_reason(exc: OSError, proc_root="/proc") -> str:
     name = errno.errorcode.get(exc.errno, str(exc.errno))
     if exc.errno in (errno.EACCES, errno.EPERM):
-        paranoid = read_text(Path(proc_root) / "sys/kernel/perf_event_paranoid") or "?"
+        paranoid = read_text(os.path.join(proc_root, "sys/kernel/perf_event_paranoid")) or "?"
         why = (f"not permitted, kernel.perf_event_paranoid={paranoid}; own-process user-mode "
                "counting needs <= 2 or CAP_PERFMON")
     elif exc.errno in (errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP):
@@ -123,7 +122,7 @@ def perf_failure_reason(exc: OSError, proc_root: str | Path = "/proc") -> str:
 class PerfCounters:
     """Cycles (required) and instructions (optional) of this process, user mode only, any CPU."""
 
-    def __init__(self, perf=None, proc_root: str | Path = "/proc"):
+    def __init__(self, perf=None, proc_root="/proc"):
         self.perf = perf or LinuxPerf()
         self.proc_root = proc_root
         self.fds: dict[str, int] = {}
@@ -220,7 +219,7 @@ class NoCounter:
         return {"cpu_clocks": None, "instructions": None, "cpu_clocks_source": self.reason}
 
 
-def cycle_backend(perf=None, kernel32=None, proc_root: str | Path = "/proc"):
+def cycle_backend(perf=None, kernel32=None, proc_root="/proc"):
     if sys.platform.startswith("linux"):
         return PerfCounters(perf, proc_root)
     if sys.platform == "win32":
@@ -237,7 +236,7 @@ class CycleCounter:
     instructions (None where not counted), cpu_clocks_source and loop_cpu_time_s.
     """
 
-    def __init__(self, perf=None, kernel32=None, proc_root: str | Path = "/proc"):
+    def __init__(self, perf=None, kernel32=None, proc_root="/proc"):
         self.backend = cycle_backend(perf, kernel32, proc_root)
 
     def start(self) -> None:
@@ -249,8 +248,9 @@ class CycleCounter:
         return {**self.backend.stop(), "loop_cpu_time_s": loop_cpu_time_s}
 
 
-def read_text(path: Path) -> str | None:
+def read_text(path) -> str | None:
     try:
-        return path.read_text().strip()
+        with open(path) as file:
+            return file.read().strip()
     except OSError:
         return None

@@ -1,26 +1,27 @@
 """Peak memory of the current process, per OS (the measures table is in docs/architecture.md).
 
 The child calls peak_memory() just before it exits. Every figure comes with a `*_source`
-saying where it was read, or why it is null on this OS.
+saying where it was read, or why it is null on this OS. The child imports this module before
+its peaks are read, so it imports only what a bare script has (no pathlib, no threading).
+The private-memory sampler runs in the parent, on the child's /proc entry.
 """
 from __future__ import annotations
 
 import ctypes
 import os
 import sys
-import threading
-from pathlib import Path
 
 # A sampler shares the pinned core (and, for Python engines, the GIL) with the benchmark, so it
 # wakes rarely; peaks shorter than this are missed, which its source string says.
 SAMPLE_INTERVAL_S = 0.02
 
 
-def read_kb_fields(path: Path) -> dict[str, int]:
+def read_kb_fields(path) -> dict[str, int]:
     """The `Name:  N kB` lines of a /proc file, in bytes."""
     fields: dict[str, int] = {}
     try:
-        text = path.read_text()
+        with open(path) as file:
+            text = file.read()
     except OSError:
         return fields
     for line in text.splitlines():
@@ -31,44 +32,53 @@ def read_kb_fields(path: Path) -> dict[str, int]:
     return fields
 
 
-def read_proc_status(proc_root: str | Path = "/proc", pid: str = "self") -> dict[str, int]:
+def read_proc_status(proc_root="/proc", pid: str = "self") -> dict[str, int]:
     """The kB fields of /proc/<pid>/status, in bytes."""
-    return read_kb_fields(Path(proc_root) / pid / "status")
+    return read_kb_fields(os.path.join(proc_root, pid, "status"))
 
 
-def read_private_bytes(proc_root: str | Path = "/proc") -> tuple[int | None, str]:
+def read_private_bytes(proc_root="/proc", pid: str = "self") -> tuple[int | None, str]:
     """Private memory now: smaps_rollup Private_Clean + Private_Dirty + Swap, else RssAnon + VmSwap."""
-    rollup = read_kb_fields(Path(proc_root) / "self/smaps_rollup")
+    rollup = read_kb_fields(os.path.join(proc_root, pid, "smaps_rollup"))
     if "Private_Clean" in rollup and "Private_Dirty" in rollup:
         total = rollup["Private_Clean"] + rollup["Private_Dirty"] + rollup.get("Swap", 0)
         return total, "smaps_rollup Private_Clean+Private_Dirty+Swap"
-    status = read_proc_status(proc_root)
+    status = read_proc_status(proc_root, pid)
     if "RssAnon" in status:
         return status["RssAnon"] + status.get("VmSwap", 0), "status RssAnon+VmSwap"
-    return None, "neither /proc/self/smaps_rollup nor RssAnon in /proc/self/status is readable"
+    return None, f"neither /proc/{pid}/smaps_rollup nor RssAnon in /proc/{pid}/status is readable"
 
 
 class PrivateSampler:
-    """A daemon thread that keeps the peak of this process's private memory (Linux).
+    """A daemon thread that keeps the peak of a process's private memory (Linux).
 
-    Only used with --sample-private: the thread runs on the pinned core next to the benchmark.
+    Only used with --sample-private, in the parent, on the child's pid: a thread in the child
+    would share its pinned core and add its own stack to the child's peak virtual size.
     start(), then stop() -> (peak bytes or None, source).
     """
 
-    def __init__(self, interval_s: float = SAMPLE_INTERVAL_S, proc_root: str | Path = "/proc"):
+    def __init__(self, interval_s: float = SAMPLE_INTERVAL_S, proc_root="/proc", pid: str = "self"):
+        import threading
+
         self.interval_s = interval_s
         self.proc_root = proc_root
+        self.pid = str(pid)
         self.peak: int | None = None
         self.source = "not sampled"
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
     def sample(self) -> None:
-        value, self.source = read_private_bytes(self.proc_root)
+        value, source = read_private_bytes(self.proc_root, self.pid)
+        if value is None and self.peak is not None:
+            return  # the child has exited: keep the peak and how it was read
+        self.source = source
         if value is not None and (self.peak is None or value > self.peak):
             self.peak = value
 
     def start(self) -> None:
+        import threading
+
         self.sample()
         self._thread = threading.Thread(target=self._run, name="private-sampler", daemon=True)
         self._thread.start()
@@ -87,7 +97,7 @@ class PrivateSampler:
             self.sample()
 
 
-def peak_memory(proc_root: str | Path = "/proc",
+def peak_memory(proc_root="/proc",
                 private: tuple[int | None, str] | None = None) -> dict:
     """Peak resident, virtual and private bytes of this process, each with its source.
 
@@ -104,13 +114,13 @@ def peak_memory(proc_root: str | Path = "/proc",
                   None, f"not implemented on {sys.platform}")
 
 
-def linux_peaks(proc_root: str | Path, private: tuple[int | None, str] | None) -> dict:
+def linux_peaks(proc_root, private: tuple[int | None, str] | None) -> dict:
     status = read_proc_status(proc_root)
 
     def source(field: str) -> str:
         return f"/proc/self/status {field}" if field in status else f"no {field} in /proc/self/status"
 
-    private_bytes, private_source = private or (None, "not sampled (Linux: only with --sample-private)")
+    private_bytes, private_source = private or (None, "not sampled (Linux: only with --sample-private, by the runner)")
     return _peaks(status.get("VmHWM"), source("VmHWM"), status.get("VmPeak"), source("VmPeak"),
                   private_bytes, private_source)
 

@@ -6,7 +6,6 @@ the loop is cut into blocks; each block's time divided by its size is one per-it
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 
 def block_sizes(iterations: int, blocks: int) -> list[int]:
@@ -15,12 +14,11 @@ def block_sizes(iterations: int, blocks: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(blocks)]
 
 
-def timed_blocks(step: Callable[[], None], iterations: int, blocks: int,
-                 sync: Callable[[], None] | None = None,
-                 prepare: Callable[[], None] | None = None) -> tuple[float, list[float]]:
+def timed_blocks(step, iterations: int, blocks: int, sync=None, prepare=None) -> tuple[float, list[float]]:
     """Run `step` `iterations` times; return (total seconds, per-iteration seconds of each block).
 
-    `prepare` runs before each block, outside the timed region (batch preparation in training).
+    `prepare` runs before each block, outside the timed region (batch preparation in training);
+    `sync` after each block, inside it. (No typing import: this runs in the lean worker child.)
     """
     clock = time.perf_counter_ns
     samples = []

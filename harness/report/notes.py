@@ -10,6 +10,19 @@ RELATIVE_NOTE = ("(×N) = relative to BurTorch ({baseline}) at the same point, i
                  "in the paper (the paper's printed factor where it prints one).")
 
 
+def timed_region_notes(points: list[Point], workload: str, timing: str) -> list[str]:
+    """One line per engine with a paper row: what its trials timed per iteration, flagged where that
+    is not what the authors' script for its row times."""
+    from workloads.timed_regions import regions
+
+    table = regions()
+    rows = [table[(e, workload)] for e in dict.fromkeys(p.engine for p in points) if (e, workload) in table]
+    if not rows:
+        return []
+    return [f"Timed per iteration, row by row (--timing {timing}; workloads/timed_regions.csv has the authors' "
+            "scripts and why):", *(r.line(timing) for r in rows)]
+
+
 def counts(values) -> str:
     return ", ".join(f"{v:,}" for v in sorted(set(values))) or "?"
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import UsageError
 from harness.report import paper
-from harness.results import read_trials, sane_manifest
+from harness.results import TIMINGS, read_trials, sane_manifest
 
 
 @dataclass
@@ -15,11 +16,23 @@ class Run:
     trials: list[dict]
     os: str  # 'linux', 'windows' or 'macos'
 
+    @property
+    def timing(self) -> str:
+        """The run's --timing (trials from before the option were lean)."""
+        plan = self.manifest.get("plan")
+        timing = plan.get("timing") if isinstance(plan, dict) else None
+        return timing if timing in TIMINGS else "lean"
+
 
 def load_run(run_dir: Path, warn=None) -> Run:
     run_dir = Path(run_dir)
     manifest = sane_manifest(run_dir, warn)
-    return Run(run_id=run_dir.name, manifest=manifest, trials=read_trials(run_dir, warn), os=paper.run_os(manifest))
+    trials = read_trials(run_dir, warn)
+    timings = sorted({t.get("timing") or "lean" for t in trials})
+    if len(timings) > 1:
+        raise UsageError(f"{run_dir}: its trials mix --timing {' and '.join(timings)}: a table of one would "
+                         "compare timed regions that differ")
+    return Run(run_id=run_dir.name, manifest=manifest, trials=trials, os=paper.run_os(manifest))
 
 
 def status_notes(run: Run) -> list[str]:

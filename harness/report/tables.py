@@ -83,6 +83,7 @@ def workload_table(run: Run, workload: Workload, declaration: PaperTable, points
     if declaration.theory_bound:
         table_notes.append(notes.theory_note(workload, run.manifest))
     table_notes += [d.note() for d in differences.get(declaration.differences)]
+    table_notes += notes.timed_region_notes(points, workload.name, run.timing)
     if not any(r["in_run"] and r["engine"] == BASELINE and r["trials_ok"] for r in rows):
         table_notes.insert(0, f"This run has no successful {BASELINE} trial, so it has no relative factors.")
     fields = LEAD_FIELDS + [f for m in metrics for f in metric_fields(m)] + ["notes"]

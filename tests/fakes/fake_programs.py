@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 
 from engines.base import EngineSpec
@@ -18,7 +17,6 @@ class Unbuildable(RuntimeError):
     pass
 
 
-@dataclass(frozen=True)
 class FakeProgram(EngineSpec):
     def command(self, pt, iterations, inputs, workdir):
         if self.mode == "unbuildable":

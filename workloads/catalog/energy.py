@@ -28,5 +28,5 @@ WORKLOAD = Workload(
     paper=PaperTable(csv_name="energy_small", title="Energy of the small graph, end to end",
                      metrics=("wall_time", "energy_total", "energy_task", "energy_os"), iterations=200_000,
                      figure="energy",
-                     differences=("tflite-fp32", "graph-modes", "energy-meter")),
+                     differences=("tflite-fp32", "graph-modes", "energy-meter", "timed-regions")),
 )

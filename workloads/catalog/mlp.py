@@ -111,5 +111,5 @@ WORKLOAD = training.training_workload(
         split_by="batch", figure="lines", figure_x="param_count",
         notes=("Compute = mean ± std per step; ours: std over timing blocks averaged over trials, "
                "paper: std over its 4,000 steps.",),
-        differences=("output-head", "batch", "learning-rate", "timed", "data", "launches")),
+        differences=("output-head", "batch", "learning-rate", "timed", "data", "launches", "timed-regions")),
 )

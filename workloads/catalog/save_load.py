@@ -55,5 +55,5 @@ WORKLOAD = Workload(
     tolerance={"fp64": 0.0},
     paper=PaperTable(csv_name="save_load", title="Save and load of 7 activations (FP64)",
                      metrics=("save_time", "load_time", "file_size"), iterations=5_000,
-                     differences=("tf-serializer", "graph-modes")),
+                     differences=("tf-serializer", "graph-modes", "timed-regions")),
 )

@@ -38,5 +38,5 @@ WORKLOAD = Workload(
     paper=PaperTable(csv_name="small", title="Small graph (paper Fig. 2): compute time, CPU clocks, memory",
                      metrics=("time", "min_time", "cpu_clocks", "peak_private", "peak_resident"),
                      iterations=20_000, figure="bars", theory_bound=True,
-                     differences=("tflite-fp32", "graph-modes")),
+                     differences=("tflite-fp32", "graph-modes", "timed-regions")),
 )

@@ -27,5 +27,5 @@ WORKLOAD = Workload(
     reference=reference,
     paper=PaperTable(csv_name="tiny", title="Tiny graph (paper Fig. 1): compute time, mean ± std over trials",
                      metrics=("time",), iterations=100_000, figure="bars", theory_bound=True,
-                     differences=("tflite-fp32", "graph-modes")),
+                     differences=("tflite-fp32", "graph-modes", "timed-regions")),
 )

@@ -1,0 +1,161 @@
+"""The one table of timed regions (workloads/timed_regions.csv) covers every engine's paper row, and
+the engines time what it says: observed by counting what a step creates, never by timing it."""
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from engines import all_engines, module_of
+from harness.report import paper
+from tests.tests_support import worker_argv
+from workloads import all_workloads, load
+from workloads.timed_regions import MATCHES, regions
+
+
+def paper_rows() -> set[tuple[str, str]]:
+    """(engine, workload) of every engine that stands beside a row the paper prints for a workload."""
+    printed = {(r.workload, r.key) for r in paper.load_rows()}
+    workloads = [w for w in all_workloads().values() if w.paper is not None]
+    # The authors' programs (kind "program") time what they time: theirs by definition.
+    return {(e.id, w.name) for e in all_engines().values() for w in workloads
+            if e.paper_row and e.runs(w) and e.kind != "program" and (w.paper.csv_name, e.paper_row) in printed}
+
+
+def test_every_paper_row_has_its_timed_region_and_every_region_a_row():
+    table = regions()
+    assert paper_rows() - set(table) == set()
+    engines, workloads = all_engines(), all_workloads()
+    for (engine, workload), row in table.items():
+        assert engine in engines and workload in workloads, (engine, workload)
+        assert row.matches in MATCHES and row.authors_loop and row.lean_loop and row.paper_loop and row.evidence
+
+
+def test_a_row_that_adopts_the_authors_loop_has_a_paper_step_and_no_other_does():
+    table = regions()
+    adopted = {e for (e, w), r in table.items() if r.paper_loop != r.lean_loop}
+    assert adopted, "no row adopts the authors' loop"
+    for (engine_id, workload), row in table.items():
+        spec = all_engines()[engine_id]
+        if spec.kind != "python" or spec.unavailable_reason() or workload not in ("tiny", "small"):
+            continue
+        try:
+            program = module_of(spec).BUILDERS[load(workload).kind](spec, load(workload), load(workload).points()[0], None)
+        except ImportError:
+            continue  # a framework that is installed but cannot start here (no GPU)
+        has_paper_step = getattr(program, "paper_step", None) is not None
+        assert has_paper_step == (row.paper_loop != row.lean_loop), (engine_id, workload)
+
+
+def build(engine_id: str, workload: str, graph=None):
+    spec = all_engines()[engine_id]
+    reason = spec.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    w = load(workload)
+    view = types.SimpleNamespace(name=w.name, kind=w.kind, precision=w.precision, graph=graph or w.graph)
+    try:
+        return module_of(spec).BUILDERS[w.kind](spec, view, w.points()[0], None)
+    except ImportError as exc:
+        pytest.skip(str(exc))
+
+
+def created(program, step_name: str, counter: list, steps: int = 5) -> int:
+    step = getattr(program, step_name)
+    step()  # compile, trace: what the warm-up absorbs
+    before = len(counter)
+    for _ in range(steps):
+        step()
+    return len(counter) - before
+
+
+def test_micrograd_paper_step_makes_its_two_leaves_per_iteration(monkeypatch):
+    program = build("micrograd/eager/python/cpu", "tiny")
+    from micrograd.engine import Value
+
+    leaves, init = [], Value.__init__
+
+    def counting(self, data, _children=(), _op=""):
+        if not _children:
+            leaves.append(data)
+        init(self, data, _children, _op)
+
+    monkeypatch.setattr(Value, "__init__", counting)
+    assert created(program, "paper_step", leaves) - created(program, "step", leaves) == 2 * 5
+
+
+def test_torch_paper_step_makes_its_leaves_per_iteration(monkeypatch):
+    program = build("torch/eager/python/cpu", "small")
+    import torch
+
+    calls, tensor = [], torch.tensor
+    monkeypatch.setattr(torch, "tensor", lambda *a, **k: calls.append(1) or tensor(*a, **k))
+    assert created(program, "step", calls) == 0
+    assert created(program, "paper_step", calls) == 2 * 5
+
+
+def test_jax_paper_step_makes_its_inputs_per_iteration_and_still_waits(monkeypatch):
+    program = build("jax/jit/python/cpu", "tiny")
+    import jax
+    import jax.numpy as jnp
+
+    made, waited = [], []
+    float64, block = jnp.float64, jax.block_until_ready
+    monkeypatch.setattr(jnp, "float64", lambda x: made.append(x) or float64(x))
+    monkeypatch.setattr(jax, "block_until_ready", lambda x: waited.append(1) or block(x))
+    assert created(program, "step", made) == 0
+    assert created(program, "paper_step", made) == 2 * 5
+    assert len(waited) == 2 * 6  # every step of both, the lean one and the authors' one
+
+
+def test_tflite_paper_step_feeds_once_and_reads_the_outputs_each_step(monkeypatch):
+    program = build("tflite/graph/interpreter/cpu", "tiny")
+    interpreter = type(program._interpreter)
+    calls = []
+    for name in ("set_tensor", "get_tensor"):
+        method = getattr(interpreter, name)
+        monkeypatch.setattr(interpreter, name, lambda self, *a, _m=method, _n=name: calls.append(_n) or _m(self, *a))
+    created(program, "step", calls)
+    assert calls.count("set_tensor") == 2 * 6 and calls.count("get_tensor") == 0
+    calls.clear()
+    created(program, "paper_step", calls)
+    assert calls.count("set_tensor") == 0 and calls.count("get_tensor") == 3 * 6
+
+
+def test_tensorflow_paper_step_reads_variables(monkeypatch):
+    program = build("tensorflow/eager/python/cpu", "tiny")
+    import tensorflow as tf
+
+    watched, watch = [], tf.GradientTape.watch
+    monkeypatch.setattr(tf.GradientTape, "watch", lambda self, x: watched.append(type(x).__name__) or watch(self, x))
+    created(program, "step", watched)
+    assert not any("Variable" in name for name in watched)
+    watched.clear()
+    created(program, "paper_step", watched)
+    assert watched and all("Variable" in name for name in watched)
+
+
+def test_autograd_paper_step_runs_three_forwards_per_iteration():
+    forwards = []
+    tiny = load("tiny").graph
+
+    def counted(a, b, relu):
+        forwards.append(1)
+        return tiny(a, b, relu)
+
+    program = build("autograd/eager/python/cpu", "tiny", graph=counted)
+    assert created(program, "step", forwards) == 5
+    assert created(program, "paper_step", forwards) == 3 * 5
+
+
+def test_the_worker_steps_as_the_timing_asks():
+    import json
+    import subprocess
+    import sys
+
+    for timing in ("paper", "lean"):
+        argv = worker_argv("micrograd/eager/python/cpu", "tiny", {"a": -41.0, "b": 2.0}, "--iterations", "3")
+        argv[argv.index("--timing") + 1] = timing
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["timed_as"] == timing
