@@ -156,9 +156,7 @@ def _manifest_warnings(a: dict, b: dict) -> list[str]:
 
 def _run_info(run, env: str | None) -> dict:
     return {"run_id": run.run_id + (f"@{env}" if env else ""), "profile": run.manifest.get("profile"),
-def _run_info(run) -> dict:
-    return {"run_id": run.run_id, "profile": run.manifest.get("profile"), "timing": run.timing,
-            "created_at": run.manifest.get("created_at"), "git_commit": run.manifest.get("git_commit"),
+            "timing": run.timing, "created_at": run.manifest.get("created_at"), "git_commit": run.manifest.get("git_commit"),
             "frameworks": _env_freeze(run.manifest, env) if env else run.manifest.get("frameworks") or {}}
 
 
