@@ -33,7 +33,8 @@ class EngineSpec:
     """An engine's declaration: immutable, compared and hashed by its fields."""
 
     FIELDS = ("framework", "mode", "language", "device", "kinds", "workloads", "kind", "module", "requires",
-              "executable", "precision", "note", "condition", "paper_row", "paper_variant", "label")
+              "executable", "precision", "note", "condition", "paper_row", "paper_variant", "label", "distribution",
+              "env", "python")
 
     def __init__(self, framework: str, mode: str, language: str, device: str, *,
                  # What it runs: every workload of these kinds (its builder works from the workload's own
@@ -56,7 +57,13 @@ class EngineSpec:
                  # spells them, and the serialization path where the paper ran one framework two ways.
                  paper_row: tuple[str, str, str, str] | None = None, paper_variant: str | None = None,
                  # The name the report gives its rows where several engines stand for one paper row.
-                 label: str = ""):
+                 label: str = "",
+                 # The framework's distribution on the package index, where it is not named like the
+                 # framework: what a `burtbench run --env SPEC` must name for this engine to run there.
+                 distribution: str = "",
+                 # Set only on an engine run in a managed environment (harness/envs.py): the
+                 # environment's SPEC, which its id carries, and the interpreter of that environment.
+                 env: str = "", python: str = ""):
         values = locals()
         for name in self.FIELDS:
             object.__setattr__(self, name, values[name])
