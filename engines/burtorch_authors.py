@@ -20,13 +20,13 @@ and in the manifest (`engine_builds`).
 """
 from __future__ import annotations
 
-import math
 import os
 import shlex
 import shutil
 from pathlib import Path
 
 from engines.base import EngineSpec
+from harness.results import finite
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Where `burtbench fetch-upstream` clones to when given no --dir, and where the engine looks last.
@@ -222,7 +222,7 @@ class AuthorsEngine(EngineSpec):
         kept = ("timer", "timers_s", "printed", "outputs_source", "param_count", "records", "steps_planned",
                 "save_s", "load_s", "save_per_iter_s", "load_per_iter_s", "file_size_bytes")
         payload.update({k: merged[k] for k in kept if k in merged})
-        return _finite(payload)
+        return finite(payload, str)  # a NaN or infinite loss they printed stays as text
 
     def manifest_record(self) -> dict:
         """Their source and every program built for this run, with each variant's changes."""
@@ -248,16 +248,6 @@ def _largest(peaks: list[dict], name: str) -> dict:
     value = max(values) if values and all(v is not None for v in values) else None
     return {f"{name}_bytes": value, f"{name}_source": peaks[-1].get(f"{name}_source")}
 
-
-def _finite(value):
-    """A payload JSON can carry and the results readers accept: a NaN or infinite loss becomes text."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
 
 
 ENGINES = [

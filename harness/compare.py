@@ -29,6 +29,7 @@ from pathlib import Path
 from harness.envs import split_id
 from harness.errors import UsageError
 from harness.points import Point, group
+from harness.results import finite
 from harness.report.run import load_run
 from harness.stats import CONFIDENCE, t_quantile
 from harness.summary import format_seconds
@@ -295,20 +296,11 @@ def _terminal(result: dict) -> str:
     return buffer.getvalue()
 
 
-def _finite(value):
-    """JSON has no NaN or infinity: a ratio that is not a number is null."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
 
 def format_comparison(result: dict, fmt: str = "table") -> str:
     if fmt == "json":
-        return json.dumps(_finite(result), indent=2, allow_nan=False) + "\n"
+        # A ratio that is not a number is null.
+        return json.dumps(finite(result, lambda _: None), indent=2, allow_nan=False) + "\n"
     if fmt == "md":
         return _markdown(result)
     if fmt == "table":

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
-from tests_support import fault_engines_env
+from tests_support import check_outcome, fault_engines_env
 
 RUN_EXAMPLES, REPORT_EXAMPLES, COMPARE_EXAMPLES, FETCH_EXAMPLES = 90, 40, 50, 30
 FUZZ = settings(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -47,14 +47,6 @@ def places(tmp_path, fake_engines):
     (bad / "names.txt").write_text("Zoë\n")
     (bad / "input.txt").write_text("short")
     return {"tmp": tmp_path, "file": a_file, "data": data, "bad": bad}
-
-
-def check_outcome(code: int, err: str, argv: list[str]) -> None:
-    assert "Traceback" not in err, (argv, err)
-    assert code in (0, 2), (argv, code, err)
-    if code == 2:
-        errors = [line for line in err.splitlines() if line.startswith("burtbench: error:")]
-        assert len(errors) == 1 and err.strip().splitlines()[-1] == errors[0], (argv, err)
 
 
 def run_argv(places, data) -> list[str]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from harness import results
 from harness.cli import main
 from harness.session import make_plan
-from tests_support import fault_engines_env
+from tests_support import check_outcome, fault_engines_env
 
 REPORT_EXAMPLES, RESUME_EXAMPLES = 25, 30  # a report renders its figures: ~3 s each
 FUZZ = settings(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -103,14 +103,6 @@ def damaged_copy(a_run: Path, tmp: Path, data) -> Path:
     return work
 
 
-def one_line_or_success(code: int, err: str, argv: list[str]) -> None:
-    assert "Traceback" not in err, (argv, err)
-    assert code in (0, 2), (argv, code, err)
-    if code == 2:
-        errors = [line for line in err.splitlines() if line.startswith("burtbench: error:")]
-        assert len(errors) == 1 and err.strip().splitlines()[-1] == errors[0], (argv, err)
-
-
 def planned_keys(run_dir: Path) -> list[tuple]:  # (the fault engines registered by the caller)
     return sorted(tuple(map(str, p.key())) for p in make_plan(results.read_manifest(run_dir)["plan"]))
 
@@ -130,7 +122,7 @@ def test_report_and_compare_never_crash_on_damaged_files(a_run, tmp_path_factory
         capfd.readouterr()
         code = main(argv)
         out = capfd.readouterr()
-        one_line_or_success(code, out.err, argv)
+        check_outcome(code, out.err, argv)
         if code == 0 and "json" in argv:
             json.loads(out.out)  # strict: NaN or Infinity would not parse back as JSON's null
 
@@ -144,7 +136,7 @@ def test_resume_of_damaged_files_is_exact_or_refused(a_run, tmp_path_factory, ca
     capfd.readouterr()
     with fault_engines_env():
         code = main(argv)
-        one_line_or_success(code, capfd.readouterr().err, argv)
+        check_outcome(code, capfd.readouterr().err, argv)
         if code == 0:
             keys = trial_keys(work)
             assert keys == planned_keys(work), "a resume that went ahead must end with exactly the plan's trials"

@@ -76,3 +76,13 @@ def worker_argv(engine_id: str, workload: str, params: dict, *counts: str) -> li
     from workloads import load
 
     return [*worker_command(sys.executable, all_engines()[engine_id], load(workload), params), *counts]
+
+
+def check_outcome(code: int, err: str, argv: list[str]) -> None:
+    """The fuzzers' invariant: exit 0, or one `burtbench: error:` line (the last on stderr) and exit 2;
+    never a traceback."""
+    assert "Traceback" not in err, (argv, err)
+    assert code in (0, 2), (argv, code, err)
+    if code == 2:
+        errors = [line for line in err.splitlines() if line.startswith("burtbench: error:")]
+        assert len(errors) == 1 and err.strip().splitlines()[-1] == errors[0], (argv, err)
