@@ -50,7 +50,7 @@ def worker_command(python: str, spec, workload, params: dict, timing: str = "pap
     # The worker's registry knows an engine of a managed environment by its id without the environment.
     cmd = [python, str(WORKER), "--engine", spec.base_id, "--module", spec.module, "--workload", workload.name,
            "--kind", workload.kind, "--precision", spec.precision or workload.precision, "--timing", timing]
-    if workload.kind == "graph":
+    if workload.graph is not None:  # graph workloads, and those that save or measure a graph's nodes
         cmd += ["--graph", f"{workload.graph.__module__}:{workload.graph.__qualname__}"]
     return cmd + param_args(params)
 
