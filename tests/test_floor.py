@@ -5,6 +5,7 @@ from __future__ import annotations
 from engines import all_engines
 from harness import results
 from harness.cli import main
+from harness.report.epilogue import speed_lines
 from harness.selection import with_floor
 from workloads import load
 
@@ -29,3 +30,6 @@ def test_a_run_that_reports_memory_measures_the_floor(tmp_path):
     assert floor["status"] == "ok" and floor["check"]["ok"] is None
     assert floor["check"]["status"] == "not comparable"
     assert 0 < floor["peak_resident_bytes"] <= micrograd["peak_resident_bytes"]
+    # The run's summary names the fastest framework, never the harness's own floor.
+    (line,) = speed_lines(list(trials.values()))
+    assert FLOOR not in line and "micrograd/eager/python/cpu" in line

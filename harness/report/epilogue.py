@@ -54,11 +54,12 @@ def claim_line(v) -> str:
 
 def speed_lines(trials: list[dict]) -> list[str]:
     """At each workload point, the fastest engine and how much faster than the slowest it ran."""
+    from engines.none import FLOOR
     from harness.report import claims
 
     by_point: dict[tuple, list] = {}
     for point in group(trials).values():
-        if point.time_mean() is not None:
+        if point.time_mean() is not None and point.engine != FLOOR:  # the harness's floor is no framework
             by_point.setdefault((point.workload, point.key.params), []).append(point)
     lines = []
     for (workload, _), points in by_point.items():
