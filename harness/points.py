@@ -193,6 +193,13 @@ class Point:
         return notes
 
 
+def noise_threshold_of(plan) -> float:
+    """The run's --noise-threshold (a fraction), or the default where its manifest holds no usable one."""
+    value = plan.get("noise_threshold") if isinstance(plan, dict) else None
+    usable = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
+    return value if usable else DEFAULT_NOISE_THRESHOLD
+
+
 def group(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> dict[PointKey, Point]:
     """Points in the order their first trial appears."""
     points: dict[PointKey, Point] = {}

@@ -147,3 +147,11 @@ def test_machine_facts_of_the_wrong_type_give_the_report_no_clock_rather_than_a_
     from harness.report.notes import clock_of
 
     assert clock_of({"machine": {"cpu_mhz": odd}, "tsc": odd}) == (None, "no CPU frequency in the manifest")
+
+
+@pytest.mark.parametrize("odd", ["x", None, True, -1, 0, float("nan"), [1]])
+def test_a_noise_threshold_of_the_wrong_kind_gives_the_report_the_default(odd):
+    from harness.points import DEFAULT_NOISE_THRESHOLD, noise_threshold_of
+
+    assert noise_threshold_of({"noise_threshold": odd}) == DEFAULT_NOISE_THRESHOLD
+    assert noise_threshold_of({"noise_threshold": 0.5}) == 0.5

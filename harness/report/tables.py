@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from engines.base import BASELINE
-from harness.points import DEFAULT_NOISE_THRESHOLD, Point, group, params_key
+from harness.points import Point, group, noise_threshold_of, params_key
 from harness.report import cells, notes, paper
 from harness.report.metrics import Metric, memory_note, resolve
 from harness.report.run import Run
@@ -50,7 +50,7 @@ def default_declaration(workload: Workload) -> PaperTable:
 
 def build_tables(run: Run) -> list[Table]:
     """Every table whose workload has trials in the run, in the paper's order."""
-    threshold = (run.manifest.get("plan") or {}).get("noise_threshold") or DEFAULT_NOISE_THRESHOLD
+    threshold = noise_threshold_of(run.manifest.get("plan"))
     by_workload: dict[str, list[Point]] = {}
     for point in group(run.trials, threshold).values():
         by_workload.setdefault(point.workload, []).append(point)
