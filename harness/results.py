@@ -29,7 +29,7 @@ CHILD_FIELDS = frozenset({
     "peak_private_bytes", "peak_private_source",
 })
 # A child may also report per_iter_s (the native drivers do; else the runner summarizes samples_s)
-# and timed_as (the Python worker: which timed region it ran, see Trial.timed_as).
+# and timed_as (which timed region it ran, see Trial.timed_as).
 OPTIONAL_CHILD_FIELDS = frozenset({"per_iter_s", "timed_as"})
 TIMINGS = ("paper", "lean")
 
@@ -49,7 +49,8 @@ class Trial:
     # written before the option existed were lean.
     timing: str = "lean"
     # What this child timed: "paper" where its engine has the authors' timed region, "lean" where
-    # it ran the lean one; None where the child cannot say (native drivers, the authors' programs).
+    # it ran the lean one; None where the child cannot say (the authors' programs, and trials of
+    # native drivers from before they said).
     timed_as: str | None = None
     status: str = "ok"
     reason: str | None = None

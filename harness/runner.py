@@ -36,7 +36,8 @@ def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOp
     if pt.engine.kind == "native":
         from engines.base import find_executable
 
-        cmd = [find_executable(pt.engine.executable) or pt.engine.executable, pt.workload.name, *counts, *shared]
+        cmd = [find_executable(pt.engine.executable) or pt.engine.executable, pt.workload.name, *counts,
+               "--timing", options.timing, *shared]
         return cmd + param_args(pt.params)
     # An engine in a managed environment runs under that environment's interpreter.
     return worker_command(pt.engine.python or options.python, pt.engine, pt.workload, pt.params,

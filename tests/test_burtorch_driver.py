@@ -1,6 +1,7 @@
 """The native driver burtorch-bench: the one-line JSON protocol of harness/worker.py, correct
 outputs (the tiny and small graphs, save/load, and the MLP's and GPT's losses from the harness's
-shared inputs), memory that does not grow with the batch, and clean failures on bad input."""
+shared inputs) under both --timing loops, memory that does not grow with the batch, and clean
+failures on bad input."""
 from __future__ import annotations
 
 import json
@@ -74,6 +75,30 @@ def test_outputs_match_the_reference(workload):
     assert result["precision"] == "fp64"
 
 
+@pytest.mark.parametrize("timing", ["paper", "lean"])
+@pytest.mark.parametrize("workload", ["tiny", "small", "energy", "save_load"])
+def test_both_timings_give_the_reference_and_say_which_loop_ran(workload, timing, tmp_path):
+    w = load(workload)
+    point = w.points()[0]
+    params = [arg for name, value in point.items() for arg in ("--param", f"{name}={value!r}")]
+    result = result_of(workload, "--iterations", "200", "--warmup", "2", "--blocks", "4", "--timing", timing, *params,
+                       env={"TMPDIR": str(tmp_path)})
+    check = w.check(point, result["outputs"], result["precision"])
+    assert check.ok, check.as_dict()
+    assert result["timed_as"] == timing  # each has the authors' loop (workloads/timed_regions.csv)
+    if workload == "save_load" and sys.platform != "win32":
+        assert result["file_io"] == {"paper": "mmap", "lean": "stdio"}[timing]
+
+
+def test_the_default_timing_is_the_harness_default():
+    assert result_of("tiny", "--iterations", "10")["timed_as"] == "paper"
+
+
+def test_help_names_the_timing_option():
+    run = run_driver("--help")
+    assert run.returncode == 0 and "--timing paper|lean" in run.stdout
+
+
 def test_the_line_has_every_field_the_worker_writes():
     result = result_of("tiny", "--iterations", "1000", "--blocks", "10")
     assert WORKER_KEYS <= set(result)
@@ -132,6 +157,8 @@ def test_parameters_override_the_defaults():
     ("tiny", "--iterations", "10", "--param", "a=abc"),
     ("tiny", "--iterations", "10", "--blocks", "-1"),
     ("tiny", "--iterations", "10", "--bogus"),
+    ("tiny", "--iterations", "10", "--timing", "fast"),
+    ("tiny", "--iterations", "10", "--timing"),
 ])
 def test_bad_input_exits_2_with_one_line(args):
     run = run_driver(*args)
@@ -168,6 +195,7 @@ def test_training_losses_match_the_reference(inputs, workload, params):
     assert result["precision"] == "fp32"
     assert result["param_count"] == read_config(folder / "config.txt")["param_count"]
     assert len(result["samples_s"]) == 2  # every step is timed on its own
+    assert result["timed_as"] == "lean"  # under --timing paper too: no authors' loop for training
 
 
 @pytest.mark.parametrize("hidden", sorted(PAPER_MLP_PARAMS))

@@ -35,22 +35,28 @@ def run(driver: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([driver, *args], capture_output=True, text=True, timeout=120)
 
 
-def result_of(driver: str, workload: str, iterations: int = 200) -> dict:
+def result_of(driver: str, workload: str, *args: str, iterations: int = 200) -> dict:
     point = load(workload).points()[0]
     params = [arg for name, value in point.items() for arg in ("--param", f"{name}={value!r}")]
-    done = run(driver, workload, "--iterations", str(iterations), "--warmup", "3", "--blocks", "10", *params)
+    done = run(driver, workload, "--iterations", str(iterations), "--warmup", "3", "--blocks", "10", *args, *params)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 1, done.stdout
     return json.loads(lines[0])
 
 
+@pytest.mark.parametrize("timing", ["paper", "lean"])
 @pytest.mark.parametrize("workload", ["tiny", "small", "energy"])
-def test_outputs_match_the_reference(driver, workload):
-    result = result_of(driver, workload)
+def test_outputs_match_the_reference_under_both_timings(driver, workload, timing):
+    result = result_of(driver, workload, "--timing", timing)
     w = load(workload)
     check = w.check(w.points()[0], result["outputs"], result["precision"])
     assert check.ok, check.as_dict()
+    assert result["timed_as"] == timing  # leaves made per step under paper (workloads/timed_regions.csv)
+
+
+def test_save_load_has_one_loop_and_says_so(driver):
+    assert result_of(driver, "save_load", "--timing", "paper", iterations=5)["timed_as"] == "lean"
 
 
 def test_the_line_follows_the_worker_protocol(driver):
@@ -68,7 +74,9 @@ def test_bad_input_is_a_usage_error(driver):
     assert unknown.returncode == 2 and "unknown workload 'mlp'" in unknown.stderr
     bad_param = run(driver, "tiny", "--iterations", "10", "--param", "z=1")
     assert bad_param.returncode == 2 and "no parameter 'z'" in bad_param.stderr
-    assert unknown.stdout == bad_param.stdout == ""
+    bad_timing = run(driver, "tiny", "--iterations", "10", "--timing", "fast")
+    assert bad_timing.returncode == 2 and len(bad_timing.stderr.splitlines()) == 1 and "--timing" in bad_timing.stderr
+    assert unknown.stdout == bad_param.stdout == bad_timing.stdout == ""
 
 
 @pytest.fixture

@@ -7,7 +7,13 @@ import types
 import pytest
 
 from engines import all_engines, module_of
+from engines.base import find_executable
+from harness import results
+from harness.cli import main
+from harness.plan import PlannedTrial
 from harness.report import paper
+from harness.runner import child_command
+from harness.spawn import RunOptions
 from tests.tests_support import worker_argv
 from workloads import all_workloads, load
 from workloads.timed_regions import MATCHES, regions
@@ -159,3 +165,24 @@ def test_the_worker_steps_as_the_timing_asks():
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["timed_as"] == timing
+
+
+@pytest.mark.parametrize("engine_id", ["burtorch/eager/cpp/cpu", "libtorch/eager/cpp/cpu"])
+def test_the_runner_gives_native_drivers_the_timing(engine_id):
+    planned = PlannedTrial(all_engines()[engine_id], load("tiny"), {"a": -41.0, "b": 2.0}, 0, 10, 0, 60)
+    for timing in results.TIMINGS:
+        command = child_command(planned, 10, 0, RunOptions(cpu=0, timing=timing), None)
+        assert command[command.index("--timing") + 1] == timing
+
+
+@pytest.mark.parametrize("timing", results.TIMINGS)
+def test_a_native_trial_records_the_loop_its_driver_ran(timing, tmp_path):
+    if find_executable("burtorch-bench") is None:
+        pytest.skip("burtorch-bench is not built (make setup)")
+    engine = "burtorch/eager/cpp/cpu"
+    assert main(["run", "--workload", "tiny", "--profile", "smoke", "--engine", engine, "--trials", "1",
+                 "--timing", timing, "--out", str(tmp_path), "--no-report"]) == 0
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    (trial,) = [t for t in results.read_trials(run_dir) if t["engine"] == engine]
+    assert trial["status"] == "ok" and trial["check"]["ok"], trial
+    assert trial["timing"] == trial["timed_as"] == timing

@@ -1,5 +1,9 @@
 // The native driver's pieces that do not need a run: argument parsing, JSON, timing
-// statistics, and the per-OS memory readings (Windows and macOS mappings run here too).
+// statistics, the per-OS memory readings (Windows and macOS mappings run here too), and the
+// mapped file of save_load's authors' loop.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -8,6 +12,7 @@
 #include "cli.hpp"
 #include "json_line.hpp"
 #include "process_stats.hpp"
+#include "save_load.hpp"
 #include "timing.hpp"
 
 using namespace burtorch::driver;
@@ -30,6 +35,12 @@ TEST_CASE("driver: options") {
   Options training;
   CHECK(!parse({"mlp", "--iterations", "3", "--inputs", "/runs/x/inputs/mlp-1", "--param", "batch=64"}, training));
   CHECK(training.inputs == "/runs/x/inputs/mlp-1" && training.params[0].value == 64.0);
+  CHECK(o.timing == Timing::Paper);  // the harness's default
+  Options lean;
+  CHECK(!parse({"tiny", "--iterations", "3", "--timing", "lean"}, lean) && lean.timing == Timing::Lean);
+  Options paper;
+  paper.timing = Timing::Lean;
+  CHECK(!parse({"tiny", "--iterations", "3", "--timing=paper"}, paper) && paper.timing == Timing::Paper);
   const std::vector<std::vector<const char*>> bad{
       {"tiny"},                                         // no --iterations
       {"tiny", "--iterations", "ten"},                  // not a number
@@ -44,6 +55,8 @@ TEST_CASE("driver: options") {
       {"--iterations", "5"},                            // no workload
       {"tiny", "--iterations"},                         // value missing
       {"mlp", "--iterations", "3", "--inputs="},        // no folder
+      {"tiny", "--iterations", "3", "--timing", "fast"},  // neither paper nor lean
+      {"tiny", "--iterations", "3", "--timing", "Paper"},
   };
   for (const auto& args : bad) {
     Options rejected;
@@ -87,3 +100,28 @@ TEST_CASE("driver: Windows and macOS peaks") {
   CHECK(mac.residentBytes == (3u << 20) && !mac.virtualBytes && !mac.privateBytes);
   CHECK(mac.virtualSource != nullptr && mac.privateSource != nullptr);
 }
+
+#if !defined(_WIN32)
+TEST_CASE("driver: a mapped file is sized, rewritten in place and read back") {
+  const char* dir = std::getenv("BURTORCH_TEST_TMP");
+  const std::string path = std::string(dir ? dir : "/tmp") + "/burtorch-mapped-file.bin";
+  std::remove(path.c_str());
+  CHECK(!MappedFile::forReading(path.c_str()));  // no file
+  for (const char* text : {"0123456789abcdef", "fedcba9876543210"}) {
+    MappedFile file = MappedFile::forWriting(path.c_str(), 16);
+    CHECK(file && file.size() == 16);
+    if (file) std::memcpy(file.data(), text, 16);
+    CHECK(file.unmap() && !file);
+  }
+  struct stat first {};
+  CHECK(::stat(path.c_str(), &first) == 0 && first.st_size == 16);
+  MappedFile read = MappedFile::forReading(path.c_str());
+  CHECK(read && read.size() == 16 && std::memcmp(read.data(), "fedcba9876543210", 16) == 0);
+  CHECK(read.unmap());
+  CHECK(MappedFile::forWriting(path.c_str(), 8).size() == 8);  // resized, the same file
+  struct stat second {};
+  CHECK(::stat(path.c_str(), &second) == 0 && second.st_size == 8 && second.st_ino == first.st_ino);
+  CHECK(!MappedTransfer::load(path.c_str(), burtorch::NodeRange<double>{}));  // 8 bytes, not the seven values' 56
+  std::remove(path.c_str());
+}
+#endif

@@ -1,5 +1,7 @@
-// The paper's tiny and small graphs, and what backward() promises about gradients.
+// The paper's tiny and small graphs, what backward() promises about gradients, and the driver's
+// two loops over them (ours, and the authors' that --timing paper runs).
 #include <array>
+#include <span>
 #include <vector>
 
 #include "burtorch/burtorch.hpp"
@@ -78,4 +80,54 @@ TEST_CASE("backwardWithScratch reuses caller scratch and leaves it clear") {
   for (std::size_t i = 0; i < pool.size(); ++i) clear = clear && !flags[i];
   CHECK(clear);
   pool.rewind(mark);
+}
+
+namespace {
+
+// The nodes a workload makes before its loop and in each step, its root's op, its outputs.
+struct Made {
+  std::size_t beforeLoop, perStep;
+  Op root;
+  std::array<driver::Param, 3> outputs;
+};
+
+template <class Workload>
+Made run(std::span<const driver::Param> params) {
+  auto& pool = Pool<double>::local();
+  const Mark mark = pool.mark();
+  Workload step(params);
+  const std::size_t beforeLoop = pool.size() - mark.nodes;
+  step();
+  const std::size_t afterFirst = pool.size();
+  step();
+  Made made{beforeLoop, pool.size() - mark.nodes - beforeLoop, pool.ops()[pool.size() - 1], step.outputs()};
+  CHECK(pool.size() == afterFirst);  // each step drops the previous one's nodes
+  pool.rewind(mark);
+  return made;
+}
+
+}  // namespace
+
+TEST_CASE("tiny graph, authors' loop: a and b are new nodes every step, the root is f * 0.5") {
+  const auto& params = driver::TinyGraph::kDefaults;
+  const auto paper = run<driver::AuthorsScalarGraphWorkload<driver::TinyGraph>>(params);
+  CHECK(paper.beforeLoop == 0 && paper.perStep == 10);  // a and b among each step's 10 nodes
+  CHECK(paper.root == Op::Mul);
+  const auto lean = run<driver::ScalarGraphWorkload<driver::TinyGraph>>(params);
+  CHECK(lean.beforeLoop == 2 && lean.perStep == 8);  // a and b made once
+  CHECK(lean.root == Op::Div);
+  for (const auto& made : {paper.outputs, lean.outputs}) {
+    CHECK(made[0].value == 612.5 && made[1].value == -35.0 && made[2].value == 1050.0);
+  }
+}
+
+TEST_CASE("small graph, authors' loop: a and b are new nodes every step, same gradients") {
+  const auto& params = driver::SmallGraph::kDefaults;
+  const auto paper = run<driver::AuthorsScalarGraphWorkload<driver::SmallGraph>>(params);
+  const auto lean = run<driver::ScalarGraphWorkload<driver::SmallGraph>>(params);
+  CHECK(paper.beforeLoop == 0 && paper.perStep == 32);
+  CHECK(lean.beforeLoop == 2 && lean.perStep == 30);
+  CHECK(paper.root == lean.root);
+  for (std::size_t k = 0; k < 3; ++k) CHECK(paper.outputs[k].value == lean.outputs[k].value);
+  CHECK_CLOSE(paper.outputs[1].value, 47620.0 / 343.0, 1e-13);
 }

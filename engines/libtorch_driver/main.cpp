@@ -3,7 +3,7 @@
 // burtorch-bench (whose command line, JSON writer, block timer and process counters it shares),
 // so the harness runs it as the engine libtorch/eager/cpp/cpu. FP64, one thread.
 //
-//   libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...]
+//   libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean] [--param NAME=VALUE ...]
 //
 // Workloads: tiny, small, energy (the small graph, run end to end) and save_load.
 #include <ATen/Parallel.h>
@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,7 @@ namespace {
 using burtorch::driver::JsonLine;
 using burtorch::driver::Options;
 using burtorch::driver::Param;
+using burtorch::driver::Timing;
 using Output = std::pair<std::string_view, double>;
 using Params = std::array<Param, 2>;
 
@@ -85,8 +87,9 @@ struct SmallGraph {
   static torch::Tensor build(const torch::Tensor& a, const torch::Tensor& b) { return nodes(a, b).g; }
 };
 
-// Every step rebuilds the autograd graph from the persistent leaves and backpropagates, as the
-// Python eager engine does (its gradients are reset to undefined, like `a.grad = None`).
+// --timing lean: every step rebuilds the autograd graph from the persistent leaves and
+// backpropagates, as the Python eager engine does (its gradients are reset to undefined, like
+// `a.grad = None`).
 template <class Graph>
 class GradientWorkload {
  public:
@@ -107,6 +110,32 @@ class GradientWorkload {
   }
 
  private:
+  torch::Tensor a_, b_, g_;
+};
+
+// --timing paper: the authors' programs make both leaves with torch::tensor in every iteration,
+// so each starts without a gradient, and keep nothing between iterations (here the last step's
+// tensors stay until the next step replaces them, for outputs()).
+template <class Graph>
+class AuthorsGradientWorkload {
+ public:
+  static constexpr Params kDefaults = Graph::kDefaults;
+
+  explicit AuthorsGradientWorkload(const Params& params) : aData_(params[0].value), bData_(params[1].value) {}
+
+  void operator()() {
+    a_ = torch::tensor(aData_, torch::dtype(torch::kFloat64).requires_grad(true));
+    b_ = torch::tensor(bData_, torch::dtype(torch::kFloat64).requires_grad(true));
+    g_ = Graph::build(a_, b_);
+    g_.backward();
+  }
+
+  std::vector<Output> outputs() const {
+    return {{"g", g_.item<double>()}, {"dg_da", a_.grad().item<double>()}, {"dg_db", b_.grad().item<double>()}};
+  }
+
+ private:
+  double aData_, bData_;
   torch::Tensor a_, b_, g_;
 };
 
@@ -187,7 +216,7 @@ class SaveLoadWorkload {
 };
 
 template <class W>
-int run(const Options& options) {
+int runAs(const Options& options, Timing timedAs) {
   Params params{};
   if (const auto error = burtorch::driver::resolveParams<W>(options, params)) {
     return burtorch::driver::usageError(*error);
@@ -197,18 +226,28 @@ int run(const Options& options) {
   at::set_num_interop_threads(1);
   try {
     W step(params);
-    return burtorch::driver::measureAndReport(step, options, "fp64", TORCH_VERSION);
+    return burtorch::driver::measureAndReport(step, options, timedAs, "fp64", TORCH_VERSION);
   } catch (const std::exception& error) {
     return burtorch::driver::runError(error.what());
   }
 }
 
+// Under --timing paper a workload with the authors' loop (Paper) steps with it; otherwise Lean.
+template <class Lean, class Paper = Lean>
+int run(const Options& options) {
+  if (!std::is_same_v<Lean, Paper> && options.timing == Timing::Paper) return runAs<Paper>(options, Timing::Paper);
+  return runAs<Lean>(options, Timing::Lean);
+}
+
+template <class Graph>
+constexpr auto runGraph = &run<GradientWorkload<Graph>, AuthorsGradientWorkload<Graph>>;
+
 using burtorch::driver::Entry;
 
 const std::array kWorkloads{
-    Entry{"tiny", &run<GradientWorkload<TinyGraph>>},
-    Entry{"small", &run<GradientWorkload<SmallGraph>>},
-    Entry{"energy", &run<GradientWorkload<SmallGraph>>},
+    Entry{"tiny", runGraph<TinyGraph>},
+    Entry{"small", runGraph<SmallGraph>},
+    Entry{"energy", runGraph<SmallGraph>},
     Entry{"save_load", &run<SaveLoadWorkload>},
 };
 
@@ -219,7 +258,10 @@ const char* const burtorch::driver::kProgram = "libtorch-bench";
 int main(int argc, char** argv) {
   return burtorch::driver::runDriver(
       argc, argv,
-      "usage: libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...]\n"
-      "Runs WORKLOAD with LibTorch (PyTorch's C++ API) and prints one JSON line (see harness/worker.py).\n",
+      "usage: libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]\n"
+      "                      [--param NAME=VALUE ...]\n"
+      "Runs WORKLOAD with LibTorch (PyTorch's C++ API) and prints one JSON line (see harness/worker.py).\n"
+      "--timing paper (default): tiny, small and energy make their leaves every step, as the authors'\n"
+      "programs do; lean: ours. The line's timed_as says which ran (workloads/timed_regions.csv).\n",
       "libtorch " TORCH_VERSION, kWorkloads);
 }

@@ -1,5 +1,6 @@
 // Command line of the native driver; it mirrors harness/worker.py's:
-//   burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...] [--inputs DIR]
+//   burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]
+//                  [--param NAME=VALUE ...] [--inputs DIR]
 #pragma once
 
 #include <cerrno>
@@ -18,11 +19,18 @@ struct Param {
   double value;
 };
 
+// The timed region (workloads/timed_regions.csv): `paper` steps as the authors' program for the
+// workload's paper row does, where the driver has that loop; `lean` steps with ours.
+enum class Timing { Paper, Lean };
+
+inline const char* timingName(Timing timing) noexcept { return timing == Timing::Paper ? "paper" : "lean"; }
+
 struct Options {
   std::string_view workload;
   std::int64_t iterations = -1;
   std::int64_t warmup = 0;
   std::int64_t blocks = 100;
+  Timing timing = Timing::Paper;  // the harness's default
   std::vector<Param> params;
   std::string_view inputs;  // the shared-inputs folder of a training workload (workloads/inputs.py)
   bool help = false;
@@ -82,6 +90,10 @@ inline std::optional<std::string> parseOptions(int argc, char** argv, Options& o
       if (name == "--iterations") options.iterations = *count;
       else if (name == "--warmup") options.warmup = *count;
       else options.blocks = *count;
+    } else if (name == "--timing") {
+      if (value == "paper") options.timing = Timing::Paper;
+      else if (value == "lean") options.timing = Timing::Lean;
+      else return "--timing wants paper or lean, got '" + std::string(value) + "'";
     } else if (name == "--inputs") {
       if (value.empty()) return "--inputs needs a folder";
       options.inputs = value;

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "burtorch/burtorch.hpp"
 #include "cli.hpp"
@@ -22,7 +23,7 @@ namespace burtorch::driver {
 namespace {
 
 template <class W>
-int run(const Options& options) {
+int runAs(const Options& options, Timing timedAs) {
   std::array<Param, W::kDefaults.size()> params{};
   if (const auto error = resolveParams<W>(options, params)) return usageError(*error);
 
@@ -30,19 +31,31 @@ int run(const Options& options) {
   if constexpr (requires { step.error(); }) {
     if (!step.error().empty()) return runError(step.error());
   }
-  return measureAndReport(step, options, W::kPrecision, "burtorch " BURTORCH_VERSION);
+  return measureAndReport(step, options, timedAs, W::kPrecision, "burtorch " BURTORCH_VERSION);
 }
+
+// Under --timing paper a workload with the authors' loop (Paper) steps with it; otherwise Lean.
+template <class Lean, class Paper = Lean>
+int run(const Options& options) {
+  if (!std::is_same_v<Lean, Paper> && options.timing == Timing::Paper) return runAs<Paper>(options, Timing::Paper);
+  return runAs<Lean>(options, Timing::Lean);
+}
+
+template <class Graph>
+constexpr auto runGraph = &run<ScalarGraphWorkload<Graph>, AuthorsScalarGraphWorkload<Graph>>;
 
 // Every workload the driver knows; a new one is a class with kName, kPrecision, kDefaults,
 // a constructor from its parameters and the options, operator() for one step and outputs().
 // Optional: error() (why it cannot run, empty if it can), prepare() (untimed work before each
 // timed block, such as reading the next batch) and extras(JsonLine&) (its own result fields).
+// A second class, where given, is the loop of the authors' program for the workload's paper
+// row (workloads/timed_regions.csv), run under --timing paper.
 constexpr std::array kWorkloads{
-    Entry{TinyGraph::kName, &run<ScalarGraphWorkload<TinyGraph>>},
-    Entry{SmallGraph::kName, &run<ScalarGraphWorkload<SmallGraph>>},
+    Entry{TinyGraph::kName, runGraph<TinyGraph>},
+    Entry{SmallGraph::kName, runGraph<SmallGraph>},
     // Table 19's workload: the small graph, its energy measured by the harness over the process life.
-    Entry{"energy", &run<ScalarGraphWorkload<SmallGraph>>},
-    Entry{SaveLoadWorkload::kName, &run<SaveLoadWorkload>},
+    Entry{"energy", runGraph<SmallGraph>},
+    Entry{LeanSaveLoad::kName, &run<LeanSaveLoad, AuthorsSaveLoad>},
     Entry{Mlp<float>::kName, &run<TrainingWorkload<Mlp<float>>>},
     Entry{Gpt<float>::kName, &run<TrainingWorkload<Gpt<float>>>},
 };
@@ -56,10 +69,13 @@ int main(int argc, char** argv) {
   using namespace burtorch::driver;
   if (argc == 2 && std::string_view(argv[1]) == "--peak") return printPeak();
   return runDriver(argc, argv,
-                   "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--param NAME=VALUE ...] "
-                   "[--inputs DIR]\n"
+                   "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]\n"
+                   "                      [--param NAME=VALUE ...] [--inputs DIR]\n"
                    "       burtorch-bench --peak   (this core's peak FP32 multiply-add rate, one JSON line)\n"
                    "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/worker.py).\n"
+                   "--timing paper (default): tiny, small, energy and save_load step as the authors' programs do\n"
+                   "(leaves made every step; save_load memory-maps its file, not on Windows); lean: ours. The line's\n"
+                   "timed_as says which ran (workloads/timed_regions.csv).\n"
                    "mlp and gpt train on the shared-inputs folder DIR that the workload's prepare() wrote.\n",
                    "burtorch " BURTORCH_VERSION " (" BURTORCH_KERNELS " kernels)", kWorkloads);
 }

@@ -5,7 +5,8 @@
 //
 // A workload W is called once per iteration (operator()) and has outputs() -> (name, value)
 // pairs. Optional: prepare() (untimed work before each timed block, such as reading the next
-// batch) and extras(JsonLine&) (its own result fields).
+// batch) and extras(JsonLine&) (its own result fields). `timedAs` is the region W's loop times
+// (timed_as in the line): paper where W is the authors' loop, lean otherwise.
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -21,7 +22,8 @@
 namespace burtorch::driver {
 
 template <class W>
-int measureAndReport(W& step, const Options& options, std::string_view precision, std::string_view version) {
+int measureAndReport(W& step, const Options& options, Timing timedAs, std::string_view precision,
+                     std::string_view version) {
   for (std::int64_t k = 0; k < options.warmup; ++k) {
     if constexpr (requires { step.prepare(); }) step.prepare();
     step();
@@ -50,6 +52,7 @@ int measureAndReport(W& step, const Options& options, std::string_view precision
       .field("n", summary.n)
       .endObject()
       .array("samples_s", loop.samples)
+      .field("timed_as", timingName(timedAs))
       .field("framework_version", version)
       .field("cpu_clocks", counted.cycles)
       .field("instructions", counted.instructions)
