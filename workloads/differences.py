@@ -37,9 +37,9 @@ def _timed_regions() -> Difference:
         "others; TensorFlow reads tf.Variables; autograd runs 3 forward passes per iteration)",
         f"`--timing paper` (default) times {n['yes']} of {len(rows)} rows as their script does, {n['no']} in part; "
         f"{n['kept']} keep ours where theirs times something wrong or excluded by the paper's captions (JAX and "
-        f"MLX without waiting for the result, batch sampling in the step timer); {n['not yet']} not adopted yet "
-        "(the C++ programs' leaves made per iteration, the pickle serializer of TensorFlow's save/load, the GPT's "
-        "module-style model); `--timing lean`: one lean region everywhere",
+        f"MLX without waiting for the result, batch sampling in the step timer, the BurTorch GPT's per-position "
+        f"backward that drops gradients); {n['not yet']} not adopted yet (the pickle serializer of TensorFlow's save/load, NumPy's "
+        "per-tensor reads, PyTorch's module-style GPT); `--timing lean`: one lean region everywhere",
         "workloads/timed_regions.csv lists each row's loops, and the report prints them under each table")
 
 
