@@ -37,7 +37,7 @@ def test_a_row_that_adopts_the_authors_loop_has_a_paper_step_and_no_other_does()
     assert adopted, "no row adopts the authors' loop"
     for (engine_id, workload), row in table.items():
         spec = all_engines()[engine_id]
-        if spec.kind != "python" or spec.unavailable_reason() or workload not in ("tiny", "small"):
+        if spec.kind != "python" or spec.unavailable_reason() or workload not in ("tiny", "small", "save_load"):
             continue
         try:
             program = module_of(spec).BUILDERS[load(workload).kind](spec, load(workload), load(workload).points()[0], None)
@@ -146,6 +146,36 @@ def test_autograd_paper_step_runs_three_forwards_per_iteration():
     program = build("autograd/eager/python/cpu", "tiny", graph=counted)
     assert created(program, "step", forwards) == 5
     assert created(program, "paper_step", forwards) == 3 * 5
+
+
+@pytest.mark.parametrize("engine_id,paper_bytes", [("tensorflow/eager/python/cpu", 634), ("tensorflow/graph/python/cpu", 329)])
+def test_tensorflow_paper_save_load_pickles_the_seven_once_per_step(engine_id, paper_bytes, monkeypatch):
+    program = build(engine_id, "save_load")
+    import pickle
+
+    calls = []
+    for name in ("dump", "load"):
+        method = getattr(pickle, name)
+        monkeypatch.setattr(pickle, name, lambda *a, _m=method, _n=name: calls.append(_n) or _m(*a))
+    assert created(program, "step", calls) == 0
+    assert created(program, "paper_step", calls) == 2 * 5 and calls.count("dump") == calls.count("load")
+    # The paper's file sizes are these pickles (a byte or so apart from one TF version to another).
+    assert abs(program.extra["file_size_bytes"] - paper_bytes) <= 8
+
+
+def test_torch_numpy_paper_load_reads_8_bytes_per_tensor_and_save_detaches_each(monkeypatch):
+    program = build("torch/numpy/python/cpu", "save_load")
+    import numpy as np
+    import torch
+
+    buffers, detached = [], []
+    frombuffer, detach = np.frombuffer, torch.Tensor.detach
+    monkeypatch.setattr(np, "frombuffer", lambda buffer, **k: buffers.append(len(buffer)) or frombuffer(buffer, **k))
+    monkeypatch.setattr(torch.Tensor, "detach", lambda self: detached.append(1) or detach(self))
+    assert created(program, "step", buffers) == 5 and set(buffers) == {7 * 8} and not detached
+    buffers.clear()
+    assert created(program, "paper_step", buffers) == 7 * 5 and set(buffers) == {8}
+    assert len(detached) == 7 * 6
 
 
 def test_the_worker_steps_as_the_timing_asks():
