@@ -10,7 +10,9 @@ from engines import all_engines, module_of
 from harness.report import paper
 from tests.tests_support import worker_argv
 from workloads import all_workloads, load
+from workloads.catalog import gpt
 from workloads.timed_regions import MATCHES, regions
+from workloads.training import CHECKED_STEPS, FP32_TOLERANCE
 
 
 def paper_rows() -> set[tuple[str, str]]:
@@ -176,6 +178,60 @@ def test_torch_numpy_paper_load_reads_8_bytes_per_tensor_and_save_detaches_each(
     buffers.clear()
     assert created(program, "paper_step", buffers) == 7 * 5 and set(buffers) == {8}
     assert len(detached) == 7 * 6
+
+
+GPT_POINT = {"batch": 2}
+
+
+@pytest.fixture(scope="module")
+def gpt_inputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gpt")
+    load("gpt").prepare(GPT_POINT, CHECKED_STEPS, folder)
+    return folder
+
+
+def gpt_losses(engine_id: str, step_name: str, inputs) -> dict[str, float]:
+    """The first losses of a torch GPT program stepped with `step_name`, checked as the harness checks them."""
+    spec = all_engines()[engine_id]
+    program = module_of(spec).BUILDERS["training"](spec, load("gpt"), GPT_POINT, inputs)
+    for _ in range(CHECKED_STEPS):
+        getattr(program, step_name)()
+    losses = program.outputs()
+    assert load("gpt").check(GPT_POINT, losses, "fp32", inputs).ok, (step_name, losses)
+    return losses
+
+
+@pytest.mark.parametrize("engine_id", ["torch/eager/python/cpu", "torch/torchscript/python/cpu"])
+def test_torch_gpt_paper_step_trains_the_module_style_model_with_the_default_sgd(engine_id, gpt_inputs, monkeypatch):
+    if all_engines()[engine_id].unavailable_reason():
+        pytest.skip(all_engines()[engine_id].unavailable_reason())
+    row = regions()[(engine_id, "gpt")]
+    assert row.paper_loop != row.lean_loop, "the table says this row's paper loop is the lean one"
+    import torch
+    import torch.optim.sgd as sgd
+
+    from engines import torch_models
+    from engines.torch_gpt_modules import GPT, Head
+
+    built, scripted, updates = [], [], []
+    make, fused, script = torch_models.gpt_module, torch_models.fused_train_step, torch.jit.script
+    monkeypatch.setattr(torch_models, "gpt_module", lambda tensors: built.append(make(tensors)) or built[-1])
+    monkeypatch.setattr(torch_models, "fused_train_step", lambda *a: built.append("fused") or fused(*a))
+    monkeypatch.setattr(torch.jit, "script", lambda fn, *a, **k: scripted.append(type(fn)) or script(fn, *a, **k))
+    for name in ("_single_tensor_sgd", "_multi_tensor_sgd"):
+        update = getattr(sgd, name)
+        monkeypatch.setattr(sgd, name, lambda *a, _u=update, _n=name, **k: updates.append(_n) or _u(*a, **k))
+
+    paper = gpt_losses(engine_id, "paper_step", gpt_inputs)
+    [model] = built  # the module-style model alone: a paper trial never builds the fused one
+    assert isinstance(model, GPT) and sum(isinstance(m, Head) for m in model.modules()) == gpt.LAYERS * gpt.HEADS
+    assert scripted[:1] == ([GPT] if "torchscript" in engine_id else [])  # then it scripts the methods
+    assert updates == ["_single_tensor_sgd"] * CHECKED_STEPS  # the default SGD: a loop over the tensors
+    built.clear(), updates.clear()
+    lean = gpt_losses(engine_id, "step", gpt_inputs)
+    assert built == ["fused"] and updates == ["_multi_tensor_sgd"] * CHECKED_STEPS
+    for name, loss in paper.items():
+        assert abs(loss - lean[name]) <= FP32_TOLERANCE * max(abs(lean[name]), 1.0), name
 
 
 def test_the_worker_steps_as_the_timing_asks():

@@ -38,7 +38,7 @@ def _timed_regions() -> Difference:
         f"`--timing paper` (default) times {n['yes']} of {len(rows)} rows as their script does, {n['no']} in part; "
         f"{n['kept']} keep ours where theirs times something wrong or excluded by the paper's captions (JAX and "
         f"MLX without waiting for the result, batch sampling in the step timer, one file overwritten by every "
-        f"save); {n['not yet']} not adopted yet (the C++ programs' loops, such as leaves made per iteration; the GPT's module-style model); "
+        f"save); {n['not yet']} not adopted yet (the C++ programs' loops, such as leaves made per iteration); "
         "`--timing lean`: one lean region everywhere",
         "workloads/timed_regions.csv lists each row's loops, and the report prints them under each table")
 
