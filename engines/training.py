@@ -4,7 +4,9 @@ An engine supplies two functions in its framework's terms:
   to_batch(x, y)     numpy token ids -> the framework's tensors (called from prepare(), untimed)
   train_step(batch)  forward + backward + SGD update of the parameters it holds; returns the loss
 The losses of the first CHECKED_STEPS steps (warm-up steps included) are kept as returned and
-turned into floats only in outputs(), after the timed loop.
+turned into floats only in outputs(), after the timed loop. An engine whose paper row trains
+another model or optimizer (workloads/timed_regions.csv) also gives paper_train_step, which
+paper_step() runs instead: the worker steps with it under `--timing paper`.
 """
 from __future__ import annotations
 
@@ -31,11 +33,15 @@ def first_batch(workload, data: inputs.Inputs) -> tuple:
 
 
 class TrainingProgram:
-    def __init__(self, workload, data: inputs.Inputs, to_batch: Callable, train_step: Callable, version: str):
+    def __init__(self, workload, data: inputs.Inputs, to_batch: Callable, train_step: Callable, version: str,
+                 paper_train_step: Callable | None = None):
         self._split_rows = workload.split_rows
         self._data = data
         self._to_batch = to_batch
         self._train_step = train_step
+        self._paper_train_step = paper_train_step
+        if paper_train_step is None:
+            self.paper_step = None
         self._step = 0
         self._batch = None
         self._losses: list = []
@@ -47,9 +53,15 @@ class TrainingProgram:
         self._batch = self._to_batch(*self._split_rows(self._data.batch_rows(self._step)))
 
     def step(self) -> None:
+        self._run(self._train_step)
+
+    def paper_step(self) -> None:
+        self._run(self._paper_train_step)
+
+    def _run(self, train_step: Callable) -> None:
         if self._batch is None:  # a timed block of several steps: only its first batch was prepared
             self.prepare()
-        loss = self._train_step(self._batch)
+        loss = train_step(self._batch)
         if self._step < CHECKED_STEPS:
             self._losses.append(loss)
         self._batch = None
@@ -57,6 +69,20 @@ class TrainingProgram:
 
     def outputs(self) -> dict[str, float]:
         return {f"loss_{i}": float(loss) for i, loss in enumerate(self._losses)}
+
+
+class BuiltAtFirstCall:
+    """A train_step that build() makes at its first call, a warm-up step: where a program offers two
+    models, a trial then holds only the one it times (and its peak memory only that one's)."""
+
+    def __init__(self, build: Callable[[], Callable]):
+        self._build = build
+        self._train_step: Callable | None = None
+
+    def __call__(self, batch):
+        if self._train_step is None:
+            self._train_step = self._build()
+        return self._train_step(batch)
 
 
 def functional_sgd(workload, folder: Path | None, ops, *, value_and_grad: Callable, compile_step: Callable | None,

@@ -24,7 +24,7 @@ ENGINES = sorted(eid for eid, spec in all_engines().items() if spec.runs(WORKLOA
 RAW_PAYLOAD_BYTES = 7 * 8
 
 
-def run_save_load(engine_id: str) -> dict:
+def run_save_load(engine_id: str, timing: str = "paper") -> dict:
     spec = all_engines()[engine_id]
     why = spec.unavailable_reason()
     if why is None and hasattr(spec, "prepare"):
@@ -33,7 +33,8 @@ def run_save_load(engine_id: str) -> dict:
         pytest.skip(f"{engine_id} unavailable: {why}")
     iterations = WORKLOAD.iterations["smoke"]
     planned = PlannedTrial(spec, WORKLOAD, POINT, 0, iterations, WORKLOAD.warmup["smoke"], 120)
-    command = child_command(planned, iterations, planned.warmup, RunOptions(cpu=0, python=sys.executable), None)
+    options = RunOptions(cpu=0, python=sys.executable, timing=timing)
+    command = child_command(planned, iterations, planned.warmup, options, None)
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     payload = parse_payload(done.stdout)
@@ -46,9 +47,10 @@ def test_the_paper_rows_are_engines():
             "tensorflow/eager/python/cpu", "tensorflow/graph/python/cpu", "libtorch/eager/cpp/cpu"} <= set(ENGINES)
 
 
+@pytest.mark.parametrize("timing", ["paper", "lean"])
 @pytest.mark.parametrize("engine_id", ENGINES)
-def test_loaded_activations_equal_the_saved_ones_exactly(engine_id):
-    payload = run_save_load(engine_id)
+def test_loaded_activations_equal_the_saved_ones_exactly(engine_id, timing):
+    payload = run_save_load(engine_id, timing)
     check = WORKLOAD.check(POINT, payload["outputs"], payload["precision"])
     assert check.ok and check.max_rel_err == 0, check.as_dict()
     assert payload["precision"] == "fp64"

@@ -16,7 +16,9 @@ from harness.runner import child_command
 from harness.spawn import RunOptions
 from tests.tests_support import worker_argv
 from workloads import all_workloads, load
+from workloads.catalog import gpt
 from workloads.timed_regions import MATCHES, regions
+from workloads.training import CHECKED_STEPS, FP32_TOLERANCE
 
 
 def paper_rows() -> set[tuple[str, str]]:
@@ -43,7 +45,7 @@ def test_a_row_that_adopts_the_authors_loop_has_a_paper_step_and_no_other_does()
     assert adopted, "no row adopts the authors' loop"
     for (engine_id, workload), row in table.items():
         spec = all_engines()[engine_id]
-        if spec.kind != "python" or spec.unavailable_reason() or workload not in ("tiny", "small"):
+        if spec.kind != "python" or spec.unavailable_reason() or workload not in ("tiny", "small", "save_load"):
             continue
         try:
             program = module_of(spec).BUILDERS[load(workload).kind](spec, load(workload), load(workload).points()[0], None)
@@ -152,6 +154,90 @@ def test_autograd_paper_step_runs_three_forwards_per_iteration():
     program = build("autograd/eager/python/cpu", "tiny", graph=counted)
     assert created(program, "step", forwards) == 5
     assert created(program, "paper_step", forwards) == 3 * 5
+
+
+@pytest.mark.parametrize("engine_id,paper_bytes", [("tensorflow/eager/python/cpu", 634), ("tensorflow/graph/python/cpu", 329)])
+def test_tensorflow_paper_save_load_pickles_the_seven_once_per_step(engine_id, paper_bytes, monkeypatch):
+    program = build(engine_id, "save_load")
+    import pickle
+
+    calls = []
+    for name in ("dump", "load"):
+        method = getattr(pickle, name)
+        monkeypatch.setattr(pickle, name, lambda *a, _m=method, _n=name: calls.append(_n) or _m(*a))
+    assert created(program, "step", calls) == 0
+    assert created(program, "paper_step", calls) == 2 * 5 and calls.count("dump") == calls.count("load")
+    # The paper's file sizes are these pickles (a byte or so apart from one TF version to another).
+    assert abs(program.extra["file_size_bytes"] - paper_bytes) <= 8
+
+
+def test_torch_numpy_paper_load_reads_8_bytes_per_tensor_and_save_detaches_each(monkeypatch):
+    program = build("torch/numpy/python/cpu", "save_load")
+    import numpy as np
+    import torch
+
+    buffers, detached = [], []
+    frombuffer, detach = np.frombuffer, torch.Tensor.detach
+    monkeypatch.setattr(np, "frombuffer", lambda buffer, **k: buffers.append(len(buffer)) or frombuffer(buffer, **k))
+    monkeypatch.setattr(torch.Tensor, "detach", lambda self: detached.append(1) or detach(self))
+    assert created(program, "step", buffers) == 5 and set(buffers) == {7 * 8} and not detached
+    buffers.clear()
+    assert created(program, "paper_step", buffers) == 7 * 5 and set(buffers) == {8}
+    assert len(detached) == 7 * 6
+
+
+GPT_POINT = {"batch": 2}
+
+
+@pytest.fixture(scope="module")
+def gpt_inputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gpt")
+    load("gpt").prepare(GPT_POINT, CHECKED_STEPS, folder)
+    return folder
+
+
+def gpt_losses(engine_id: str, step_name: str, inputs) -> dict[str, float]:
+    """The first losses of a torch GPT program stepped with `step_name`, checked as the harness checks them."""
+    spec = all_engines()[engine_id]
+    program = module_of(spec).BUILDERS["training"](spec, load("gpt"), GPT_POINT, inputs)
+    for _ in range(CHECKED_STEPS):
+        getattr(program, step_name)()
+    losses = program.outputs()
+    assert load("gpt").check(GPT_POINT, losses, "fp32", inputs).ok, (step_name, losses)
+    return losses
+
+
+@pytest.mark.parametrize("engine_id", ["torch/eager/python/cpu", "torch/torchscript/python/cpu"])
+def test_torch_gpt_paper_step_trains_the_module_style_model_with_the_default_sgd(engine_id, gpt_inputs, monkeypatch):
+    if all_engines()[engine_id].unavailable_reason():
+        pytest.skip(all_engines()[engine_id].unavailable_reason())
+    row = regions()[(engine_id, "gpt")]
+    assert row.paper_loop != row.lean_loop, "the table says this row's paper loop is the lean one"
+    import torch
+    import torch.optim.sgd as sgd
+
+    from engines import torch_models
+    from engines.torch_gpt_modules import GPT, Head
+
+    built, scripted, updates = [], [], []
+    make, fused, script = torch_models.gpt_module, torch_models.fused_train_step, torch.jit.script
+    monkeypatch.setattr(torch_models, "gpt_module", lambda tensors: built.append(make(tensors)) or built[-1])
+    monkeypatch.setattr(torch_models, "fused_train_step", lambda *a: built.append("fused") or fused(*a))
+    monkeypatch.setattr(torch.jit, "script", lambda fn, *a, **k: scripted.append(type(fn)) or script(fn, *a, **k))
+    for name in ("_single_tensor_sgd", "_multi_tensor_sgd"):
+        update = getattr(sgd, name)
+        monkeypatch.setattr(sgd, name, lambda *a, _u=update, _n=name, **k: updates.append(_n) or _u(*a, **k))
+
+    paper = gpt_losses(engine_id, "paper_step", gpt_inputs)
+    [model] = built  # the module-style model alone: a paper trial never builds the fused one
+    assert isinstance(model, GPT) and sum(isinstance(m, Head) for m in model.modules()) == gpt.LAYERS * gpt.HEADS
+    assert scripted[:1] == ([GPT] if "torchscript" in engine_id else [])  # then it scripts the methods
+    assert updates == ["_single_tensor_sgd"] * CHECKED_STEPS  # the default SGD: a loop over the tensors
+    built.clear(), updates.clear()
+    lean = gpt_losses(engine_id, "step", gpt_inputs)
+    assert built == ["fused"] and updates == ["_multi_tensor_sgd"] * CHECKED_STEPS
+    for name, loss in paper.items():
+        assert abs(loss - lean[name]) <= FP32_TOLERANCE * max(abs(lean[name]), 1.0), name
 
 
 def test_the_worker_steps_as_the_timing_asks():
