@@ -234,7 +234,15 @@ def run(req: RunRequest, console: Console) -> int:
     if req.dry_run:
         from harness import preview
 
-        return preview.show(make_plan(req.spec), req, console)
+        plan = make_plan(req.spec)
+        if req.run_dir is None:
+            return preview.show(plan, req, console)
+        from harness.orchestrator import pending
+
+        left = pending(plan, req.run_dir)
+        console.print(f"resuming {req.run_dir}: {len(plan) - len(left)} of {len(plan)} planned trials are done; "
+                      f"the rest:", highlight=False)
+        return preview.show(left, req, console)
     environments = envs.make_all(req.spec, req.python, planned_workloads(req.spec), console)
     plan, unavailable = ready_engines(make_plan(req.spec, environments), console)
     if req.run_dir is not None:

@@ -83,3 +83,17 @@ def test_the_progress_eta_starts_from_the_estimates(fake_engines, tmp_path):
     fields = eta.add(plan)
     assert fields["eta_s"] == pytest.approx(expected_s(SPEC) / 2)
     assert eta.finished(plan[0])["eta_s"] < fields["eta_s"]
+
+
+def test_dry_run_of_a_resume_shows_only_the_trials_left(fake_engines, tmp_path, capsys):
+    assert main(["run", *PLAN, "--out", str(tmp_path), "--no-report"]) == 0
+    (run,) = tmp_path.iterdir()
+    lines = (run / results.TRIALS_FILE).read_text().splitlines(keepends=True)
+    (run / results.TRIALS_FILE).write_text(lines[0])
+    capsys.readouterr()
+    assert main(["run", "--resume", str(run), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"1 of {len(lines)} planned trials are done" in out
+    total = next(line for line in out.splitlines() if line.split("│")[1:2] and "total" in line.split("│")[1])
+    assert total.split("│")[4].strip() == str(len(lines) - 1)
+    assert (run / results.TRIALS_FILE).read_text() == lines[0], "a dry run ran trials"

@@ -33,7 +33,7 @@ class Rendered:
 
 def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     """The report of `run_dir` in `out_root/<run-id>/`, with what it found (for the terminal summary)."""
-    from harness.report import authors, claims, figures, formats, html, readme, tables, versions
+    from harness.report import authors, claim_files, claims, figures, formats, html, readme, tables, versions
     from harness.report.run import load_run, status_notes
 
     run = load_run(Path(run_dir))
@@ -53,7 +53,7 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     drawn += [f for f in (versions.figure(t, folder / "figures") for t in by_version) if f is not None]
     verdicts = claims.evaluate(run, built)
     status = status_notes(run)
-    claims.write(folder, run, verdicts, status)
+    claim_files.write(folder, run, verdicts, status)
     authors.write_page(run, folder)
     readme.write(run, [*by_version, *built], drawn, verdicts, status, folder)
     html.write_index(run, [*by_version, *built], drawn, folder, verdicts, status)

@@ -40,13 +40,13 @@ def after_run(run_dir: Path, console: Console, out_root: Path | None = None) -> 
 
 
 def claim_line(v) -> str:
-    from harness.report import claims
+    from harness.report import claim_files, claims
 
-    paper = claims.shown(v, "paper")
+    paper = claim_files.shown(v, "paper")
     if v.verdict == claims.NOT_MEASURABLE:
         detail = v.why if len(v.why) <= 110 else v.why[:109] + "…"
     else:
-        detail = f"ours {claims.shown(v, 'ours')} vs paper {paper}" + (f" at {v.at}" if v.at else "")
+        detail = f"ours {claim_files.shown(v, 'ours')} vs paper {paper}" + (f" at {v.at}" if v.at else "")
     style = STYLES[v.verdict]
     return (f"  [{style}]{claims.SYMBOLS[v.verdict]} {v.verdict:<19}[/] {escape(v.claim.id):<24} "
             f"{escape(detail)}")
@@ -75,10 +75,10 @@ def speed_lines(trials: list[dict]) -> list[str]:
 
 
 def summary_lines(rendered) -> list[str]:
-    from harness.report import claims, versions
+    from harness.report import claim_files, versions
 
     lines = [""] + [f"[yellow]{escape(s)}[/]" for s in rendered.status]
-    lines.append(f"[bold]The paper's claims on this run[/]: {claims.counts(rendered.verdicts)}")
+    lines.append(f"[bold]The paper's claims on this run[/]: {claim_files.counts(rendered.verdicts)}")
     lines += [claim_line(v) for v in rendered.verdicts]
     speeds = speed_lines(rendered.run.trials)
     if speeds:

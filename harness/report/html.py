@@ -152,7 +152,7 @@ def status_html(status: list[str]) -> str:
 
 def claims_section(verdicts: list) -> str:
     """The paper's claims and their verdicts on this run: the first thing on the page."""
-    from harness.report import claims
+    from harness.report import claim_files, claims
 
     if not verdicts:
         return ""
@@ -160,11 +160,11 @@ def claims_section(verdicts: list) -> str:
     body = "".join(
         f"<tr class='v-{v.verdict.replace(' ', '-')}'><td>{claims.SYMBOLS[v.verdict]} {esc(v.verdict)}</td>"
         f"<td>{esc(v.claim.claim)} <code>{esc(v.claim.id)}</code></td><td>{esc(v.claim.where)}</td>"
-        f"<td>{esc(claims.shown(v, 'paper'))}</td><td>{esc(claims.shown(v, 'ours'))}</td><td>{esc(v.why)}</td></tr>"
+        f"<td>{esc(claim_files.shown(v, 'paper'))}</td><td>{esc(claim_files.shown(v, 'ours'))}</td><td>{esc(v.why)}</td></tr>"
         for v in verdicts)
-    return (f"<section id='claims'><h2>The paper's claims on this run</h2><p>{esc(claims.counts(verdicts))}. "
+    return (f"<section id='claims'><h2>The paper's claims on this run</h2><p>{esc(claim_files.counts(verdicts))}. "
             f"<a href='claims.md'>How each verdict was computed</a> (also <a href='claims.csv'>csv</a>, "
-            f"<a href='claims.json'>json</a>).</p><p class='notes'>{esc(claims.HOW)}</p>"
+            f"<a href='claims.json'>json</a>).</p><p class='notes'>{esc(claim_files.HOW)}</p>"
             f"<div class='scroll'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
             f"</table></div></section>")
 

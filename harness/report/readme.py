@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report import claims, formats
+from harness.report import claim_files, formats
 from harness.report.figures import Figure
 from harness.report.run import Run
 from harness.report.tables import Table
@@ -22,10 +22,10 @@ def text(run: Run, tables: list[Table], figures: list[Figure], verdicts: list, s
     lines += [f"> **{line}**" for line in status] + ([""] if status else [])
     facts = [("run", run.run_id), ("status", m.get("status")), ("profile", m.get("profile")),
              ("git commit", m.get("git_commit")), ("created", m.get("created_at")),
-             ("machine", claims._machine(run)), ("trials", len(run.trials))]
+             ("machine", claim_files.machine_text(run)), ("trials", len(run.trials))]
     lines += [" · ".join(f"{k}: {v}" for k, v in facts if v not in (None, "")), ""]
-    lines += ["## The paper's claims", "", f"{claims.counts(verdicts)}. How each was computed: [claims.md](claims.md).",
-              "", claims.markdown_table(verdicts)]
+    lines += ["## The paper's claims", "", f"{claim_files.counts(verdicts)}. How each was computed: [claims.md](claims.md).",
+              "", claim_files.markdown_table(verdicts)]
     lines += ["## Tables", ""]
     for table in tables:
         body = formats.markdown(table).replace("## ", "### ", 1)
