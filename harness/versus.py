@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.points import group, measure
+from engines.none import FLOOR
+from harness.points import group
 from harness.results import read_trials
 
 
@@ -23,7 +24,8 @@ def rows(trials: list[dict], engine: str) -> list[tuple]:
     out = []
     for (workload, params), engines in by_point.items():
         ours = engines.get(engine)
-        peers = [p for name, p in engines.items() if name.split("/")[0] != engine.split("/")[0]]
+        peers = [p for name, p in engines.items()
+                 if name.split("/")[0] != engine.split("/")[0] and name != FLOOR]  # the floor is no framework
         if ours is None or not peers:
             continue
         best = min(peers, key=lambda p: p.time_mean())

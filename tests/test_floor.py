@@ -3,7 +3,7 @@ reports memory, its check undecided rather than failed, and lighter than any fra
 from __future__ import annotations
 
 from engines import all_engines
-from harness import results
+from harness import results, versus
 from harness.cli import main
 from harness.report.epilogue import speed_lines
 from harness.selection import with_floor
@@ -33,3 +33,5 @@ def test_a_run_that_reports_memory_measures_the_floor(tmp_path):
     # The run's summary names the fastest framework, never the harness's own floor.
     (line,) = speed_lines(list(trials.values()))
     assert FLOOR not in line and "micrograd/eager/python/cpu" in line
+    # Nor does `make perf-grid` hold an engine against it.
+    assert versus.rows(list(trials.values()), "micrograd/eager/python/cpu") == []
