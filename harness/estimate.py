@@ -84,6 +84,10 @@ class Estimator:
             return ("estimates: rough built-in figures (the committed reference run, then a constant), "
                     "no previous run on this machine")
         head = f"estimates: from the per-iteration times of {self.run_dir}"
+        made = results.sane_manifest(self.run_dir, warn=lambda _: None).get("created_at")
+        if isinstance(made, str) and made[:10]:
+            # A shared (cloud) machine has run the same trials 2x slower on one day than on another.
+            head += f" (made {made[:10]}: a machine's speed can change from day to day)"
         return head + (f"; {rough} of {len(plan)} trials from rough built-in figures (not in that run)" if rough else "")
 
 

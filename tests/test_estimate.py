@@ -53,7 +53,7 @@ def test_dry_run_takes_its_eta_from_the_newest_run_on_this_cpu(fake_engines, tmp
     synthetic_run(tmp_path / "elsewhere", "Another CPU")  # newer by name, other machine: not used
     assert main(["run", *PLAN, "--dry-run", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert f"from the per-iteration times of {tmp_path / 'old'}" in out
+    assert f"from the per-iteration times of {tmp_path / 'old'} (made 2026-01-01" in out
     assert f"ETA: {duration(expected_s(SPEC))}" in out
     points = len(load("tiny").points(profile="quick"))
     row = next(line for line in out.splitlines() if "tiny" in line).split()
