@@ -37,32 +37,54 @@ struct AttentionRecord {
 
 // With dp_u = dy . v_u:
 //   dv_u += p_u dy,  ds_u = p_u (dp_u - sum_w p_w dp_w),  dq += scale ds_u k_u,  dk_u += scale ds_u q.
-template <class T, class Dy>
+// dy, dq and the dp_u are kept in scratch: the stores into the keys' and values' gradients
+// would otherwise make the compiler read them again for every term. kHeadSize: the head size
+// where the caller knows it at compile time (0: head.headSize), so that each loop over a head
+// becomes a few vector instructions.
+template <std::size_t kHeadSize, class T, class Dy>
 BURTORCH_INLINE void attentionHeadBackward(Sweep<T>& s, const AttentionRecord<T>& head, const Index* record, Dy dy) noexcept {
-  const std::size_t keys = head.keys, hd = head.headSize;
+  const std::size_t keys = head.keys, hd = kHeadSize != 0 ? kHeadSize : head.headSize;
   const Index* firstK = head.keyHeads(record);
   const Index* firstV = head.valueHeads(record);
-  const auto dp = [&](std::size_t u) {
-    T sum = 0;
-    for (std::size_t j = 0; j < hd; ++j) sum += dy(j) * s.v[firstV[u] + j];
-    return sum;
-  };
-  T mean = 0;
-  for (std::size_t u = 0; u < keys; ++u) mean += head.weight(record, u) * dp(u);
+  static thread_local std::vector<T> scratch;  // grows to the largest head, then stays
+  if (scratch.size() < 2 * hd + keys) scratch.resize(2 * hd + keys);
+  T* BURTORCH_RESTRICT gy = scratch.data();
+  T* BURTORCH_RESTRICT dq = gy + hd;
+  T* BURTORCH_RESTRICT dp = dq + hd;
   const Index q = head.query;
+  for (std::size_t j = 0; j < hd; ++j) {
+    gy[j] = dy(j);
+    dq[j] = s.g[q + j];
+  }
+  T mean = 0;
   for (std::size_t u = 0; u < keys; ++u) {
-    const T p = head.weight(record, u), ds = head.scale * p * (dp(u) - mean);
+    const T* vu = s.v + firstV[u];
+    T sum = 0;
+    for (std::size_t j = 0; j < hd; ++j) sum += gy[j] * vu[j];
+    dp[u] = sum;
+    mean += head.weight(record, u) * sum;
+  }
+  const T* BURTORCH_RESTRICT qv = s.v + q;
+  for (std::size_t u = 0; u < keys; ++u) {
+    const T p = head.weight(record, u), ds = head.scale * p * (dp[u] - mean);
     const Index k = firstK[u], v = firstV[u];
+    const T* BURTORCH_RESTRICT kv = s.v + k;
+    T* BURTORCH_RESTRICT dk = s.g + k;
+    T* BURTORCH_RESTRICT dv = s.g + v;
     for (std::size_t j = 0; j < hd; ++j) {
-      s.g[v + j] += p * dy(j);
-      s.g[q + j] += ds * s.v[k + j];
-      s.g[k + j] += ds * s.v[q + j];
+      dv[j] += p * gy[j];
+      dq[j] += ds * kv[j];
+      dk[j] += ds * qv[j];
     }
     s.reach(k, hd);
     s.reach(v, hd);
   }
+  std::copy_n(dq, hd, s.g + q);
   s.reach(q, hd);
 }
+
+// The mini-GPT's head size (d_model 24, 6 heads): its backward gets loops of a fixed length.
+inline constexpr std::size_t kSmallHead = 4;
 
 // Node i is the highest reached output of one head for one query (see Resume). Where the root
 // reaches every output (a transformer's always does), the flags are read once, not per term.
@@ -76,10 +98,12 @@ BURTORCH_OUTLINE Resume attentionRowBackward(bool* reached, Index low, Index flo
   const T* g = s.g + y0;
   bool everyOutput = top + 1 == head.headSize;
   for (std::size_t j = 0; j < top; ++j) everyOutput = everyOutput && s.reached[y0 + j];
-  if (everyOutput) {
-    attentionHeadBackward(s, head, record, [g](std::size_t j) { return g[j]; });
+  if (everyOutput && head.headSize == kSmallHead) {
+    attentionHeadBackward<kSmallHead>(s, head, record, [g](std::size_t j) { return g[j]; });
+  } else if (everyOutput) {
+    attentionHeadBackward<0>(s, head, record, [g](std::size_t j) { return g[j]; });
   } else {
-    attentionHeadBackward(s, head, record, [&](std::size_t j) { return j == top || (j < top && s.reached[y0 + j]) ? g[j] : T(0); });
+    attentionHeadBackward<0>(s, head, record, [&](std::size_t j) { return j == top || (j < top && s.reached[y0 + j]) ? g[j] : T(0); });
   }
   for (std::size_t j = 0; j < top; ++j) s.reached[y0 + j] = false;
   return resumeBelow(s, y0);
