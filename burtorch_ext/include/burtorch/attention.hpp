@@ -35,6 +35,30 @@ struct AttentionRecord {
   T weight(const Index* record, std::size_t u) const noexcept { return readRecord<T>(weights(record) + u * kWords<T>); }
 };
 
+// The mini-GPT's head size (d_model 24, 6 heads): its forward and backward get loops of a
+// fixed length.
+inline constexpr std::size_t kSmallHead = 4;
+
+// y[j] = sum over u < keys of p[u] * v[firstV[u] + j] for j < hd, each as sum4 adds its terms
+// (so with its bits). kHeadSize: as in attentionHeadBackward; where known, all of a head's
+// outputs go through the keys together, a vector of them per partial sum.
+template <std::size_t kHeadSize, class T>
+BURTORCH_INLINE void weightedValues(const T* v, const Index* firstV, const T* p, std::size_t keys, std::size_t hd, T* y) noexcept {
+  if constexpr (kHeadSize == 0) {
+    const auto key = [](std::size_t u) { return static_cast<Index>(u); };
+    for (std::size_t j = 0; j < hd; ++j) y[j] = sum4<T>(keys, key, [&](Index u) { return p[u] * v[firstV[u] + j]; });
+  } else {
+    T sums[4][kHeadSize] = {};
+    std::size_t u = 0;
+    for (; u + 4 <= keys; u += 4)
+      for (std::size_t l = 0; l < 4; ++l)
+        for (std::size_t j = 0; j < kHeadSize; ++j) sums[l][j] += p[u + l] * v[firstV[u + l] + j];
+    for (; u < keys; ++u)
+      for (std::size_t j = 0; j < kHeadSize; ++j) sums[0][j] += p[u] * v[firstV[u] + j];
+    for (std::size_t j = 0; j < kHeadSize; ++j) y[j] = (sums[0][j] + sums[1][j]) + (sums[2][j] + sums[3][j]);
+  }
+}
+
 // With dp_u = dy . v_u:
 //   dv_u += p_u dy,  ds_u = p_u (dp_u - sum_w p_w dp_w),  dq += scale ds_u k_u,  dk_u += scale ds_u q.
 // dy, dq and the dp_u are kept in scratch: the stores into the keys' and values' gradients
@@ -82,9 +106,6 @@ BURTORCH_INLINE void attentionHeadBackward(Sweep<T>& s, const AttentionRecord<T>
   std::copy_n(dq, hd, s.g + q);
   s.reach(q, hd);
 }
-
-// The mini-GPT's head size (d_model 24, 6 heads): its backward gets loops of a fixed length.
-inline constexpr std::size_t kSmallHead = 4;
 
 // Node i is the highest reached output of one head for one query (see Resume). Where the root
 // reaches every output (a transformer's always does), the flags are read once, not per term.
@@ -161,7 +182,11 @@ class CausalSelfAttention {
     value.forward(x, span(v_, 0, all * d));
     for (std::size_t first = 0; first < all; first += tokens)
       for (std::size_t t = 0; t < tokens; ++t)
-        for (std::size_t h = 0; h < heads_; ++h) attendHead(first, t, h, span(concat_, (first + t) * d + h * hd, hd));
+        for (std::size_t h = 0; h < heads_; ++h) {
+          const std::span<Value<T>> out = span(concat_, (first + t) * d + h * hd, hd);
+          if (hd == detail::kSmallHead) attendHead<detail::kSmallHead>(first, t, h, out);
+          else attendHead<0>(first, t, h, out);
+        }
     proj.forward(span(concat_, 0, all * d), out);
   }
 
@@ -178,8 +203,9 @@ class CausalSelfAttention {
   // are those of the scalar graph (inner products, * scale, logSumExp, - lse, exp, then inner
   // products with the value columns), bit for bit. Query, key and value heads are runs of
   // consecutive nodes: each is a head's slice of a Linear layer's outputs.
+  template <std::size_t kHeadSize>
   void attendHead(std::size_t first, std::size_t t, std::size_t h, std::span<Value<T>> out) noexcept {
-    const std::size_t d = dModel_, hd = d / heads_, keys = t + 1;
+    const std::size_t d = dModel_, hd = kHeadSize != 0 ? kHeadSize : d / heads_, keys = t + 1;
     const std::size_t base = first * d;  // the sequence's first token's handles
     Pool<T>& pool = Pool<T>::local();
     detail::AttentionRecord<T> head{static_cast<Index>(keys), static_cast<Index>(hd), q_[base + t * d + h * hd].index(), 0,
@@ -204,12 +230,10 @@ class CausalSelfAttention {
       weights_[u] = std::exp(weights_[u] - lse);
       detail::writeRecord(head.weights(record) + u * detail::kWords<T>, weights_[u]);
     }
-    for (std::size_t j = 0; j < hd; ++j) {
-      const T* values = pool.values();  // a push may move the values
-      const T y = detail::sum4<T>(keys, key, [&](Index u) { return weights_[u] * values[firstV[u] + j]; });
-      out[j] = detail::node(y, Op::AttentionRow, at);
-    }
-    head.firstOutput = out[0].index();
+    detail::weightedValues<kHeadSize>(v, firstV, weights_.data(), keys, hd, outputs_.data());
+    head.firstOutput = pool.pushRun(hd, Op::AttentionRow, at, 0);
+    std::copy_n(outputs_.data(), hd, pool.values() + head.firstOutput);
+    for (std::size_t j = 0; j < hd; ++j) out[j] = Value<T>::fromIndex(head.firstOutput + static_cast<Index>(j));
     detail::writeRecord(record, head);
   }
 
@@ -221,11 +245,13 @@ class CausalSelfAttention {
     v_.resize(n);
     concat_.resize(n);
     weights_.resize(tokens);
+    outputs_.resize(dModel_ / heads_);
   }
 
   std::size_t dModel_, heads_;
   std::vector<Value<T>> q_, k_, v_, concat_;
   std::vector<T> weights_;  // one head's scores, then its attention weights
+  std::vector<T> outputs_;  // one head's outputs' values
 };
 
 }  // namespace burtorch
