@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 
 #include "burtorch/config.hpp"
+#include "burtorch/kernels.hpp"
 
 namespace burtorch {
 
@@ -34,6 +36,39 @@ BURTORCH_INLINE T activationGradient(Activation activation, T y, T g) noexcept {
     case Activation::Identity: break;
   }
   return g;
+}
+
+// The same over n values at once (a block of a layer's outputs): one switch, then a loop that
+// the compiler vectorises.
+template <Activation A, class T>
+BURTORCH_INLINE void activateEach(T* BURTORCH_RESTRICT x, std::size_t n) noexcept {
+  for (std::size_t k = 0; k < n; ++k) x[k] = activated(A, x[k]);
+}
+
+template <class T>
+void activateMany(Activation activation, T* x, std::size_t n) noexcept {
+  switch (activation) {
+    case Activation::Relu: return activateEach<Activation::Relu>(x, n);
+    case Activation::Tanh: return activateEach<Activation::Tanh>(x, n);
+    case Activation::Sigmoid: return activateEach<Activation::Sigmoid>(x, n);
+    case Activation::Identity: return;
+  }
+}
+
+template <Activation A, class T>
+BURTORCH_INLINE void gradientEach(const T* BURTORCH_RESTRICT y, const T* BURTORCH_RESTRICT g, T* BURTORCH_RESTRICT out, std::size_t n) noexcept {
+  for (std::size_t k = 0; k < n; ++k) out[k] = activationGradient(A, y[k], g[k]);
+}
+
+// out[k] = activationGradient(activation, y[k], g[k]) for k < n.
+template <class T>
+void activationGradients(Activation activation, const T* y, const T* g, T* out, std::size_t n) noexcept {
+  switch (activation) {
+    case Activation::Relu: return gradientEach<Activation::Relu>(y, g, out, n);
+    case Activation::Tanh: return gradientEach<Activation::Tanh>(y, g, out, n);
+    case Activation::Sigmoid: return gradientEach<Activation::Sigmoid>(y, g, out, n);
+    case Activation::Identity: return gradientEach<Activation::Identity>(y, g, out, n);
+  }
 }
 
 }  // namespace detail

@@ -35,32 +35,75 @@ struct AttentionRecord {
   T weight(const Index* record, std::size_t u) const noexcept { return readRecord<T>(weights(record) + u * kWords<T>); }
 };
 
+// The mini-GPT's head size (d_model 24, 6 heads): its forward and backward get loops of a
+// fixed length.
+inline constexpr std::size_t kSmallHead = 4;
+
+// y[j] = sum over u < keys of p[u] * v[firstV[u] + j] for j < hd, each as sum4 adds its terms
+// (so with its bits). kHeadSize: as in attentionHeadBackward; where known, all of a head's
+// outputs go through the keys together, a vector of them per partial sum.
+template <std::size_t kHeadSize, class T>
+BURTORCH_INLINE void weightedValues(const T* v, const Index* firstV, const T* p, std::size_t keys, std::size_t hd, T* y) noexcept {
+  if constexpr (kHeadSize == 0) {
+    const auto key = [](std::size_t u) { return static_cast<Index>(u); };
+    for (std::size_t j = 0; j < hd; ++j) y[j] = sum4<T>(keys, key, [&](Index u) { return p[u] * v[firstV[u] + j]; });
+  } else {
+    T sums[4][kHeadSize] = {};
+    std::size_t u = 0;
+    for (; u + 4 <= keys; u += 4)
+      for (std::size_t l = 0; l < 4; ++l)
+        for (std::size_t j = 0; j < kHeadSize; ++j) sums[l][j] += p[u + l] * v[firstV[u + l] + j];
+    for (; u < keys; ++u)
+      for (std::size_t j = 0; j < kHeadSize; ++j) sums[0][j] += p[u] * v[firstV[u] + j];
+    for (std::size_t j = 0; j < kHeadSize; ++j) y[j] = (sums[0][j] + sums[1][j]) + (sums[2][j] + sums[3][j]);
+  }
+}
+
 // With dp_u = dy . v_u:
 //   dv_u += p_u dy,  ds_u = p_u (dp_u - sum_w p_w dp_w),  dq += scale ds_u k_u,  dk_u += scale ds_u q.
-template <class T, class Dy>
+// dy, dq and the dp_u are kept in scratch: the stores into the keys' and values' gradients
+// would otherwise make the compiler read them again for every term. kHeadSize: the head size
+// where the caller knows it at compile time (0: head.headSize), so that each loop over a head
+// becomes a few vector instructions.
+template <std::size_t kHeadSize, class T, class Dy>
 BURTORCH_INLINE void attentionHeadBackward(Sweep<T>& s, const AttentionRecord<T>& head, const Index* record, Dy dy) noexcept {
-  const std::size_t keys = head.keys, hd = head.headSize;
+  const std::size_t keys = head.keys, hd = kHeadSize != 0 ? kHeadSize : head.headSize;
   const Index* firstK = head.keyHeads(record);
   const Index* firstV = head.valueHeads(record);
-  const auto dp = [&](std::size_t u) {
-    T sum = 0;
-    for (std::size_t j = 0; j < hd; ++j) sum += dy(j) * s.v[firstV[u] + j];
-    return sum;
-  };
-  T mean = 0;
-  for (std::size_t u = 0; u < keys; ++u) mean += head.weight(record, u) * dp(u);
+  static thread_local std::vector<T> scratch;  // grows to the largest head, then stays
+  if (scratch.size() < 2 * hd + keys) scratch.resize(2 * hd + keys);
+  T* BURTORCH_RESTRICT gy = scratch.data();
+  T* BURTORCH_RESTRICT dq = gy + hd;
+  T* BURTORCH_RESTRICT dp = dq + hd;
   const Index q = head.query;
+  for (std::size_t j = 0; j < hd; ++j) {
+    gy[j] = dy(j);
+    dq[j] = s.g[q + j];
+  }
+  T mean = 0;
   for (std::size_t u = 0; u < keys; ++u) {
-    const T p = head.weight(record, u), ds = head.scale * p * (dp(u) - mean);
+    const T* vu = s.v + firstV[u];
+    T sum = 0;
+    for (std::size_t j = 0; j < hd; ++j) sum += gy[j] * vu[j];
+    dp[u] = sum;
+    mean += head.weight(record, u) * sum;
+  }
+  const T* BURTORCH_RESTRICT qv = s.v + q;
+  for (std::size_t u = 0; u < keys; ++u) {
+    const T p = head.weight(record, u), ds = head.scale * p * (dp[u] - mean);
     const Index k = firstK[u], v = firstV[u];
+    const T* BURTORCH_RESTRICT kv = s.v + k;
+    T* BURTORCH_RESTRICT dk = s.g + k;
+    T* BURTORCH_RESTRICT dv = s.g + v;
     for (std::size_t j = 0; j < hd; ++j) {
-      s.g[v + j] += p * dy(j);
-      s.g[q + j] += ds * s.v[k + j];
-      s.g[k + j] += ds * s.v[q + j];
+      dv[j] += p * gy[j];
+      dq[j] += ds * kv[j];
+      dk[j] += ds * qv[j];
     }
     s.reach(k, hd);
     s.reach(v, hd);
   }
+  std::copy_n(dq, hd, s.g + q);
   s.reach(q, hd);
 }
 
@@ -76,10 +119,12 @@ BURTORCH_OUTLINE Resume attentionRowBackward(bool* reached, Index low, Index flo
   const T* g = s.g + y0;
   bool everyOutput = top + 1 == head.headSize;
   for (std::size_t j = 0; j < top; ++j) everyOutput = everyOutput && s.reached[y0 + j];
-  if (everyOutput) {
-    attentionHeadBackward(s, head, record, [g](std::size_t j) { return g[j]; });
+  if (everyOutput && head.headSize == kSmallHead) {
+    attentionHeadBackward<kSmallHead>(s, head, record, [g](std::size_t j) { return g[j]; });
+  } else if (everyOutput) {
+    attentionHeadBackward<0>(s, head, record, [g](std::size_t j) { return g[j]; });
   } else {
-    attentionHeadBackward(s, head, record, [&](std::size_t j) { return j == top || (j < top && s.reached[y0 + j]) ? g[j] : T(0); });
+    attentionHeadBackward<0>(s, head, record, [&](std::size_t j) { return j == top || (j < top && s.reached[y0 + j]) ? g[j] : T(0); });
   }
   for (std::size_t j = 0; j < top; ++j) s.reached[y0 + j] = false;
   return resumeBelow(s, y0);
@@ -137,7 +182,11 @@ class CausalSelfAttention {
     value.forward(x, span(v_, 0, all * d));
     for (std::size_t first = 0; first < all; first += tokens)
       for (std::size_t t = 0; t < tokens; ++t)
-        for (std::size_t h = 0; h < heads_; ++h) attendHead(first, t, h, span(concat_, (first + t) * d + h * hd, hd));
+        for (std::size_t h = 0; h < heads_; ++h) {
+          const std::span<Value<T>> out = span(concat_, (first + t) * d + h * hd, hd);
+          if (hd == detail::kSmallHead) attendHead<detail::kSmallHead>(first, t, h, out);
+          else attendHead<0>(first, t, h, out);
+        }
     proj.forward(span(concat_, 0, all * d), out);
   }
 
@@ -154,8 +203,9 @@ class CausalSelfAttention {
   // are those of the scalar graph (inner products, * scale, logSumExp, - lse, exp, then inner
   // products with the value columns), bit for bit. Query, key and value heads are runs of
   // consecutive nodes: each is a head's slice of a Linear layer's outputs.
+  template <std::size_t kHeadSize>
   void attendHead(std::size_t first, std::size_t t, std::size_t h, std::span<Value<T>> out) noexcept {
-    const std::size_t d = dModel_, hd = d / heads_, keys = t + 1;
+    const std::size_t d = dModel_, hd = kHeadSize != 0 ? kHeadSize : d / heads_, keys = t + 1;
     const std::size_t base = first * d;  // the sequence's first token's handles
     Pool<T>& pool = Pool<T>::local();
     detail::AttentionRecord<T> head{static_cast<Index>(keys), static_cast<Index>(hd), q_[base + t * d + h * hd].index(), 0,
@@ -180,12 +230,10 @@ class CausalSelfAttention {
       weights_[u] = std::exp(weights_[u] - lse);
       detail::writeRecord(head.weights(record) + u * detail::kWords<T>, weights_[u]);
     }
-    for (std::size_t j = 0; j < hd; ++j) {
-      const T* values = pool.values();  // a push may move the values
-      const T y = detail::sum4<T>(keys, key, [&](Index u) { return weights_[u] * values[firstV[u] + j]; });
-      out[j] = detail::node(y, Op::AttentionRow, at);
-    }
-    head.firstOutput = out[0].index();
+    detail::weightedValues<kHeadSize>(v, firstV, weights_.data(), keys, hd, outputs_.data());
+    head.firstOutput = pool.pushRun(hd, Op::AttentionRow, at, 0);
+    std::copy_n(outputs_.data(), hd, pool.values() + head.firstOutput);
+    for (std::size_t j = 0; j < hd; ++j) out[j] = Value<T>::fromIndex(head.firstOutput + static_cast<Index>(j));
     detail::writeRecord(record, head);
   }
 
@@ -197,11 +245,13 @@ class CausalSelfAttention {
     v_.resize(n);
     concat_.resize(n);
     weights_.resize(tokens);
+    outputs_.resize(dModel_ / heads_);
   }
 
   std::size_t dModel_, heads_;
   std::vector<Value<T>> q_, k_, v_, concat_;
   std::vector<T> weights_;  // one head's scores, then its attention weights
+  std::vector<T> outputs_;  // one head's outputs' values
 };
 
 }  // namespace burtorch

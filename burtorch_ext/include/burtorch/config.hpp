@@ -8,6 +8,8 @@
 #define BURTORCH_OUTLINE __declspec(noinline)
 #define BURTORCH_NOINLINE __declspec(noinline)
 #define BURTORCH_UNREACHABLE() __assume(0)
+// After a lambda's parameter list: inlined wherever it is called.
+#define BURTORCH_INLINE_LAMBDA [[msvc::forceinline]]
 #else
 #define BURTORCH_INLINE inline __attribute__((always_inline))
 // Kept out of a caller whose locals must stay in registers.
@@ -15,6 +17,7 @@
 // Out of line and off the hot path (growth, errors).
 #define BURTORCH_NOINLINE __attribute__((noinline, cold))
 #define BURTORCH_UNREACHABLE() __builtin_unreachable()
+#define BURTORCH_INLINE_LAMBDA __attribute__((always_inline))
 #endif
 
 // Index and size checks cost a branch per node, so only test builds turn them on.

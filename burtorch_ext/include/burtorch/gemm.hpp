@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstring>
 #include <new>
+#include <type_traits>
+#include <utility>
 
 #include "burtorch/config.hpp"
 #include "burtorch/kernels.hpp"
@@ -191,6 +193,14 @@ class PanelBuffer {
   std::size_t size_ = 0;
 };
 
+// f(0), f(1), ..., f(N - 1), each index a compile-time constant: the micro-kernels' accumulators
+// are then named, not indexed, and stay in registers (with a loop over the rows, GCC keeps them
+// in a stack array and stores every one of them on every step of k).
+template <std::size_t N, class F>
+BURTORCH_INLINE void forEachRow(F f) noexcept {
+  [&]<std::size_t... I>(std::index_sequence<I...>) BURTORCH_INLINE_LAMBDA { (f(std::integral_constant<std::size_t, I>{}), ...); }(std::make_index_sequence<N>{});
+}
+
 // C tile (kMR x kNR) += a (kc x kMR panel) x b (kc x kNR panel); c[i]: row i of the tile, kNR
 // values, no two overlapping. With `store`, C = the products instead.
 template <class T>
@@ -198,34 +208,47 @@ BURTORCH_INLINE void microKernel(std::size_t kc, const T* BURTORCH_RESTRICT a, c
   using R = Register<T>;
   constexpr std::size_t mr = Gemm<T>::kMR, w = R::kWidth;
   typename R::V acc[mr][2];
-  for (std::size_t i = 0; i < mr; ++i) acc[i][0] = acc[i][1] = R::zero();
+  forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = acc[i][1] = R::zero(); });
   for (std::size_t k = 0; k < kc; ++k) {
     const typename R::V b0 = R::load(b), b1 = R::load(b + w);
-    for (std::size_t i = 0; i < mr; ++i) {
+    forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
       const typename R::V ai = R::broadcast(a + i);
       acc[i][0] = R::mulAdd(ai, b0, acc[i][0]);
       acc[i][1] = R::mulAdd(ai, b1, acc[i][1]);
-    }
+    });
     a += mr;
     b += 2 * w;
   }
-  if (store) {
-    for (std::size_t i = 0; i < mr; ++i) {
-      R::store(c[i], acc[i][0]);
-      R::store(c[i] + w, acc[i][1]);
-    }
-    return;
-  }
   // Every row read before any is written (rows of C at a multiple of 4 KiB from each other
   // would otherwise wait on each other's stores): the caller guarantees the rows are distinct.
-  for (std::size_t i = 0; i < mr; ++i) {
-    acc[i][0] = R::add(R::load(c[i]), acc[i][0]);
-    acc[i][1] = R::add(R::load(c[i] + w), acc[i][1]);
-  }
-  for (std::size_t i = 0; i < mr; ++i) {
+  if (!store)
+    forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
+      acc[i][0] = R::add(R::load(c[i]), acc[i][0]);
+      acc[i][1] = R::add(R::load(c[i] + w), acc[i][1]);
+    });
+  forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
     R::store(c[i], acc[i][0]);
     R::store(c[i] + w, acc[i][1]);
+  });
+}
+
+// The same over the first half of the panel of b (one register per row of the tile): the last
+// panel of a narrow C (24 columns: 16 + 8), without multiplying the panel's zeros or going
+// through a buffer. The same chains, so the same bits.
+template <class T>
+BURTORCH_INLINE void microKernelHalf(std::size_t kc, const T* BURTORCH_RESTRICT a, const T* BURTORCH_RESTRICT b, T* const* c, bool store) noexcept {
+  using R = Register<T>;
+  constexpr std::size_t mr = Gemm<T>::kMR, w = R::kWidth;
+  typename R::V acc[mr];
+  forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i] = R::zero(); });
+  for (std::size_t k = 0; k < kc; ++k) {
+    const typename R::V b0 = R::load(b);
+    forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i] = R::mulAdd(R::broadcast(a + i), b0, acc[i]); });
+    a += mr;
+    b += 2 * w;
   }
+  if (!store) forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i] = R::add(R::load(c[i]), acc[i]); });
+  forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { R::store(c[i], acc[i]); });
 }
 
 }  // namespace detail
@@ -380,18 +403,20 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, const PackA& packA, const
   }
   // One tile: from the packed panels into C, through `tile` where C's rows are not contiguous
   // over the tile (or at the edges).
+  constexpr std::size_t w = Register<T>::kWidth;
   const auto tileAt = [&](const T* a, const T* b, std::size_t kc, std::size_t i0, std::size_t mm, std::size_t j0, std::size_t nn, bool store) {
     T* rows[mr];
-    bool direct = nn == nr && mm == mr;
+    bool direct = (nn == nr || nn == w) && mm == mr;
     for (std::size_t i = 0; i < mm && direct; ++i) {
       std::size_t len;
       rows[i] = const_cast<T*>(cRows.segment(i0 + i, j0, len));
-      direct = len >= nr;
+      direct = len >= nn;
       // Rows that overlap (an input two rows share) are added one after the other, below.
-      for (std::size_t u = 0; u < i && direct; ++u) direct = rows[u] + nr <= rows[i] || rows[i] + nr <= rows[u];
+      for (std::size_t u = 0; u < i && direct; ++u) direct = rows[u] + nn <= rows[i] || rows[i] + nn <= rows[u];
     }
     if (direct) {
-      detail::microKernel(kc, a, b, rows, store);
+      if (nn == nr) detail::microKernel(kc, a, b, rows, store);
+      else detail::microKernelHalf(kc, a, b, rows, store);
       return;
     }
     for (std::size_t i = 0; i < mr; ++i) rows[i] = tile + i * nr;

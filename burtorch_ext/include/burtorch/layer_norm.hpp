@@ -4,6 +4,7 @@
 // mean is large compared with the spread.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <span>
@@ -26,6 +27,37 @@ struct LayerNormRecord {
   T scale;            // 1 / sqrt(var + eps)
 };
 
+// Every output reached, x one run and a gain (a transformer's layer norms): the terms of
+// layerNormRowBackward, each in the same order, over contiguous arrays that the compiler
+// vectorises.
+template <class T>
+BURTORCH_INLINE void layerNormDenseBackward(Sweep<T>& s, const LayerNormRecord<T>& norm, Index x0) noexcept {
+  const std::size_t n = norm.n;
+  const T mean = norm.mean, scale = norm.scale;
+  const T* BURTORCH_RESTRICT x = s.v + x0;
+  const T* BURTORCH_RESTRICT gamma = s.v + norm.firstGain;
+  const T* BURTORCH_RESTRICT dy = s.g + norm.firstOutput;
+  T sumD = 0, sumDXhat = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const T d = dy[k] * gamma[k];
+    sumD += d;
+    sumDXhat += d * ((x[k] - mean) * scale);
+  }
+  const T meanD = sumD / static_cast<T>(n), meanDXhat = sumDXhat / static_cast<T>(n);
+  T* BURTORCH_RESTRICT dx = s.g + x0;
+  T* BURTORCH_RESTRICT dGamma = s.g + norm.firstGain;
+  T* BURTORCH_RESTRICT dBeta = s.g + norm.firstBias;
+  for (std::size_t k = 0; k < n; ++k) {
+    const T xhat = (x[k] - mean) * scale;
+    dGamma[k] += dy[k] * xhat;
+    dBeta[k] += dy[k];
+    dx[k] += scale * (dy[k] * gamma[k] - meanD - xhat * meanDXhat);
+  }
+  s.reach(norm.firstGain, n);
+  s.reach(norm.firstBias, n);
+  s.reach(x0, n);
+}
+
 // Node i is the highest reached output of a layer norm (see Resume); outputs the root does not
 // reach contribute nothing. With y = xhat * gamma + beta and xhat = (x - mean) * scale:
 //   dx_k = scale * (d_k - mean(d) - xhat_k * mean(d * xhat)),  d = dy * gamma,
@@ -38,6 +70,13 @@ BURTORCH_OUTLINE Resume layerNormRowBackward(bool* reached, Index low, Index flo
   const Index gamma0 = norm.firstGain, beta0 = norm.firstBias, y0 = norm.firstOutput;
   const T mean = norm.mean, scale = norm.scale;
   const std::size_t top = i - y0;
+  const Index xWord = s.links[xList];
+  const bool xRun = (xWord & kRangeFlag) && xWord != kRunsMarker;
+  if (xRun && gamma0 != kNoIndex && top + 1 == n && std::memchr(s.reached + y0, 0, top) == nullptr) {
+    layerNormDenseBackward(s, norm, xWord & ~kRangeFlag);
+    std::fill(s.reached + y0, s.reached + i, false);
+    return resumeBelow(s, y0);
+  }
   const auto live = [&](std::size_t k) { return k == top || (k < top && s.reached[y0 + k]); };
   const auto dy = [&](std::size_t k) { return live(k) ? s.g[y0 + k] : T(0); };
   const auto d = [&](std::size_t k) { return gamma0 == kNoIndex ? dy(k) : dy(k) * s.v[gamma0 + k]; };

@@ -73,6 +73,20 @@ inline bool everyInputInRuns(const Index* links, const Index* lists, std::size_t
   return true;
 }
 
+// y[t cols + j] += row[j] for t < count, j < cols: a layer's biases on a block of its outputs.
+template <class T>
+BURTORCH_INLINE void addToEachRow(T* BURTORCH_RESTRICT y, const T* BURTORCH_RESTRICT row, std::size_t count, std::size_t cols) noexcept {
+  for (std::size_t t = 0; t < count; ++t)
+    for (std::size_t j = 0; j < cols; ++j) y[t * cols + j] += row[j];
+}
+
+// sums[j] += y[t cols + j] for t < count (in order of t), j < cols: the biases' gradients.
+template <class T>
+BURTORCH_INLINE void addEachRow(T* BURTORCH_RESTRICT sums, const T* BURTORCH_RESTRICT y, std::size_t count, std::size_t cols) noexcept {
+  for (std::size_t t = 0; t < count; ++t)
+    for (std::size_t j = 0; j < cols; ++j) sums[j] += y[t * cols + j];
+}
+
 // The outputs of a block of tokens in one matrix product: Y = X W^T (gemm.hpp: the weights are
 // read once per block of rows, not once per token), then the bias and the activation. Each
 // output is one chain of products in order of k, as in dotRows, but without dotRows' lanes: the
@@ -85,16 +99,11 @@ void linearBlock(const LinearRecord& layer, std::size_t tokens, const Index* lis
   const InputRows<T> x{v, pool.links(), lists};
   const kernels::StridedRows<T> w{v + layer.firstWeight, n}, y{v + layer.firstOutput, rows};
   kernels::gemm<T>(tokens, rows, n, kernels::AFromRows<InputRows<T>>{x, tokens}, kernels::BFromColumns<kernels::StridedRows<T>>{w, rows}, y, true);
+  if (layer.hasBias()) addToEachRow(v + layer.firstOutput, v + layer.firstBias, tokens, rows);
   // In FP32, tanh for the whole block at once (tanh_block.hpp).
-  const bool tanhBlock = std::is_same_v<T, float> && layer.activation == Activation::Tanh;
-  for (std::size_t t = 0; t < tokens; ++t)
-    for (std::size_t j = 0; j < rows; ++j) {
-      T data = v[layer.output(t, j)];
-      if (layer.hasBias()) data += v[layer.firstBias + j];
-      v[layer.output(t, j)] = tanhBlock ? data : activated(layer.activation, data);
-    }
   if constexpr (std::is_same_v<T, float>)
-    if (tanhBlock) kernels::tanhMany(v + layer.firstOutput, tokens * rows);
+    if (layer.activation == Activation::Tanh) return kernels::tanhMany(v + layer.firstOutput, tokens * rows);
+  activateMany(layer.activation, v + layer.firstOutput, tokens * rows);
 }
 
 // One token's outputs: the values exactly as innerProduct(WithBias) and the activation's
@@ -307,16 +316,15 @@ BURTORCH_INLINE void linearDenseBackward(Sweep<T>& s, const LinearRecord& layer,
 // then is added run by run: two tokens' inputs may share nodes (the same embedding row). The
 // terms of each gradient come in another order than token by token: within 1e-6 relative in
 // FP32.
-template <class T, class AffineGrad>
-BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer, const Index* lists, std::size_t tokens, AffineGrad affineGrad) noexcept {
+template <class T>
+BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer, const Index* lists, std::size_t tokens) noexcept {
   using kernels::StridedRows;
   const std::size_t rows = layer.rows, n = layer.n;
   static thread_local std::vector<T> scratch;  // grows to the largest block, then stays
   if (scratch.size() < tokens * (rows + n)) scratch.resize(tokens * (rows + n));
   T* const gy = scratch.data();
   T* const gx = gy + tokens * rows;
-  for (std::size_t t = 0; t < tokens; ++t)
-    for (std::size_t j = 0; j < rows; ++j) gy[t * rows + j] = affineGrad(layer.output(t, j));
+  activationGradients(layer.activation, s.v + layer.firstOutput, s.g + layer.firstOutput, gy, tokens * rows);
   const StridedRows<T> g{gy, rows}, dx{gx, n};
   const StridedRows<T> w{const_cast<T*>(s.v) + layer.firstWeight, n}, dw{s.g + layer.firstWeight, n};
   const InputRows<T> x{const_cast<T*>(s.v), s.links, lists};
@@ -324,8 +332,7 @@ BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer,
   kernels::gemm<T>(tokens, n, rows, kernels::AFromRows<StridedRows<T>>{g, tokens}, kernels::BFromRows<StridedRows<T>>{w, n}, dx, true);
   s.reach(layer.firstWeight, rows * n);
   if (layer.hasBias()) {
-    for (std::size_t t = 0; t < tokens; ++t)
-      for (std::size_t j = 0; j < rows; ++j) s.g[layer.firstBias + j] += gy[t * rows + j];
+    addEachRow(s.g + layer.firstBias, gy, tokens, rows);
     s.reach(layer.firstBias, rows);
   }
   for (std::size_t t = 0; t < tokens; ++t) {
@@ -334,8 +341,7 @@ BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer,
     const std::size_t length = oneRun ? n : list[1];
     for (std::size_t r = 0; r < n / length; ++r) {
       const Index first = oneRun ? list[0] & ~kRangeFlag : list[2 + r];
-      const T* from = gx + t * n + r * length;
-      for (std::size_t k = 0; k < length; ++k) s.g[first + k] += from[k];
+      addToEachRow(s.g + first, gx + t * n + r * length, 1, length);
       s.reach(first, length);
     }
   }
@@ -376,7 +382,7 @@ BURTORCH_OUTLINE Resume linearRowBackward(bool* reached, Index low, Index floor,
   }
   // memchr: a vectorised scan of the flags (a bool is one byte, 0 or 1).
   const bool everyOutput = i == layer.output(tokens - 1, layer.rows - 1) && std::memchr(s.reached + layer.firstOutput, 0, i - layer.firstOutput) == nullptr;
-  if (everyOutput && tokens >= kBlockTokens && everyInputInRuns(s.links, inputLists, tokens)) linearBlockBackward(s, layer, inputLists, tokens, affineGrad);
+  if (everyOutput && tokens >= kBlockTokens && everyInputInRuns(s.links, inputLists, tokens)) linearBlockBackward(s, layer, inputLists, tokens);
   else if (everyInputARun && everyOutput) linearDenseBackward(s, layer, tokens, input, affineGrad);
   else if (everyInputARun) linearRunsBackward(s, layer, tokens, input, live, affineGrad);
   else linearListedBackward(s, layer, inputLists, tokens, live, affineGrad);

@@ -141,9 +141,11 @@ auto toList(const R& xs) noexcept {
   const std::span<const Value<T>> handles(xs);
   if (handles.empty()) return detail::recordRange<T>(0, 0);
   const Index first = handles[0].index();
-  std::size_t k = 1;
-  while (k < handles.size() && handles[k].index() == first + k) ++k;
-  if (k == handles.size()) return detail::recordRange<T>(first, k);
+  // Any bit set where a handle is not first + k. No early exit and an OR of words: the compiler
+  // vectorises the whole scan, and a range is the common case.
+  Index offRange = 0;
+  for (std::size_t k = 1; k < handles.size(); ++k) offRange |= (handles[k].index() - first) ^ static_cast<Index>(k);
+  if (offRange == 0) return detail::recordRange<T>(first, handles.size());
   Pool<T>& pool = Pool<T>::local();
   const Index at = pool.appendLinks(handles.size());
   std::memcpy(pool.links() + at, handles.data(), handles.size() * sizeof(Index));
