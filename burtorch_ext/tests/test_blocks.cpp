@@ -20,26 +20,16 @@
 #include "gpt.hpp"
 #include "gradcheck.hpp"
 #include "mlp.hpp"
+#include "random_inputs.hpp"
 #include "training.hpp"
 
 using namespace burtorch;
 using namespace burtorch::driver;
+using random_inputs::randomize;
+using random_inputs::sampleRows;
 using burtorch::detail::kBlockTokens;
 
 namespace {
-
-template <class T>
-void randomize(NodeRange<T> params, std::uint64_t seed) {
-  Rng rng(seed);
-  for (std::size_t k = 0; k < params.size(); ++k) params[k].setData(rng.uniform<T>(-1, 1));
-}
-
-std::vector<std::uint8_t> sampleRows(std::size_t count, std::size_t width, std::size_t vocab, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<std::uint8_t> rows(count * width);
-  for (std::uint8_t& id : rows) id = static_cast<std::uint8_t>(rng.next() % vocab);
-  return rows;
-}
 
 // The batch's graph: the sum of the samples' losses, as Trainer::step backpropagates it.
 template <class Model>

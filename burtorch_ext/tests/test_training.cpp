@@ -16,11 +16,14 @@
 #include "gradcheck.hpp"
 #include "inputs.hpp"
 #include "mlp.hpp"
+#include "random_inputs.hpp"
 #include "save_load.hpp"
 #include "training.hpp"
 
 using namespace burtorch;
 using namespace burtorch::driver;
+using random_inputs::randomize;
+using random_inputs::sampleRows;
 
 namespace {
 
@@ -51,21 +54,6 @@ void writeArray(const std::string& path, std::uint32_t dtype, std::vector<std::u
   std::memcpy(out.data() + 16, dims.data(), 32);
   if (bytes) std::memcpy(out.data() + 48, data, bytes);
   writeBytes(path, out.data(), out.size());
-}
-
-// Parameters uniform in (-1, 1), as the harness draws them (any fixed values would do).
-template <class T>
-void randomize(NodeRange<T> params, std::uint64_t seed) {
-  Rng rng(seed);
-  for (std::size_t k = 0; k < params.size(); ++k) params[k].setData(rng.uniform<T>(-1, 1));
-}
-
-// Samples of the right width with token ids below vocab.
-std::vector<std::uint8_t> sampleRows(std::size_t count, std::size_t width, std::size_t vocab, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<std::uint8_t> rows(count * width);
-  for (std::uint8_t& id : rows) id = static_cast<std::uint8_t>(rng.next() % vocab);
-  return rows;
 }
 
 // A small MLP run's inputs folder: 4 steps of batch 2 over 5 samples.
