@@ -6,12 +6,19 @@ iterations at the point's time per iteration; the init run (one iteration) pays 
 more. Both numbers are taken from the previous run's trials of the same point, else of the same
 engine and workload at other points, else from the committed reference run (another machine,
 maybe: rough), else from one constant pair (rough).
+
+A machine's speed drifts (this project's 2-core VM ran the same plan in 1,876 s and in 1,291 s on
+one afternoon, and 2.2x slower than two days before), and a trial's cost is mostly its start-up.
+So where the previous run has the harness's floor row (a worker that imports no framework), that
+trial is run again here first and the previous run's figures are scaled by now / then.
 """
 from __future__ import annotations
 
 import heapq
 import json
+import os
 import statistics
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +30,8 @@ REFERENCE_RUN = Path(__file__).resolve().parent.parent / "results" / "reference"
 # small-graph iteration. Labelled rough wherever used.
 ROUGH_STARTUP_S = 1.0
 ROUGH_PER_ITER_S = 1e-4
+# Runs of the floor trial whose median wall time gauges the machine's speed now.
+SPEED_PROBES = 3
 
 
 @dataclass(frozen=True)
@@ -55,20 +64,64 @@ def costs_of(run_dir: Path) -> dict[tuple, Cost]:
             for key, pairs in samples.items()}
 
 
+def floor_trials(run_dir: Path) -> list[dict]:
+    """The finished trials of the harness's floor row on workloads that need no inputs folder."""
+    from engines.none import FLOOR
+    from workloads import all_workloads
+
+    workloads = all_workloads()
+    return [t for t in results.read_trials(run_dir, warn=lambda _: None)
+            if t.get("engine") == FLOOR and t.get("status", "ok") == "ok" and isinstance(t.get("wall_time_s"), float)
+            and (w := workloads.get(t.get("workload"))) is not None and w.kind == "graph" and not w.measures_energy
+            and isinstance(t.get("iterations"), int) and isinstance(t.get("params"), dict)]
+
+
+def probe_floor(trial: dict) -> float | None:
+    """The median wall time of `trial` (the floor row's) run again here, as the runner spawns it."""
+    from engines import all_engines
+    from engines.none import FLOOR
+    from harness.envs import worker_env
+    from harness.runner import worker_command
+    from harness.spawn import ChildSpawner, RunOptions
+    from workloads import load
+
+    spec, workload = all_engines()[FLOOR], load(trial["workload"])
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
+    cpu = trial.get("cpu") if trial.get("cpu") in allowed else allowed[-1]
+    iterations, warmup = trial["iterations"], trial.get("warmup") or 0
+    cmd = worker_command(sys.executable, spec, workload, trial["params"]) + [
+        "--iterations", str(iterations), "--warmup", str(warmup), "--blocks", str(workload.timing_blocks(iterations))]
+    spawner = ChildSpawner(RunOptions(cpu=cpu))
+    walls = [child.wall_s for child in (spawner.run(cmd, 60, env=worker_env(spec)) for _ in range(SPEED_PROBES))
+             if child.returncode == 0]
+    return statistics.median(walls) if walls else None
+
+
 class Estimator:
     """Seconds per planned trial; `source(pt)` says which figures it used."""
 
-    def __init__(self, run_dir: Path | None):
+    def __init__(self, run_dir: Path | None, probe=probe_floor):
         self.run_dir = run_dir
         self.measured = costs_of(run_dir) if run_dir is not None else {}
         self.reference = costs_of(REFERENCE_RUN) if results.is_run_dir(REFERENCE_RUN) else {}
+        self.speed, self.speed_note = 1.0, ""
+        floors = floor_trials(run_dir) if run_dir is not None else []
+        now = probe(floors[0]) if floors else None
+        if now:
+            then = statistics.median(t["wall_time_s"] for t in floors)
+            self.speed = now / then
+            self.speed_note = (f"; scaled x{self.speed:.2f} to this machine's speed now (the harness's floor trial "
+                               f"takes {now * 1e3:.0f} ms, {then * 1e3:.0f} ms in that run)")
 
     def _lookup(self, pt: PlannedTrial) -> tuple[Cost, str]:
         point = (pt.engine.id, pt.workload.name, json.dumps(pt.params, sort_keys=True))
         for table, name in ((self.measured, "run"), (self.reference, "rough")):
             for key in (point, point[:2]):
                 if key in table:
-                    return table[key], name
+                    cost = table[key]
+                    if name == "run":
+                        cost = Cost(cost.startup_s * self.speed, cost.per_iter_s * self.speed)
+                    return cost, name
         return Cost(ROUGH_STARTUP_S, ROUGH_PER_ITER_S), "rough"
 
     def trial_s(self, pt: PlannedTrial) -> float:
@@ -88,6 +141,7 @@ class Estimator:
         if isinstance(made, str) and made[:10]:
             # A shared (cloud) machine has run the same trials 2x slower on one day than on another.
             head += f" (made {made[:10]}: a machine's speed can change from day to day)"
+        head += self.speed_note
         return head + (f"; {rough} of {len(plan)} trials from rough built-in figures (not in that run)" if rough else "")
 
 

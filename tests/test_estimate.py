@@ -12,6 +12,7 @@ from harness.machine import describe
 from harness.orchestrator import Eta
 from harness.preview import duration
 from harness.session import make_plan
+from engines.none import FLOOR
 from workloads import load
 
 STARTUP_S, PER_ITER_S = 2.0, 1e-3
@@ -97,3 +98,22 @@ def test_dry_run_of_a_resume_shows_only_the_trials_left(fake_engines, tmp_path, 
     total = next(line for line in out.splitlines() if line.split("│")[1:2] and "total" in line.split("│")[1])
     assert total.split("│")[4].strip() == str(len(lines) - 1)
     assert (run / results.TRIALS_FILE).read_text() == lines[0], "a dry run ran trials"
+
+
+def test_a_previous_run_s_figures_follow_the_machine_s_speed_now_gauged_by_its_floor_trial(fake_engines, tmp_path,
+                                                                                           capsys):
+    run = synthetic_run(tmp_path / "old", describe()["cpu_model"])
+    floor = results.Trial(engine=FLOOR, framework="none", mode="empty", language="python", device="cpu",
+                          workload="small", params={"a": -4.0, "b": 2.0}, trial=0, iterations=100, warmup=0,
+                          per_iter_s={"mean": 1e-6}, wall_time_s=0.05)
+    with (run / results.TRIALS_FILE).open("a") as f:
+        f.write(floor.to_json() + "\n")
+    pt = make_plan(SPEC)[0]
+    same = estimate.Estimator(run, probe=lambda trial: trial["wall_time_s"])
+    slower = estimate.Estimator(run, probe=lambda trial: 2 * trial["wall_time_s"])
+    assert slower.trial_s(pt) == pytest.approx(2 * same.trial_s(pt))
+    assert "scaled x2.00 to this machine's speed now" in slower.describe([pt])
+    # The real gauge: the floor trial run again here, as the runner spawns it.
+    assert 0 < estimate.probe_floor(floor.__dict__) < 60
+    assert main(["run", *PLAN, "--dry-run", "--estimate-from", str(run)]) == 0
+    assert "to this machine's speed now" in capsys.readouterr().out
