@@ -26,10 +26,15 @@ class Mlp:
         self.head.load(w2.ravel().tolist(), b2.tolist())
         self.vocab = w2.shape[0]
 
+    @staticmethod
+    def to_batch(x, y) -> tuple:
+        """Row ids as over_rows reads them and targets as Python ints, so that the timed step converts nothing."""
+        return np.ascontiguousarray(x, dtype=np.int64), [int(target) for target in y]
+
     def losses(self, bt, x, y) -> list:
         logits = self.head(self.hidden.over_rows(self.wte, x))
         v = self.vocab
-        return [bt.cross_entropy(logits[s * v:(s + 1) * v], int(target)) for s, target in enumerate(y)]
+        return [bt.cross_entropy(logits[s * v:(s + 1) * v], target) for s, target in enumerate(y)]
 
 
 class Gpt:
@@ -70,8 +75,13 @@ class Gpt:
         self.token_rows = [self.wte[r] for r in range(wte.shape[0])]
         self.position_rows = [self.wpe[r] for r in range(wpe.shape[0])]
 
+    @staticmethod
+    def to_batch(x, y) -> tuple:
+        """Token ids as Python ints, so that the timed step converts nothing."""
+        return np.asarray(x).tolist(), np.asarray(y).tolist()
+
     def losses(self, bt, x, y) -> list:
-        windows, tokens = x.shape
+        windows, tokens = len(x), len(x[0])
         h = []
         for window in x:
             for t, token in enumerate(window):
@@ -81,7 +91,7 @@ class Gpt:
             h = [u + v for u, v in zip(h, ff2(ff1(ln2(h))))]
         logits = self.head(self.lnf(h))
         v = self.vocab
-        return [bt.reduce_mean([bt.cross_entropy(logits[(s * tokens + t) * v:(s * tokens + t + 1) * v], int(y[s, t]))
+        return [bt.reduce_mean([bt.cross_entropy(logits[(s * tokens + t) * v:(s * tokens + t + 1) * v], y[s][t])
                                 for t in range(tokens)]) for s in range(windows)]
 
 
@@ -106,5 +116,5 @@ def build(workload, folder: Path | None) -> TrainingProgram:
         bt.sgd_step_and_zero_grad(first, last, step)
         return sum(loss.data for loss in losses) / batch
 
-    return TrainingProgram(workload, data, lambda x, y: (np.asarray(x), np.asarray(y)), train_step,
+    return TrainingProgram(workload, data, type(model).to_batch, train_step,
                            f"burtorch {burtorch.__version__}")
