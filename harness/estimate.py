@@ -44,11 +44,16 @@ class Cost:
         return init + self.startup_s + self.per_iter_s * (pt.iterations + pt.warmup)
 
 
-def costs_of(run_dir: Path) -> dict[tuple, Cost]:
+def trials_of(run_dir: Path) -> list[dict]:
+    """A run's trials, read once for all the figures taken from it; its damaged lines only go unused."""
+    return results.read_trials(run_dir, warn=lambda _: None)
+
+
+def costs_of(trials: list[dict]) -> dict[tuple, Cost]:
     """Each measured point's cost, keyed (engine, workload, params JSON), and (engine, workload)
     for the same pair at any point."""
     samples: dict[tuple, list[tuple[float, float]]] = {}
-    for t in results.read_trials(run_dir, warn=lambda _: None):
+    for t in trials:
         per_iter = (t.get("per_iter_s") or {}).get("mean")
         wall = t.get("wall_time_s")
         if not isinstance(wall, (int, float)):
@@ -64,13 +69,13 @@ def costs_of(run_dir: Path) -> dict[tuple, Cost]:
             for key, pairs in samples.items()}
 
 
-def floor_trials(run_dir: Path) -> list[dict]:
+def floor_trials(trials: list[dict]) -> list[dict]:
     """The finished trials of the harness's floor row on workloads that need no inputs folder."""
     from engines.none import FLOOR
     from workloads import all_workloads
 
     workloads = all_workloads()
-    return [t for t in results.read_trials(run_dir, warn=lambda _: None)
+    return [t for t in trials
             if t.get("engine") == FLOOR and t.get("status", "ok") == "ok" and isinstance(t.get("wall_time_s"), float)
             and (w := workloads.get(t.get("workload"))) is not None and w.kind == "graph" and not w.measures_energy
             and isinstance(t.get("iterations"), int) and isinstance(t.get("params"), dict)]
@@ -102,10 +107,11 @@ class Estimator:
 
     def __init__(self, run_dir: Path | None, probe=probe_floor):
         self.run_dir = run_dir
-        self.measured = costs_of(run_dir) if run_dir is not None else {}
-        self.reference = costs_of(REFERENCE_RUN) if results.is_run_dir(REFERENCE_RUN) else {}
+        previous = trials_of(run_dir) if run_dir is not None else []
+        self.measured = costs_of(previous)
+        self.reference = costs_of(trials_of(REFERENCE_RUN)) if results.is_run_dir(REFERENCE_RUN) else {}
         self.speed, self.speed_note = 1.0, ""
-        floors = floor_trials(run_dir) if run_dir is not None else []
+        floors = floor_trials(previous)
         now = probe(floors[0]) if floors else None
         if now:
             then = statistics.median(t["wall_time_s"] for t in floors)
