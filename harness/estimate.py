@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import heapq
 import json
-import os
 import statistics
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +30,7 @@ ROUGH_STARTUP_S = 1.0
 ROUGH_PER_ITER_S = 1e-4
 # Runs of the floor trial whose median wall time gauges the machine's speed now.
 SPEED_PROBES = 3
+PROBE_TIMEOUT_S = 60  # a floor trial takes well under a second: past this it is stuck
 
 
 @dataclass(frozen=True)
@@ -85,20 +84,17 @@ def probe_floor(trial: dict) -> float | None:
     """The median wall time of `trial` (the floor row's) run again here, as the runner spawns it."""
     from engines import all_engines
     from engines.none import FLOOR
-    from harness.envs import worker_env
-    from harness.runner import worker_command
+    from harness.measure import affinity
+    from harness.runner import run_child
     from harness.spawn import ChildSpawner, RunOptions
     from workloads import load
 
-    spec, workload = all_engines()[FLOOR], load(trial["workload"])
-    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
-    cpu = trial.get("cpu") if trial.get("cpu") in allowed else allowed[-1]
-    iterations, warmup = trial["iterations"], trial.get("warmup") or 0
-    cmd = worker_command(sys.executable, spec, workload, trial["params"]) + [
-        "--iterations", str(iterations), "--warmup", str(warmup), "--blocks", str(workload.timing_blocks(iterations))]
+    pt = PlannedTrial(all_engines()[FLOOR], load(trial["workload"]), trial["params"], trial=0,
+                      iterations=trial["iterations"], warmup=trial.get("warmup") or 0, timeout_s=PROBE_TIMEOUT_S)
+    cpu = trial.get("cpu") if trial.get("cpu") in affinity.allowed_cpus() else affinity.default_cpu()
     spawner = ChildSpawner(RunOptions(cpu=cpu))
-    walls = [child.wall_s for child in (spawner.run(cmd, 60, env=worker_env(spec)) for _ in range(SPEED_PROBES))
-             if child.returncode == 0]
+    children = [run_child(pt, spawner, pt.iterations, pt.warmup, None) for _ in range(SPEED_PROBES)]
+    walls = [child.wall_s for child in children if child.returncode == 0]
     return statistics.median(walls) if walls else None
 
 
