@@ -99,7 +99,8 @@ def probe_floor(trial: dict) -> float | None:
 
 
 class Estimator:
-    """Seconds per planned trial; `source(pt)` says which figures it used."""
+    """Seconds per planned trial; `source(pt)` says which figures it used. `probe` gauges the
+    machine's speed now from a floor trial (probe_floor); None: the figures as measured, unscaled."""
 
     def __init__(self, run_dir: Path | None, probe=probe_floor):
         self.run_dir = run_dir
@@ -107,7 +108,7 @@ class Estimator:
         self.measured = costs_of(previous)
         self.reference = costs_of(trials_of(REFERENCE_RUN)) if results.is_run_dir(REFERENCE_RUN) else {}
         self.speed, self.speed_note = 1.0, ""
-        floors = floor_trials(previous)
+        floors = floor_trials(previous) if probe else []
         now = probe(floors[0]) if floors else None
         if now:
             then = statistics.median(t["wall_time_s"] for t in floors)

@@ -52,7 +52,9 @@ def spec(plan: list[PlannedTrial], text: str, estimate_from) -> dict:
     from harness.estimate import Estimator
 
     index, count = parse(text)
-    points = split(plan, count, Estimator(estimate_from).trial_s)[index - 1]
+    # Unscaled: a speed gauged on each machine would differ between machines and so would their splits
+    # (the gauge scales the previous run's figures, not the built-in ones), losing or doubling points.
+    points = split(plan, count, Estimator(estimate_from, probe=None).trial_s)[index - 1]
     if not points:
         raise UsageError(f"--shard {text}: the plan has fewer points than shards; use fewer shards")
     return {"index": index, "count": count, "points": points,
