@@ -13,7 +13,6 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from pathlib import Path
 
 from rich.console import Console
@@ -23,6 +22,7 @@ from rich.text import Text
 from harness import manifest as manifest_mod
 from harness import results
 from harness.plan import PlannedTrial
+from harness.preview import duration
 from harness.runner import measure, prepare_inputs
 from harness.spawn import ChildSpawner, Interrupted, RunOptions
 from harness.points import group
@@ -208,7 +208,7 @@ class EtaColumn(ProgressColumn):
         if task.fields.get("eta_s") is None:
             return Text("ETA -:--:--")
         left = max(task.fields["eta_s"] - (time.monotonic() - task.fields["eta_at"]), 0.0)
-        return Text(f"ETA {timedelta(seconds=round(left))}")
+        return Text(f"ETA {duration(left)}")
 
 
 @contextmanager
