@@ -158,12 +158,15 @@ def split_id(engine_id: str) -> tuple[str, str]:
     return base, env
 
 
-def worker_env(engine) -> dict | None:
-    """An environment's interpreter reaches the harness's code (and the user's plug-in engines)
-    through PYTHONPATH; its packages are its own."""
-    if not engine.env:
-        return None
+def harness_path() -> dict:
+    """Another interpreter (--python's, an environment's) reaches the harness's code (and the user's
+    plug-in engines) through PYTHONPATH; its packages are its own."""
     return {"PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+def worker_env(engine) -> dict | None:
+    """What a child of `engine` adds to the run's environment variables: an environment's engine, the harness's path."""
+    return harness_path() if engine.env else None
 
 
 # ----------------------------------------------------------------------------- the cache folder

@@ -223,11 +223,7 @@ def new_run_dir(out: Path, profile: str) -> Path:
 
 
 def worker_env(python: str) -> dict:
-    """Another interpreter finds the harness through PYTHONPATH (it has only its own packages)."""
-    if python == sys.executable:
-        return {}
-    root = str(Path(__file__).resolve().parent.parent)
-    return {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    return {} if python == sys.executable else envs.harness_path()
 
 
 def run(req: RunRequest, console: Console) -> int:
