@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harness.envs import RECORD, EnvSpec
+from harness.envs import RECORD, EnvSpec, read_record
 
 INSTALL_TIMEOUT_S = 1800
 REASON_CHARS = 300
@@ -77,7 +77,7 @@ def ensure(spec: EnvSpec, base_python: str, root: Path, needs: tuple[str, ...], 
     except InstallFailed as exc:
         return Environment(spec.text, "", "", "", "", False, 0.0, {}, str(exc))
     folder = root / folder_name(spec, version)
-    record = _read(folder)
+    record = read_record(folder)
     reused = bool(record.get("ready")) and interpreter(folder).exists()
     python = str(interpreter(folder))
     try:
@@ -166,13 +166,6 @@ def _canonical(name: str) -> str:
 
 def _name(tool: str | None) -> str:
     return "uv" if tool else "pip"
-
-
-def _read(folder: Path) -> dict:
-    try:
-        return json.loads((folder / RECORD).read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def _write(folder: Path, record: dict) -> None:

@@ -197,13 +197,18 @@ class Cached:
     last_used: float
 
 
+def read_record(folder: Path) -> dict:
+    """An environment's RECORD; empty where it was never finished (or is unreadable)."""
+    try:
+        return json.loads((folder / RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def cached(folder: Path) -> list[Cached]:
     found = []
     for path in sorted(p for p in Path(folder).glob("*") if p.is_dir()):
-        try:
-            record = json.loads((path / RECORD).read_text())
-        except (OSError, ValueError):
-            record = {}
+        record = read_record(path)
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
         found.append(Cached(path, record, size, float(record.get("last_used") or path.stat().st_mtime)))
     return found
