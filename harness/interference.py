@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.measure import affinity, tsc
-from harness.orchestrator import runner_off
+from harness.orchestrator import runner_cores, runner_off
 from harness.plan import make_plan
 from harness.runner import measure, prepare_inputs
 from harness.spawn import ChildSpawner, Interrupted, RunOptions
@@ -115,7 +115,7 @@ def _measure(pt, cpus, options, rate, rounds, inputs) -> Interference:
 def format_table(rows: list[Interference], cpus: list[int]):
     from rich.table import Table
 
-    spare = sorted(set(affinity.allowed_cpus()) - set(cpus))
+    spare = runner_cores(cpus)
     table = Table(title=f"interference: a trial on core {cpus[0]} alone vs with cores "
                         f"{affinity.format_cpus(cpus[1:])} busy with the same trial (medians of {ROUNDS} trials; "
                         f"runner on {affinity.format_cpus(spare) if spare else 'a listed core too'})",

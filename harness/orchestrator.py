@@ -7,11 +7,10 @@ interval of their mean is tight enough or --max-trials is reached.
 """
 from __future__ import annotations
 
-import os
 import signal
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from rich.text import Text
 
 from harness import manifest as manifest_mod
 from harness import results
+from harness.measure import affinity
 from harness.plan import PlannedTrial
 from harness.preview import duration
 from harness.runner import measure, prepare_inputs
@@ -211,21 +211,17 @@ class EtaColumn(ProgressColumn):
         return Text(f"ETA {duration(left)}")
 
 
-@contextmanager
+def runner_cores(cpus: list[int]) -> list[int]:
+    """The cores the runner keeps to while trials run on several `cpus`: the allowed ones they leave
+    ([]: none left, or one worker core, which the runner shares)."""
+    return sorted(set(affinity.allowed_cpus()) - set(cpus)) if len(cpus) > 1 else []
+
+
 def runner_off(cpus: list[int]):
     """With several worker cores, keep the runner (and the threads it starts from here on) off
     them where the machine has a core to spare."""
-    if len(cpus) < 2 or not hasattr(os, "sched_setaffinity"):
-        yield
-        return
-    before = os.sched_getaffinity(0)
-    rest = before - set(cpus)
-    if rest:
-        os.sched_setaffinity(0, rest)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
+    spare = runner_cores(cpus)
+    return affinity.confined(set(spare)) if spare else nullcontext()
 
 
 def _finish(run_dir: Path, manifest: dict, status: str, console: Console) -> int:

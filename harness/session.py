@@ -280,8 +280,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     cores = list(req.cpus or [req.cpu])
     manifest["cpus"] = cores
     if len(cores) > 1:
-        spare = sorted(set(affinity.allowed_cpus()) - set(cores))
-        manifest["runner_cpus"] = spare or "shared with the workers (no core to spare)"
+        manifest["runner_cpus"] = orchestrator.runner_cores(cores) or "shared with the workers (no core to spare)"
     manifest_mod.save(run_dir, manifest)
     noisy = [f["topic"] for f in manifest.get("doctor", []) if f.get("level") == "warn"]
     if noisy:

@@ -78,7 +78,6 @@ def pin_process(pid: int, cpu: int) -> str | None:
     return None
 
 
-@contextmanager
 def pinned_spawning(cpu: int):
     """Pin the calling thread while it spawns a child, which inherits the mask at fork.
 
@@ -86,11 +85,18 @@ def pinned_spawning(cpu: int):
     from its first instruction without a preexec_fn (unsafe once the runner has threads).
     Elsewhere it does nothing: the caller pins the child after start with pin_process.
     """
+    return confined({cpu})
+
+
+@contextmanager
+def confined(cpus: set[int]):
+    """The calling thread (and what it starts meanwhile) on `cpus`, then back on its own cores;
+    nothing where the OS has no sched_setaffinity."""
     if not hasattr(os, "sched_setaffinity"):
         yield
         return
     before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {cpu})
+    os.sched_setaffinity(0, cpus)
     try:
         yield
     finally:
