@@ -35,14 +35,14 @@ def show(plan: list, req, console: Console) -> int:
                       str(len(mine)), duration(sum(estimator.trial_s(pt) for pt in mine)),
                       duration(wall_s(mine, estimator, workers)),
                       "rough figures" if rough == len(mine) else "previous run" + (f" ({rough} rough)" if rough else ""))
+    eta = duration(wall_s(plan, estimator, workers))
     table.add_row("total", str(len({pt.point_key() for pt in plan})), str(len({pt.engine.id for pt in plan})),
-                  str(len(plan)), duration(sum(estimator.trial_s(pt) for pt in plan)),
-                  duration(wall_s(plan, estimator, workers)), "", style="bold")
+                  str(len(plan)), duration(sum(estimator.trial_s(pt) for pt in plan)), eta, "", style="bold")
     console.print(table)
     shard = req.spec.get("shard")
     if shard:
         console.print(f"shard {shard['index']}/{shard['count']}: {len(shard['points'])} points "
                       f"(split balanced by {shard['estimated_from']})", highlight=False)
-    console.print(f"{estimator.describe(plan)}; ETA: {duration(wall_s(plan, estimator, workers))} "
+    console.print(f"{estimator.describe(plan)}; ETA: {eta} "
                   f"(an estimate; nothing was run)", highlight=False)
     return 0
