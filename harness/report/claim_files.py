@@ -11,6 +11,7 @@ from pathlib import Path
 from harness.report import claims, paper
 from harness.report.claims import Verdict
 from harness.report.run import Run
+from harness.results import finite
 
 HOW = ("Each factor is the other engine over BurTorch at the same point (above 1: BurTorch better). "
        "reproduced: ours reaches the paper's number within the claim's tolerance; partly: same direction, "
@@ -102,12 +103,8 @@ def csv_text(verdicts: list[Verdict]) -> str:
 def write(folder: Path, run: Run, verdicts: list[Verdict], status: list[str]) -> list[Path]:
     paths = {"claims.md": markdown(run, verdicts, status), "claims.csv": csv_text(verdicts),
              "claims.json": json.dumps({"run": run.run_id, "status": status,
-                                        "claims": [_json_safe(v.as_dict()) for v in verdicts]},
+                                        "claims": [finite(v.as_dict(), lambda _: None) for v in verdicts]},
                                        indent=1, ensure_ascii=False) + "\n"}
     for name, text in paths.items():
         (folder / name).write_text(text, encoding="utf-8")
     return [folder / name for name in paths]
-
-
-def _json_safe(record: dict) -> dict:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
