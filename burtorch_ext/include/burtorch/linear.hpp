@@ -335,16 +335,17 @@ BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer,
     addEachRow(s.g + layer.firstBias, gy, tokens, rows);
     s.reach(layer.firstBias, rows);
   }
-  for (std::size_t t = 0; t < tokens; ++t) {
-    const Index* list = s.links + lists[t];
-    const bool oneRun = list[0] != kRunsMarker;
-    const std::size_t length = oneRun ? n : list[1];
-    for (std::size_t r = 0; r < n / length; ++r) {
-      const Index first = oneRun ? list[0] & ~kRangeFlag : list[2 + r];
-      addToEachRow(s.g + first, gx + t * n + r * length, 1, length);
-      s.reach(first, length);
+  // Each token's row of dX into its input's gradients, a contiguous segment at a time.
+  const InputRows<T> dInput{s.g, s.links, lists};
+  for (std::size_t t = 0; t < tokens; ++t)
+    for (std::size_t k = 0; k < n;) {
+      std::size_t len;
+      T* const g = dInput.segment(t, k, len);
+      len = std::min(len, n - k);
+      addToEachRow(g, gx + t * n + k, 1, len);
+      s.reach(static_cast<Index>(g - s.g), len);
+      k += len;
     }
-  }
 }
 
 // Some token's input is not a run: operand by operand, row by row.
