@@ -377,10 +377,7 @@ BURTORCH_OUTLINE Resume linearRowBackward(bool* reached, Index low, Index floor,
   const auto affineGrad = [&](Index y) { return activationGradient(layer.activation, s.v[y], s.g[y]); };
   const auto input = [&](std::size_t t) { return s.links[inputLists[t]] & ~kRangeFlag; };
   bool everyInputARun = true;
-  for (std::size_t t = 0; t < tokens; ++t) {
-    const Index word = s.links[inputLists[t]];
-    everyInputARun = everyInputARun && (word & kRangeFlag) && word != kRunsMarker;
-  }
+  for (std::size_t t = 0; t < tokens; ++t) everyInputARun = everyInputARun && isOneRun(s.links[inputLists[t]]);
   // memchr: a vectorised scan of the flags (a bool is one byte, 0 or 1).
   const bool everyOutput = i == layer.output(tokens - 1, layer.rows - 1) && std::memchr(s.reached + layer.firstOutput, 0, i - layer.firstOutput) == nullptr;
   if (everyOutput && tokens >= kBlockTokens && everyInputInRuns(s.links, inputLists, tokens)) linearBlockBackward(s, layer, inputLists, tokens);
