@@ -19,7 +19,6 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -41,7 +40,6 @@ namespace {
 using burtorch::driver::JsonLine;
 using burtorch::driver::Options;
 using burtorch::driver::Param;
-using burtorch::driver::Timing;
 using Output = std::pair<std::string_view, double>;
 using Params = std::array<Param, 2>;
 
@@ -215,8 +213,10 @@ class SaveLoadWorkload {
   std::uintmax_t fileSize_ = 0;
 };
 
+}  // namespace
+
 template <class W>
-int runAs(const Options& options, Timing timedAs) {
+int burtorch::driver::runAs(const Options& options, Timing timedAs) {
   Params params{};
   if (const auto error = burtorch::driver::resolveParams<W>(options, params)) {
     return burtorch::driver::usageError(*error);
@@ -232,12 +232,9 @@ int runAs(const Options& options, Timing timedAs) {
   }
 }
 
-// Under --timing paper a workload with the authors' loop (Paper) steps with it; otherwise Lean.
-template <class Lean, class Paper = Lean>
-int run(const Options& options) {
-  if (!std::is_same_v<Lean, Paper> && options.timing == Timing::Paper) return runAs<Paper>(options, Timing::Paper);
-  return runAs<Lean>(options, Timing::Lean);
-}
+namespace {
+
+using burtorch::driver::run;
 
 template <class Graph>
 constexpr auto runGraph = &run<GradientWorkload<Graph>, AuthorsGradientWorkload<Graph>>;

@@ -253,10 +253,9 @@ BURTORCH_INLINE void microKernelHalf(std::size_t kc, const T* BURTORCH_RESTRICT 
 
 }  // namespace detail
 
-// How a packer reads a matrix: rows, each contiguous in segments. segment(r, k, len) returns
-// the address of element k of row r and sets len to how many elements from there are
-// contiguous (at least 1).
-struct DenseRows;  // documentation only; see the packers' template parameters
+// How a packer reads a matrix (its Rows: StridedRows below, InputRows in linear.hpp): rows, each
+// contiguous in segments. segment(r, k, len) returns the address of element k of row r and sets
+// len to how many elements from there are contiguous (at least 1).
 
 // Packs rows [r0, r0 + p) of `rows` (r0 + p may pass `count`: zeros), columns [k0, k0 + kc), as
 // out[k * P + i] = rows(r0 + i)[k0 + k]: a panel of A from rows of A, or of B from its columns.

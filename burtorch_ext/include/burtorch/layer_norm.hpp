@@ -71,8 +71,7 @@ BURTORCH_OUTLINE Resume layerNormRowBackward(bool* reached, Index low, Index flo
   const T mean = norm.mean, scale = norm.scale;
   const std::size_t top = i - y0;
   const Index xWord = s.links[xList];
-  const bool xRun = (xWord & kRangeFlag) && xWord != kRunsMarker;
-  if (xRun && gamma0 != kNoIndex && top + 1 == n && std::memchr(s.reached + y0, 0, top) == nullptr) {
+  if (isOneRun(xWord) && gamma0 != kNoIndex && top + 1 == n && std::memchr(s.reached + y0, 0, top) == nullptr) {
     layerNormDenseBackward(s, norm, xWord & ~kRangeFlag);
     std::fill(s.reached + y0, s.reached + i, false);
     return resumeBelow(s, y0);

@@ -335,16 +335,17 @@ BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer,
     addEachRow(s.g + layer.firstBias, gy, tokens, rows);
     s.reach(layer.firstBias, rows);
   }
-  for (std::size_t t = 0; t < tokens; ++t) {
-    const Index* list = s.links + lists[t];
-    const bool oneRun = list[0] != kRunsMarker;
-    const std::size_t length = oneRun ? n : list[1];
-    for (std::size_t r = 0; r < n / length; ++r) {
-      const Index first = oneRun ? list[0] & ~kRangeFlag : list[2 + r];
-      addToEachRow(s.g + first, gx + t * n + r * length, 1, length);
-      s.reach(first, length);
+  // Each token's row of dX into its input's gradients, a contiguous segment at a time.
+  const InputRows<T> dInput{s.g, s.links, lists};
+  for (std::size_t t = 0; t < tokens; ++t)
+    for (std::size_t k = 0; k < n;) {
+      std::size_t len;
+      T* const g = dInput.segment(t, k, len);
+      len = std::min(len, n - k);
+      addToEachRow(g, gx + t * n + k, 1, len);
+      s.reach(static_cast<Index>(g - s.g), len);
+      k += len;
     }
-  }
 }
 
 // Some token's input is not a run: operand by operand, row by row.
@@ -376,10 +377,7 @@ BURTORCH_OUTLINE Resume linearRowBackward(bool* reached, Index low, Index floor,
   const auto affineGrad = [&](Index y) { return activationGradient(layer.activation, s.v[y], s.g[y]); };
   const auto input = [&](std::size_t t) { return s.links[inputLists[t]] & ~kRangeFlag; };
   bool everyInputARun = true;
-  for (std::size_t t = 0; t < tokens; ++t) {
-    const Index word = s.links[inputLists[t]];
-    everyInputARun = everyInputARun && (word & kRangeFlag) && word != kRunsMarker;
-  }
+  for (std::size_t t = 0; t < tokens; ++t) everyInputARun = everyInputARun && isOneRun(s.links[inputLists[t]]);
   // memchr: a vectorised scan of the flags (a bool is one byte, 0 or 1).
   const bool everyOutput = i == layer.output(tokens - 1, layer.rows - 1) && std::memchr(s.reached + layer.firstOutput, 0, i - layer.firstOutput) == nullptr;
   if (everyOutput && tokens >= kBlockTokens && everyInputInRuns(s.links, inputLists, tokens)) linearBlockBackward(s, layer, inputLists, tokens);

@@ -83,6 +83,10 @@ struct RunsAt {
   }
 };
 
+// Whether the list whose first link is `word` is one run of consecutive nodes (RangeAt): the
+// case the fused layers' backward takes over contiguous arrays.
+BURTORCH_INLINE bool isOneRun(Index word) noexcept { return (word & kRangeFlag) && word != kRunsMarker; }
+
 template <class F>
 BURTORCH_INLINE decltype(auto) visitList(const Index* links, Index offset, F&& f) {
   const Index word = links[offset];

@@ -1,13 +1,15 @@
 #pragma once
 // What both native drivers (burtorch-bench, libtorch-bench) do around a workload: resolve its
 // parameters, answer --help and --version, find the workload by name, and report bad input as
-// one line on stderr with exit code 2. Each driver defines kProgram (its name in messages).
+// one line on stderr with exit code 2. Each driver defines kProgram (its name in messages) and
+// runAs<W>() (how it builds and measures a workload).
 #include <array>
 #include <cstdio>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "cli.hpp"
 
@@ -46,6 +48,18 @@ std::optional<std::string> resolveParams(const Options& options, std::array<Para
     }
   }
   return std::nullopt;
+}
+
+// Builds workload W from the options and measures it; `timedAs` is the region W's loop times.
+// Defined by each driver.
+template <class W>
+int runAs(const Options& options, Timing timedAs);
+
+// Under --timing paper a workload with the authors' loop (Paper) steps with it; otherwise Lean.
+template <class Lean, class Paper = Lean>
+int run(const Options& options) {
+  if (!std::is_same_v<Lean, Paper> && options.timing == Timing::Paper) return runAs<Paper>(options, Timing::Paper);
+  return runAs<Lean>(options, Timing::Lean);
 }
 
 struct Entry {

@@ -6,7 +6,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 
 #include "burtorch/burtorch.hpp"
 #include "cli.hpp"
@@ -20,7 +19,6 @@
 #include "training.hpp"
 
 namespace burtorch::driver {
-namespace {
 
 template <class W>
 int runAs(const Options& options, Timing timedAs) {
@@ -34,12 +32,7 @@ int runAs(const Options& options, Timing timedAs) {
   return measureAndReport(step, options, timedAs, W::kPrecision, "burtorch " BURTORCH_VERSION);
 }
 
-// Under --timing paper a workload with the authors' loop (Paper) steps with it; otherwise Lean.
-template <class Lean, class Paper = Lean>
-int run(const Options& options) {
-  if (!std::is_same_v<Lean, Paper> && options.timing == Timing::Paper) return runAs<Paper>(options, Timing::Paper);
-  return runAs<Lean>(options, Timing::Lean);
-}
+namespace {
 
 template <class Graph>
 constexpr auto runGraph = &run<ScalarGraphWorkload<Graph>, AuthorsScalarGraphWorkload<Graph>>;

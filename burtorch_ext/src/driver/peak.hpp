@@ -14,10 +14,11 @@ namespace burtorch::driver {
 
 namespace detail {
 
+inline constexpr int kChains = 12;
+
 // `rounds` rounds of kChains multiply-adds; returns a sum of the chains so none is optimised away.
 BURTORCH_OUTLINE inline float multiplyAddChains(long rounds, float a, float b) noexcept {
   using R = kernels::Register<float>;
-  constexpr int kChains = 12;
   typename R::V acc[kChains];
   const typename R::V va = R::broadcast(&a), vb = R::broadcast(&b);
   for (int c = 0; c < kChains; ++c) acc[c] = R::zero();
@@ -37,7 +38,7 @@ BURTORCH_OUTLINE inline float multiplyAddChains(long rounds, float a, float b) n
 inline int printPeak() {
   using Clock = std::chrono::steady_clock;
   constexpr long kRounds = 10'000;
-  constexpr double kFlops = 2.0 * 12 * kernels::Register<float>::kWidth * kRounds;
+  constexpr double kFlops = 2.0 * detail::kChains * kernels::Register<float>::kWidth * kRounds;
   double best = 0;
   float sink = 0;
   const auto begin = Clock::now();

@@ -34,7 +34,7 @@ class Trainer {
 
   // Makes the model's parameters the pool's first nodes: the pool must be empty.
   Trainer(const Shape& shape, std::size_t batch, double learningRate)
-      : pool_(Pool<T>::local()), batch_(batch), width_(shape.sampleWidth()), step_(static_cast<T>(learningRate / static_cast<double>(batch))) {
+      : pool_(Pool<T>::local()), batch_(batch), step_(static_cast<T>(learningRate / static_cast<double>(batch))) {
     BURTORCH_ASSERT(pool_.size() == 0);
     pool_.reserve(countValues(shape.tensors()) + shape.graphNodes() * batch + 1);
     model_.emplace(shape);
@@ -48,18 +48,12 @@ class Trainer {
   // One SGD step on `rows` (batch samples, one after another); returns the batch's mean loss
   // before the update.
   double step(const std::uint8_t* rows) noexcept {
+    pool_.rewind(mark_);
+    const std::span<const Value<T>> losses = model_->losses(rows, batch_);
     double total = 0;
-    if (batch_ == 1) {
-      pool_.rewind(mark_);
-      const Value<T> loss = model_->losses(rows, 1)[0];
-      total = loss.data();
-      backwardWithScratch(loss, scratch_);
-    } else {
-      pool_.rewind(mark_);
-      const std::span<const Value<T>> losses = model_->losses(rows, batch_);
-      for (const Value<T>& loss : losses) total += loss.data();
-      backwardWithScratch(reduceSum(losses), scratch_);
-    }
+    for (const Value<T>& loss : losses) total += loss.data();
+    // A batch of one backpropagates from its loss itself, as the paper's graph has no sum node.
+    backwardWithScratch(batch_ == 1 ? losses[0] : reduceSum(losses), scratch_);
     pool_.rewind(mark_);
     sgdStepAndZeroGrad(params_, step_);
     return total / static_cast<double>(batch_);
@@ -67,7 +61,7 @@ class Trainer {
 
  private:
   Pool<T>& pool_;
-  std::size_t batch_, width_;
+  std::size_t batch_;
   T step_;  // learning rate / batch
   std::optional<Model> model_;
   NodeRange<T> params_;

@@ -246,9 +246,9 @@ void bindLayers(py::module_& m) {
       .def("__call__", [](const LayerNorm<T>& norm, const Vs& x) {
         const std::size_t d = norm.dim();
         if (x.empty() || x.size() % d != 0) throw py::value_error("wrong number of inputs");
+        const std::span<const V> in(live(x));  // every token's nodes checked once, not once per token
         Vs out(x.size());
-        for (std::size_t t = 0; t < x.size() / d; ++t)
-          norm.forward(std::span<const V>(live(x)).subspan(t * d, d), std::span<V>(out).subspan(t * d, d));
+        for (std::size_t t = 0; t < x.size() / d; ++t) norm.forward(in.subspan(t * d, d), std::span<V>(out).subspan(t * d, d));
         return out;
       }, "x: one token's values, or several tokens' one after the other, each normalised.")
       .def("parameters", [](const LayerNorm<T>& norm) { return handles(norm.parameters()); })
