@@ -2,7 +2,8 @@
 native driver, a batch built as one graph whose layers are blocks (a Linear over every sample's
 tokens is one matrix product). Each step rewinds the pool to the mark after the parameters, builds
 the batch's graph, backpropagates the sum of the samples' losses and takes the SGD step on the
-mean gradient, as burtorch_ext/src/driver/training.hpp does.
+mean gradient, as burtorch_ext/src/driver/training.hpp does (which splits a GPT batch into graphs
+of a few windows, gpt.hpp's kSamplesPerGraph, to bound its memory; here a batch is one graph).
 """
 from __future__ import annotations
 

@@ -172,4 +172,6 @@ TEST_CASE("no allocation in steady state: MLP and GPT training steps, as the dri
   // Batches whose layers are blocks (linear.hpp's matrix products).
   CHECK(trainingAllocations<driver::Mlp<float>>(driver::MlpShape{16, 8, 27, 12}, 64) == 0);
   CHECK(trainingAllocations<driver::Gpt<float>>(driver::GptShape{2, 3, 5, 6, 11}, 8) == 0);
+  // A batch trained as several graphs, the last with fewer samples.
+  CHECK(trainingAllocations<driver::Gpt<float>>(driver::GptShape{2, 3, 5, 6, 11}, 2 * driver::Gpt<float>::kSamplesPerGraph + 3) == 0);
 }

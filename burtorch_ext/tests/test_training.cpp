@@ -140,36 +140,39 @@ TEST_CASE("MLP and GPT: every parameter's gradient against finite differences (F
 
 TEST_CASE("trainer: a step is SGD on the batch's mean gradient, returns the mean loss, frees each graph") {
   auto& pool = Pool<double>::local();
-  pool.rewind(Mark{});
   constexpr std::size_t kBatch = 3;
-  Trainer<Gpt<double>> trainer(kSmallGpt, kBatch, 0.25);
-  const NodeRange<double> params = trainer.parameters();
-  randomize(params, 9);
-  const std::size_t width = kSmallGpt.sampleWidth();
-  const std::vector<std::uint8_t> rows = sampleRows(kBatch, width, kSmallGpt.vocab, 10);
-  const Mark mark = pool.mark();
+  // One graph per sample, the batch in two graphs (2 + 1 samples), and the whole batch as one.
+  for (const std::size_t samplesPerGraph : {1, 2, 3}) {
+    pool.rewind(Mark{});
+    Trainer<Gpt<double>> trainer(kSmallGpt, kBatch, 0.25, samplesPerGraph);
+    const NodeRange<double> params = trainer.parameters();
+    randomize(params, 9);
+    const std::size_t width = kSmallGpt.sampleWidth();
+    const std::vector<std::uint8_t> rows = sampleRows(kBatch, width, kSmallGpt.vocab, 10);
+    const Mark mark = pool.mark();
 
-  double lossSum = 0;
-  for (std::size_t s = 0; s < kBatch; ++s) {
+    double lossSum = 0;
+    for (std::size_t s = 0; s < kBatch; ++s) {
+      pool.rewind(mark);
+      const Value<double> loss = trainer.model().losses(rows.data() + s * width, 1)[0];
+      lossSum += loss.data();
+      backward(loss);
+    }
     pool.rewind(mark);
-    const Value<double> loss = trainer.model().losses(rows.data() + s * width, 1)[0];
-    lossSum += loss.data();
-    backward(loss);
-  }
-  pool.rewind(mark);
-  std::vector<double> expected;
-  for (std::size_t k = 0; k < params.size(); ++k) expected.push_back(params[k].data() - 0.25 * params[k].grad() / kBatch);
-  zeroGrad(params);
+    std::vector<double> expected;
+    for (std::size_t k = 0; k < params.size(); ++k) expected.push_back(params[k].data() - 0.25 * params[k].grad() / kBatch);
+    zeroGrad(params);
 
-  const std::size_t capacity = pool.capacity();
-  CHECK_CLOSE(trainer.step(rows.data()), lossSum / kBatch, 1e-14);
-  bool updated = true, zeroed = true;
-  for (std::size_t k = 0; k < params.size(); ++k) {
-    updated = updated && check::close(params[k].data(), expected[k], 1e-13, 1e-15);
-    zeroed = zeroed && params[k].grad() == 0.0;
+    const std::size_t capacity = pool.capacity();
+    CHECK_CLOSE(trainer.step(rows.data()), lossSum / kBatch, 1e-14);
+    bool updated = true, zeroed = true;
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      updated = updated && check::close(params[k].data(), expected[k], 1e-13, 1e-15);
+      zeroed = zeroed && params[k].grad() == 0.0;
+    }
+    CHECK(updated && zeroed);
+    CHECK(pool.size() == mark.nodes && pool.capacity() == capacity);
   }
-  CHECK(updated && zeroed);
-  CHECK(pool.size() == mark.nodes && pool.capacity() == capacity);
   pool.rewind(Mark{});
 }
 

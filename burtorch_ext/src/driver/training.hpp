@@ -1,14 +1,18 @@
 // SGD training of the MLP and the GPT. A batch of one is computed as the paper's BurTorch trains:
 // the sample's graph is built, backpropagated into the parameters' gradients, and dropped (the
-// pool is rewound to the mark after the parameters). A larger batch is built as one graph, each
-// layer applied to every sample's tokens at once (a block: linear.hpp's matrix products), with
-// the sum of the samples' losses as its root; memory then grows with the batch (the block's
-// activations). Then every parameter takes the step
+// pool is rewound to the mark after the parameters). A larger batch is built as graphs of up to
+// Model::kSamplesPerGraph samples, each layer applied to all of a graph's tokens at once (a
+// block: linear.hpp's matrix products), with the sum of its samples' losses as its root; each
+// graph adds its gradients to the parameters' and is dropped before the next. Memory then grows
+// with the samples per graph (a block's activations), not with the batch. Then every parameter
+// takes the step
 //   p <- p - learning_rate * (sum of the samples' gradients) / batch,
 // the gradient of the batch's mean loss, as the Python engines define it; gradients are zeroed
-// in the same pass.
+// in the same pass. Graphs of fewer samples sum the gradients in another order: FP32 results
+// then differ in the last digits (within 1e-6 relative), FP64 ones within 1e-13.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -33,10 +37,14 @@ class Trainer {
   using Shape = typename Model::Shape;
 
   // Makes the model's parameters the pool's first nodes: the pool must be empty.
-  Trainer(const Shape& shape, std::size_t batch, double learningRate)
-      : pool_(Pool<T>::local()), batch_(batch), step_(static_cast<T>(learningRate / static_cast<double>(batch))) {
-    BURTORCH_ASSERT(pool_.size() == 0);
-    pool_.reserve(countValues(shape.tensors()) + shape.graphNodes() * batch + 1);
+  Trainer(const Shape& shape, std::size_t batch, double learningRate, std::size_t samplesPerGraph = Model::kSamplesPerGraph)
+      : pool_(Pool<T>::local()),
+        batch_(batch),
+        samplesPerGraph_(std::min(batch, samplesPerGraph)),
+        width_(shape.sampleWidth()),
+        step_(static_cast<T>(learningRate / static_cast<double>(batch))) {
+    BURTORCH_ASSERT(pool_.size() == 0 && samplesPerGraph_ > 0);
+    pool_.reserve(countValues(shape.tensors()) + shape.graphNodes() * samplesPerGraph_ + 1);
     model_.emplace(shape);
     params_ = {0, static_cast<Index>(pool_.size())};
     mark_ = pool_.mark();
@@ -48,12 +56,14 @@ class Trainer {
   // One SGD step on `rows` (batch samples, one after another); returns the batch's mean loss
   // before the update.
   double step(const std::uint8_t* rows) noexcept {
-    pool_.rewind(mark_);
-    const std::span<const Value<T>> losses = model_->losses(rows, batch_);
     double total = 0;
-    for (const Value<T>& loss : losses) total += loss.data();
-    // A batch of one backpropagates from its loss itself, as the paper's graph has no sum node.
-    backwardWithScratch(batch_ == 1 ? losses[0] : reduceSum(losses), scratch_);
+    for (std::size_t first = 0; first < batch_; first += samplesPerGraph_) {
+      pool_.rewind(mark_);
+      const std::span<const Value<T>> losses = model_->losses(rows + first * width_, std::min(samplesPerGraph_, batch_ - first));
+      for (const Value<T>& loss : losses) total += loss.data();
+      // A graph of one sample backpropagates from its loss itself, as the paper's graph has no sum node.
+      backwardWithScratch(losses.size() == 1 ? losses[0] : reduceSum(losses), scratch_);
+    }
     pool_.rewind(mark_);
     sgdStepAndZeroGrad(params_, step_);
     return total / static_cast<double>(batch_);
@@ -61,7 +71,7 @@ class Trainer {
 
  private:
   Pool<T>& pool_;
-  std::size_t batch_;
+  std::size_t batch_, samplesPerGraph_, width_;
   T step_;  // learning rate / batch
   std::optional<Model> model_;
   NodeRange<T> params_;
