@@ -12,9 +12,18 @@
 #if defined(__AVX__)
 #include <immintrin.h>
 #define BURTORCH_AVX 1
-#define BURTORCH_KERNELS "avx"
 #else
 #define BURTORCH_AVX 0
+#endif
+// AVX-512 widens the block products' registers only (gemm.hpp); the kernels here stay 256-bit.
+#if defined(__AVX512F__)
+#define BURTORCH_AVX512 1
+#define BURTORCH_KERNELS "avx512"
+#else
+#define BURTORCH_AVX512 0
+#endif
+#if BURTORCH_AVX && !defined(BURTORCH_KERNELS)
+#define BURTORCH_KERNELS "avx"
 #endif
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
