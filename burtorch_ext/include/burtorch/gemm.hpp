@@ -123,19 +123,18 @@ struct Register<double> {
 };
 #endif
 
-// transposeBlock(src, k, out, stride): out[q * stride + r] = src[r][k + q] for r, q < kWidth.
+// transposeTile(src, k, out, stride): out[q * stride + r] = src[r][k + q] for r, q < the
+// square that the build transposes in registers, kTransposeTile<T> (1 where it has none).
 template <class T>
-BURTORCH_INLINE void transposeBlock(const T* const* src, std::size_t k, T* out, std::size_t stride) noexcept {
-  constexpr std::size_t w = Register<T>::kWidth;
-  for (std::size_t r = 0; r < w; ++r)
-    for (std::size_t q = 0; q < w; ++q) out[q * stride + r] = src[r][k + q];
-}
+inline constexpr std::size_t kTransposeTile = 1;
+template <class T>
+void transposeTile(const T* const* src, std::size_t k, T* out, std::size_t stride) noexcept;
 
 #if BURTORCH_AVX
-namespace detail {
-
-// out[q * stride + r] = src[r][k + q] for r, q < 8.
-BURTORCH_INLINE void transpose8x8(const float* const* src, std::size_t k, float* out, std::size_t stride) noexcept {
+template <>
+inline constexpr std::size_t kTransposeTile<float> = 8;
+template <>
+BURTORCH_INLINE void transposeTile(const float* const* src, std::size_t k, float* out, std::size_t stride) noexcept {
   __m256 r[8], t[8];
   for (std::size_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src[i] + k);
   for (std::size_t i = 0; i < 8; i += 2) {
@@ -154,18 +153,10 @@ BURTORCH_INLINE void transpose8x8(const float* const* src, std::size_t k, float*
   }
 }
 
-}  // namespace detail
-
-// Eight by eight at a time: a 16 x 16 block (AVX-512) is four of them.
 template <>
-BURTORCH_INLINE void transposeBlock(const float* const* src, std::size_t k, float* out, std::size_t stride) noexcept {
-  constexpr std::size_t w = Register<float>::kWidth;
-  for (std::size_t r = 0; r < w; r += 8)
-    for (std::size_t q = 0; q < w; q += 8) detail::transpose8x8(src + r, k + q, out + q * stride + r, stride);
-}
-
+inline constexpr std::size_t kTransposeTile<double> = 4;
 template <>
-BURTORCH_INLINE void transposeBlock(const double* const* src, std::size_t k, double* out, std::size_t stride) noexcept {
+BURTORCH_INLINE void transposeTile(const double* const* src, std::size_t k, double* out, std::size_t stride) noexcept {
   const __m256d r0 = _mm256_loadu_pd(src[0] + k), r1 = _mm256_loadu_pd(src[1] + k);
   const __m256d r2 = _mm256_loadu_pd(src[2] + k), r3 = _mm256_loadu_pd(src[3] + k);
   const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
@@ -177,7 +168,9 @@ BURTORCH_INLINE void transposeBlock(const double* const* src, std::size_t k, dou
 }
 #elif BURTORCH_SSE
 template <>
-BURTORCH_INLINE void transposeBlock(const float* const* src, std::size_t k, float* out, std::size_t stride) noexcept {
+inline constexpr std::size_t kTransposeTile<float> = 4;
+template <>
+BURTORCH_INLINE void transposeTile(const float* const* src, std::size_t k, float* out, std::size_t stride) noexcept {
   __m128 r0 = _mm_loadu_ps(src[0] + k), r1 = _mm_loadu_ps(src[1] + k), r2 = _mm_loadu_ps(src[2] + k), r3 = _mm_loadu_ps(src[3] + k);
   _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
   _mm_storeu_ps(out, r0);
@@ -186,22 +179,6 @@ BURTORCH_INLINE void transposeBlock(const float* const* src, std::size_t k, floa
   _mm_storeu_ps(out + 3 * stride, r3);
 }
 #endif
-
-namespace detail {
-
-// The blocks a panel of P rows is transposed in: a register's width, or 8 floats (a panel of
-// 8 rows with 16-float registers), or none (value by value).
-template <class T, std::size_t P>
-constexpr std::size_t transposeWidth() noexcept {
-  constexpr std::size_t w = Register<T>::kWidth;
-  if constexpr (w > 1 && P % w == 0) return w;
-#if BURTORCH_AVX
-  if constexpr (std::is_same_v<T, float> && P % 8 == 0) return 8;
-#endif
-  return 1;
-}
-
-}  // namespace detail
 
 // The tile of C a micro-kernel call computes, and the blocks the panels are packed in.
 template <class T>
@@ -278,8 +255,8 @@ BURTORCH_INLINE void microKernel(std::size_t kc, const T* BURTORCH_RESTRICT a, c
 }
 
 // The same over the first half of the panel of b (one register per row of the tile): the last
-// panel of a narrow C (24 columns in AVX registers: 16 + 8), without multiplying the panel's zeros or going
-// through a buffer. The same chains, so the same bits.
+// panel of a narrow C (24 columns in AVX registers: 16 + 8), without multiplying the panel's
+// zeros or going through a buffer. The same chains, so the same bits.
 template <class T>
 BURTORCH_INLINE void microKernelHalf(std::size_t kc, const T* BURTORCH_RESTRICT a, const T* BURTORCH_RESTRICT b, T* const* c, bool store) noexcept {
   using R = Register<T>;
@@ -306,8 +283,8 @@ BURTORCH_INLINE void microKernelHalf(std::size_t kc, const T* BURTORCH_RESTRICT 
 // out[k * P + i] = rows(r0 + i)[k0 + k]: a panel of A from rows of A, or of B from its columns.
 template <std::size_t P, class T, class Rows>
 BURTORCH_INLINE void packAcross(const Rows& rows, std::size_t r0, std::size_t count, std::size_t k0, std::size_t kc, T* out) noexcept {
-  constexpr std::size_t w = detail::transposeWidth<T, P>();
-  if constexpr (w > 1) {
+  constexpr std::size_t w = kTransposeTile<T>;
+  if constexpr (w > 1 && P % w == 0) {
     // Every row there and contiguous over the block: w x w transposes in registers.
     const T* src[P];
     bool whole = r0 + P <= count;
@@ -321,13 +298,7 @@ BURTORCH_INLINE void packAcross(const Rows& rows, std::size_t r0, std::size_t co
       // forward product at b = 64, e = 1,024: 180 -> 208 GFLOP/s).
       const std::size_t transposed = kc / w * w;
       for (std::size_t g = 0; g < P; g += w)
-        for (std::size_t k = 0; k < transposed; k += w) {
-#if BURTORCH_AVX
-          if constexpr (w == 8 && Register<T>::kWidth != 8) detail::transpose8x8(src + g, k, out + k * P + g, P);
-          else
-#endif
-            transposeBlock(src + g, k, out + k * P + g, P);
-        }
+        for (std::size_t k = 0; k < transposed; k += w) transposeTile(src + g, k, out + k * P + g, P);
       for (std::size_t k = transposed; k < kc; ++k)
         for (std::size_t i = 0; i < P; ++i) out[k * P + i] = src[i][k];
       return;

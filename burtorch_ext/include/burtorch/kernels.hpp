@@ -18,21 +18,22 @@
 // AVX-512 widens the block products' registers only (gemm.hpp); the kernels here stay 256-bit.
 #if defined(__AVX512F__)
 #define BURTORCH_AVX512 1
-#define BURTORCH_KERNELS "avx512"
 #else
 #define BURTORCH_AVX512 0
-#endif
-#if BURTORCH_AVX && !defined(BURTORCH_KERNELS)
-#define BURTORCH_KERNELS "avx"
 #endif
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
 #define BURTORCH_SSE 1
-#ifndef BURTORCH_KERNELS
-#define BURTORCH_KERNELS "sse2"
-#endif
 #else
 #define BURTORCH_SSE 0
+#endif
+#if BURTORCH_AVX512
+#define BURTORCH_KERNELS "avx512"
+#elif BURTORCH_AVX
+#define BURTORCH_KERNELS "avx"
+#elif BURTORCH_SSE
+#define BURTORCH_KERNELS "sse2"
+#else
 #define BURTORCH_KERNELS "portable"
 #endif
 
