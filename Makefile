@@ -32,7 +32,7 @@ bench-windows:
 	$(WIN_PY) -m pip install --upgrade pip
 	$(WIN_PY) -m pip install torch==2.13.0
 	$(WIN_PY) -m pip install -e ".[frameworks,test]"
-	$(WIN_PY) -m harness.cli run --engine all --profile $(PROFILE) $(RUN_ARGS)
+	$(WIN_PY) -m harness.commands.cli run --engine all --profile $(PROFILE) $(RUN_ARGS)
 
 bench-macos: setup
 	$(BIN)/burtbench run --engine all --profile $(PROFILE) $(RUN_ARGS)
@@ -51,13 +51,13 @@ perf: setup
 	$(BIN)/burtbench run --engine burtorch,micrograd --workload tiny,small --profile quick $(RUN_ARGS)
 
 # Every engine on the whole MLP and GPT grids (quick counts, one trial per point), then at each point
-# BurTorch's time against the fastest other framework's (python -m harness.versus).
+# BurTorch's time against the fastest other framework's (python -m harness.commands.versus).
 GRID_OUT ?= results/grid
 perf-grid: setup
 	$(BIN)/burtbench run --engine all --workload mlp --param hidden_dim=4,16,32,64,128,512,1024 --param batch=1,64 --out $(GRID_OUT)/mlp $(RUN_ARGS)
 	$(BIN)/burtbench run --engine all --workload gpt --param batch=1,2,4,8,16,32,64 --out $(GRID_OUT)/gpt $(RUN_ARGS)
-	$(BIN)/python -m harness.versus $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
-	$(BIN)/python -m harness.versus --engine burtorch/eager/python/cpu $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
+	$(BIN)/python -m harness.commands.versus $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
+	$(BIN)/python -m harness.commands.versus --engine burtorch/eager/python/cpu $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
 
 # The newest run under results/ (the committed reference run is rendered with `burtbench report results/reference`).
 report: setup

@@ -17,9 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engines import all_engines  # noqa: E402
-from harness.plan import make_plan  # noqa: E402
-from harness.runner import child_command, parse_payload  # noqa: E402
-from harness.spawn import ChildSpawner, RunOptions  # noqa: E402
+from harness.planning.plan import make_plan  # noqa: E402
+from harness.running.runner import child_command, parse_payload  # noqa: E402
+from harness.running.spawn import ChildSpawner, RunOptions  # noqa: E402
 from workloads import load  # noqa: E402
 from workloads.timed_regions import regions  # noqa: E402
 

@@ -76,7 +76,7 @@ def bare_peaks(engine: str, iterations: int, cpu: int, folder: Path) -> tuple[in
 def trial_peaks(engine: str, cpu: int, folder: Path) -> tuple[int, int, int]:
     """(peak resident, peak virtual, iterations) of one smoke trial of the engine on tiny."""
     out = folder / "results"
-    subprocess.run([sys.executable, "-m", "harness.cli", "run", "--workload", "tiny", "--engine", engine,
+    subprocess.run([sys.executable, "-m", "harness.commands.cli", "run", "--workload", "tiny", "--engine", engine,
                     "--profile", "smoke", "--trials", "1", "--cpu", str(cpu), "--out", str(out), "--no-report"],
                    check=True, capture_output=True, cwd=ROOT)
     trials = [json.loads(line) for line in next(out.glob("*/trials.jsonl")).read_text().splitlines()]

@@ -41,7 +41,7 @@ class EngineSpec:
                  # declaration: a graph, a model), and the named workloads (code of its own per workload:
                  # a native driver's compiled-in programs, a framework's hand-written model).
                  kinds: tuple[str, ...] = (), workloads: tuple[str, ...] = (),
-                 # "python": run by harness/worker.py importing `module`; "native": an executable speaking
+                 # "python": run by harness/running/worker.py importing `module`; "native": an executable speaking
                  # the same protocol; "program": a program that prints its own text: the spec gives the
                  # command of a trial and turns what the finished child printed (and left in its scratch
                  # folder) into the payload (command(pt, iterations, inputs, workdir) -> (argv, env);
@@ -61,7 +61,7 @@ class EngineSpec:
                  # The framework's distribution on the package index, where it is not named like the
                  # framework: what a `burtbench run --env SPEC` must name for this engine to run there.
                  distribution: str = "",
-                 # Set only on an engine run in a managed environment (harness/envs.py): the
+                 # Set only on an engine run in a managed environment (harness/envs/specs.py): the
                  # environment's SPEC, which its id carries, and the interpreter of that environment.
                  env: str = "", python: str = ""):
         values = locals()

@@ -1,6 +1,6 @@
 """The harness's own floor: the Python worker running an empty step, with no framework imported.
 
-Every run that reports memory includes it (harness/selection.py), so that a memory table shows
+Every run that reports memory includes it (harness/planning/selection.py), so that a memory table shows
 what part of each Python row is the worker itself and what part is the framework.
 """
 from engines.base import EngineSpec

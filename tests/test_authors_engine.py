@@ -15,14 +15,14 @@ import pytest
 from engines import all_engines
 from engines import burtorch_authors
 from engines.authors.source import ENV_VAR
-from harness import results
-from harness.cli import main
-from harness.points import group
+from harness.store import results
+from harness.commands.cli import main
+from harness.analysis.points import group
 from harness.report import render
 from harness.report.run import load_run
 from harness.report.tables import build_tables
-from harness.results import MANIFEST_FILE, Trial, append_trial
-from harness.selection import resolve_engines
+from harness.store.results import MANIFEST_FILE, Trial, append_trial
+from harness.planning.selection import resolve_engines
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 ROOT = Path(__file__).resolve().parent.parent

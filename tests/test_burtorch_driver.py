@@ -1,4 +1,4 @@
-"""The native driver burtorch-bench: the one-line JSON protocol of harness/worker.py, correct
+"""The native driver burtorch-bench: the one-line JSON protocol of harness/running/worker.py, correct
 outputs (the tiny and small graphs, save/load, and the MLP's and GPT's losses from the harness's
 shared inputs) under both --timing loops, memory that does not grow with the batch, and clean
 failures on bad input."""
@@ -22,7 +22,7 @@ try:
 except ImportError:
     from test_burtorch_build import driver_path
 
-# The keys harness/worker.py writes; the runner treats both children alike.
+# The keys harness/running/worker.py writes; the runner treats both children alike.
 WORKER_KEYS = {"status", "outputs", "precision", "iterations", "warmup", "loop_time_s", "per_iter_s", "samples_s",
                "framework_version", "cpu_clocks", "instructions", "cpu_clocks_source", "loop_cpu_time_s",
                "cpu_time_s", "peak_resident_bytes", "peak_virtual_bytes", "peak_private_bytes", "peak_private_source"}
@@ -62,7 +62,7 @@ def train(workload: str, folder: Path, iterations: int, warmup: int = 0, **param
     args = [workload, "--iterations", str(iterations), "--warmup", str(warmup), "--blocks", str(iterations),
             "--inputs", str(folder)]
     for name, value in params.items():
-        args += ["--param", f"{name}={value!r}"]  # as harness/runner.py passes them
+        args += ["--param", f"{name}={value!r}"]  # as harness/running/runner.py passes them
     return result_of(*args)
 
 

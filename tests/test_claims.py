@@ -19,7 +19,7 @@ from harness.report import claims, paper, render_report
 from harness.report.metrics import METRICS
 from harness.report.run import load_run
 from harness.report.tables import build_tables
-from harness.results import Trial
+from harness.store.results import Trial
 from test_report import chromium, make_trial, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -409,7 +409,7 @@ def test_summary_lines(interrupted):
 # ----------------------------------------------------------------------------- `burtbench run` ends with the report
 
 def burtbench(*args: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "harness.commands.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)
 
 
@@ -456,7 +456,7 @@ def test_an_interrupted_run_still_gets_its_report_marked_so(fake_engines, tmp_pa
     import time
 
     reports = Path(os.environ["BURTBENCH_REPORTS"])
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--workload", "tiny", "--profile", "smoke",
+    proc = subprocess.Popen([sys.executable, "-m", "harness.commands.cli", "run", "--workload", "tiny", "--profile", "smoke",
                              "--engine", "fake/ok,fake/hang", "--timeout", "300", "--out", str(tmp_path)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.commands.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +67,7 @@ def test_resume_refuses_a_new_plan(tmp_path, capsys):
 
 
 def test_bad_input_from_the_shell_has_no_traceback():
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--engine", "nope"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "harness.commands.cli", "run", "--engine", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1

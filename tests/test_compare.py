@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare import compare_runs, exit_status, format_comparison, regressions, t_quantile
-from harness.results import MANIFEST_FILE, Trial, append_trial
+from harness.analysis.compare import compare_runs, exit_status, format_comparison, regressions, t_quantile
+from harness.store.results import MANIFEST_FILE, Trial, append_trial
 
 MB = 2**20
 

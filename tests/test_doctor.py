@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import doctor, machine, machine_other
+from harness.machine import doctor, host as machine, other_os as machine_other
 from harness.measure import clocks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machine"

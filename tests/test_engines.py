@@ -1,6 +1,6 @@
 """The Python framework engines on the tiny and small graphs, run the way the runner runs them.
 
-Each case spawns `python -m harness.worker` (a framework import per case, so the iteration
+Each case spawns `python -m harness.running.worker` (a framework import per case, so the iteration
 counts are the smoke profile's) and judges its outputs with the workload's own check.
 """
 from __future__ import annotations

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import report, results
-from harness.cli import main
+from harness import report
+
+from harness.store import results
+from harness.commands.cli import main
 from tests_support import build_wheel
 
 ENGINE = "fakefw/eager/python/cpu"
@@ -144,7 +146,7 @@ def test_compare_names_an_environment_the_run_has(fakefw, tmp_path, capsys):
 
 
 def test_installer_reason_is_one_line():
-    from harness.env_install import installer_reason
+    from harness.envs.install import installer_reason
 
     pip = ("Looking in links: /w\nERROR: Could not find a version that satisfies the requirement x==9 (from versions: 1)\n"
            "ERROR: No matching distribution found for x==9\n")
@@ -157,7 +159,7 @@ def test_installer_reason_is_one_line():
 
 def test_an_engine_id_carries_its_environment():
     from engines import all_engines
-    from harness import envs
+    from harness.envs import specs as envs
 
     spec = envs.parse_spec("Jax>=0.4, <0.5")
     assert spec.text == "jax<0.5,>=0.4" and spec.names == {"jax"}

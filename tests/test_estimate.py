@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import estimate, results
-from harness.cli import main
-from harness.machine import describe
-from harness.orchestrator import Eta
-from harness.preview import duration
-from harness.session import make_plan
+from harness.planning import estimate
+
+from harness.store import results
+from harness.commands.cli import main
+from harness.machine.host import describe
+from harness.running.orchestrator import Eta
+from harness.planning.preview import duration
+from harness.running.session import make_plan
 from engines.none import FLOOR
 from workloads import load
 

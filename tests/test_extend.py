@@ -27,7 +27,7 @@ def plugins(monkeypatch):
 
 
 def burtbench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "harness.commands.cli", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600)
 
 

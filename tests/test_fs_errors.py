@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import results
-from harness.cli import main
+from harness.store import results
+from harness.commands.cli import main
 
 ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EIO, errno.EACCES)
 RUN = ["run", "--engine", "fake/ok", "--workload", "tiny,small", "--profile", "smoke", "--no-report"]

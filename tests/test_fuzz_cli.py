@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
+from harness.commands.cli import main
 from tests_support import check_outcome, fault_engines_env
 
 RUN_EXAMPLES, REPORT_EXAMPLES, COMPARE_EXAMPLES, FETCH_EXAMPLES = 90, 40, 50, 30

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import results
-from harness.cli import main
-from harness.session import make_plan
+from harness.store import results
+from harness.commands.cli import main
+from harness.running.session import make_plan
 from tests_support import check_outcome, fault_engines_env
 
 REPORT_EXAMPLES, RESUME_EXAMPLES = 25, 30  # a report renders its figures: ~3 s each
@@ -151,7 +151,7 @@ def test_machine_facts_of_the_wrong_type_give_the_report_no_clock_rather_than_a_
 
 @pytest.mark.parametrize("odd", ["x", None, True, -1, 0, float("nan"), [1]])
 def test_a_noise_threshold_of_the_wrong_kind_gives_the_report_the_default(odd):
-    from harness.points import DEFAULT_NOISE_THRESHOLD, noise_threshold_of
+    from harness.analysis.points import DEFAULT_NOISE_THRESHOLD, noise_threshold_of
 
     assert noise_threshold_of({"noise_threshold": odd}) == DEFAULT_NOISE_THRESHOLD
     assert noise_threshold_of({"noise_threshold": 0.5}) == 0.5

@@ -16,7 +16,7 @@ from engines import libtorch
 from workloads import load
 
 ENGINE = "libtorch/eager/cpp/cpu"
-# The keys harness/worker.py writes; the runner treats every child alike.
+# The keys harness/running/worker.py writes; the runner treats every child alike.
 WORKER_KEYS = {"status", "outputs", "precision", "iterations", "warmup", "loop_time_s", "per_iter_s", "samples_s",
                "framework_version", "cpu_clocks", "cpu_clocks_source", "loop_cpu_time_s", "cpu_time_s",
                "peak_resident_bytes", "peak_virtual_bytes", "peak_private_bytes", "peak_private_source"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import machine, machine_other
+from harness.machine import host as machine, other_os as machine_other
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machine"
 CPU = "devices/system/cpu"

@@ -117,7 +117,7 @@ def test_a_training_engine_without_inputs_says_it_needs_them():
 def test_a_run_through_the_cli_prepares_inputs_checks_losses_and_records_param_count(tmp_path):
     if all_engines()["torch/eager/python/cpu"].unavailable_reason():
         pytest.skip("torch is not installed")
-    command = [sys.executable, "-m", "harness.cli", "run", "--workload", "mlp", "--engine", "torch/eager/python/cpu",
+    command = [sys.executable, "-m", "harness.commands.cli", "run", "--workload", "mlp", "--engine", "torch/eager/python/cpu",
                "--profile", "smoke", "--param", "hidden_dim=4", "--param", "batch=1", "--out", str(tmp_path)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from engines.none import FLOOR
-from harness import results
-from harness.cli import main
-from harness.session import make_plan
+from harness.store import results
+from harness.commands.cli import main
+from harness.running.session import make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 CORES = sorted(os.sched_getaffinity(0))[:2]
@@ -48,7 +48,7 @@ def test_two_workers_record_every_fault_once_each_pinned(fake_engines, tmp_path)
 
 
 def start(tmp_path: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--workload", "tiny,small",
+    return subprocess.Popen([sys.executable, "-m", "harness.commands.cli", "run", "--workload", "tiny,small",
                              "--profile", "smoke", "--engine", "fake/ok,fake/hang", "--trials", "2", "--timeout", "8",
                              "--cpus", TWO, "--no-report", "--out", str(tmp_path)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -119,7 +119,7 @@ def test_a_bad_core_list_is_one_usage_line(argv, message, capsys):
 
 def test_interference_times_a_trial_alone_and_beside_busy_cores(fake_engines):
     from engines import all_engines
-    from harness.interference import interference
+    from harness.running.interference import interference
     from workloads import load
 
     registry = all_engines()

@@ -19,7 +19,7 @@ import pytest
 from harness.report import render
 from harness.report.run import load_run
 from harness.report.tables import build_tables
-from harness.results import MANIFEST_FILE, Trial, append_trial
+from harness.store.results import MANIFEST_FILE, Trial, append_trial
 
 PAPER_CSV = Path(__file__).resolve().parents[1] / "harness" / "report" / "paper_results.csv"
 MB = 2**20
@@ -416,7 +416,7 @@ def test_index_html_renders_in_chromium_with_every_figure(linux_report, tmp_path
 
 
 def test_a_noisy_row_is_marked(tmp_path):
-    from harness.points import group
+    from harness.analysis.points import group
 
     def trial(index, seconds):
         return {"engine": "micrograd/eager/python/cpu", "workload": "tiny", "params": {}, "trial": index,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engines.base import find_executable
-from harness.results import CHILD_FIELDS, OPTIONAL_CHILD_FIELDS, Trial
+from harness.store.results import CHILD_FIELDS, OPTIONAL_CHILD_FIELDS, Trial
 from tests.tests_support import worker_argv
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import orchestrator, results
-from harness.cli import main
-from harness.session import make_plan
+from harness.running import orchestrator
+
+from harness.store import results
+from harness.commands.cli import main
+from harness.running.session import make_plan
 from tests_support import fault_engines_env
 
 PLAN = ["--engine", "fake/ok", "--workload", "tiny,small", "--profile", "smoke", "--trials", "2", "--no-report"]

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 
-from harness import results
-from harness.cli import main
+from harness.store import results
+from harness.commands.cli import main
 from tests.tests_support import worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +136,7 @@ def test_a_full_disk_stops_the_run_with_a_clear_error(fake_engines, tmp_path, mo
 
 
 def test_sigterm_stops_the_run_keeps_finished_trials_and_marks_the_manifest(fake_engines, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--workload", "tiny,small",
+    proc = subprocess.Popen([sys.executable, "-m", "harness.commands.cli", "run", "--workload", "tiny,small",
                              "--profile", "smoke", "--engine", "fake/ok,fake/hang", "--timeout", "300",
                              "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -186,9 +186,9 @@ def test_adaptive_stops_when_the_interval_is_tight(fake_engines, tmp_path):
 def test_energy_reading_brackets_the_measured_child(fake_engines):
     from engines import all_engines
     from harness.measure import affinity
-    from harness.plan import make_plan
-    from harness.runner import measure
-    from harness.spawn import ChildSpawner, RunOptions
+    from harness.planning.plan import make_plan
+    from harness.running.runner import measure
+    from harness.running.spawn import ChildSpawner, RunOptions
     from workloads import load
 
     class Meter:
@@ -230,7 +230,7 @@ def test_python_option_runs_the_workers_under_another_interpreter(fake_engines, 
 
 # Modules a bare micrograd script never imports, each worth 0.4 to 20 MiB of a row's peak memory.
 NOT_BEFORE_THE_PEAKS = {"numpy", "dataclasses", "inspect", "typing", "pathlib", "json", "argparse", "threading",
-                        "importlib.metadata", "workloads.base", "harness.stats", "platform"}
+                        "importlib.metadata", "workloads.base", "harness.analysis.stats", "platform"}
 
 
 def test_a_graph_worker_imports_nothing_heavy_before_its_peaks_are_read():

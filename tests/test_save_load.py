@@ -11,9 +11,9 @@ import pytest
 
 from engines import all_engines
 from workloads.graphs import small, small_activations
-from harness.plan import PlannedTrial
-from harness.runner import child_command, parse_payload
-from harness.spawn import RunOptions
+from harness.planning.plan import PlannedTrial
+from harness.running.runner import child_command, parse_payload
+from harness.running.spawn import RunOptions
 from workloads import load
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from engines import all_engines
-from harness import results, shard
-from harness.cli import main
-from harness.compare import compare_runs
-from harness.estimate import Estimator
-from harness.plan import make_plan
+from harness.store import results
+from harness.planning import shard
+from harness.commands.cli import main
+from harness.analysis.compare import compare_runs
+from harness.planning.estimate import Estimator
+from harness.planning.plan import make_plan
 from harness.report.run import load_run, status_notes
-from harness.session import make_plan as plan_of_spec
+from harness.running.session import make_plan as plan_of_spec
 from tests_support import fault_engines_env
 from workloads import all_workloads
 

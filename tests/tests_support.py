@@ -72,7 +72,7 @@ def build_wheel(folder: Path, name: str, version: str, package: str, source: str
 def worker_argv(engine_id: str, workload: str, params: dict, *counts: str) -> list[str]:
     """The command the runner gives a Python worker for this point, then `counts` (--iterations N ...)."""
     from engines import all_engines
-    from harness.runner import worker_command
+    from harness.running.runner import worker_command
     from workloads import load
 
     return [*worker_command(sys.executable, all_engines()[engine_id], load(workload), params), *counts]

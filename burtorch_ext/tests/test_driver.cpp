@@ -74,7 +74,7 @@ TEST_CASE("driver: JSON line") {
         "\"inf\":null,\"bytes\":null,\"samples_s\":[1.0000000000000001e-09,2.4999999999999999e-08]}\n");
 }
 
-TEST_CASE("driver: block sizes and summary match harness/stats.py") {
+TEST_CASE("driver: block sizes and summary match harness/analysis/stats.py") {
   CHECK((blockSizes(10, 3) == std::vector<std::int64_t>{4, 3, 3}));
   CHECK((blockSizes(2, 100) == std::vector<std::int64_t>{1, 1}));
   const Summary s = summarize({3.0, 1.0, 2.0, 10.0});

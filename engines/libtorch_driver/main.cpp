@@ -1,5 +1,5 @@
 // libtorch-bench: the paper's "PyTorch, Eager, LibTorch, C++" rows. Runs one workload with
-// PyTorch's C++ API and prints ONE JSON line on stdout, the protocol of harness/worker.py and
+// PyTorch's C++ API and prints ONE JSON line on stdout, the protocol of harness/running/worker.py and
 // burtorch-bench (whose command line, JSON writer, block timer and process counters it shares),
 // so the harness runs it as the engine libtorch/eager/cpp/cpu. FP64, one thread.
 //
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
       argc, argv,
       "usage: libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]\n"
       "                      [--param NAME=VALUE ...]\n"
-      "Runs WORKLOAD with LibTorch (PyTorch's C++ API) and prints one JSON line (see harness/worker.py).\n"
+      "Runs WORKLOAD with LibTorch (PyTorch's C++ API) and prints one JSON line (see harness/running/worker.py).\n"
       "--timing paper (default): tiny, small and energy make their leaves every step, as the authors'\n"
       "programs do; lean: ours. The line's timed_as says which ran (workloads/timed_regions.csv).\n",
       "libtorch " TORCH_VERSION, kWorkloads);

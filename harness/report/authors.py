@@ -13,7 +13,7 @@ import html
 from pathlib import Path
 
 from engines.base import BASELINE
-from harness.points import Point, group
+from harness.analysis.points import Point, group
 from harness.report.run import Run
 
 AUTHORS = "burtorch-authors"

@@ -37,7 +37,7 @@ from functools import lru_cache
 from importlib import resources
 
 from engines.base import BASELINE
-from harness.points import Point, group
+from harness.analysis.points import Point, group
 from harness.report import cells, paper
 from harness.report.metrics import Metric, resolve
 from harness.report.run import Run

@@ -13,8 +13,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from harness.points import group
-from harness.summary import _shown_params, format_seconds
+from harness.analysis.points import group
+from harness.analysis.summary import _shown_params, format_seconds
 
 STYLES = {"reproduced": "green", "partly": "yellow", "not reproduced": "red", "not measurable here": "dim"}
 

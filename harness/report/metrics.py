@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from harness.points import Point
+from harness.analysis.points import Point
 
 MB = 2**20
 MWH = 3.6  # joules per mWh

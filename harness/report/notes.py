@@ -1,7 +1,7 @@
 """The notes under a report table: what a reader needs to read its numbers, from the declarations."""
 from __future__ import annotations
 
-from harness.points import Point
+from harness.analysis.points import Point
 from harness.report import paper
 from harness.report.metrics import Metric
 from workloads import theory

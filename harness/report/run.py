@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.report import paper
-from harness.results import TIMINGS, read_trials, sane_manifest
+from harness.store.results import TIMINGS, read_trials, sane_manifest
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from engines.base import BASELINE
-from harness.points import Point, group, noise_threshold_of, params_key
+from harness.analysis.points import Point, group, noise_threshold_of, params_key
 from harness.report import cells, notes, paper
 from harness.report.metrics import Metric, memory_note, resolve
 from harness.report.run import Run

@@ -2,7 +2,7 @@
 
 Per workload, a "versions" table: one row per environment of each engine, with time per
 iteration, init time and peak memory, each as a ratio to the oldest version with its 95%
-interval and verdict, computed as `burtbench compare` computes them (harness/compare.py); and a
+interval and verdict, computed as `burtbench compare` computes them (harness/analysis/compare.py); and a
 trend figure: time per iteration against version, one line per engine, log scale.
 """
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import compare
-from harness.envs import split_id
-from harness.points import Point, group
+from harness.analysis import compare
+from harness.envs.specs import split_id
+from harness.analysis.points import Point, group
 from harness.report.figures import Figure, _pyplot, _save
 from harness.report.run import Run
-from harness.summary import format_seconds
+from harness.analysis.summary import format_seconds
 
 FIELDS = ["engine", "params", "version", "env", "trials_ok", "trials", "check_ok",
           "time_per_iter_s", "time_ratio", "time_ci_low", "time_ci_high", "time_verdict",

@@ -1,4 +1,4 @@
-// Command line of the native driver; it mirrors harness/worker.py's:
+// Command line of the native driver; it mirrors harness/running/worker.py's:
 //   burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]
 //                  [--param NAME=VALUE ...] [--inputs DIR]
 #pragma once

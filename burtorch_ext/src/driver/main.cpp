@@ -1,5 +1,5 @@
 // burtorch-bench: the native driver. Runs one workload on the C++ engine and prints ONE JSON
-// line on stdout, the same protocol as harness/worker.py, so the harness treats it as the
+// line on stdout, the same protocol as harness/running/worker.py, so the harness treats it as the
 // engine burtorch/eager/cpp/cpu. It must not load Python.
 #include <array>
 #include <cstdio>
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
                    "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]\n"
                    "                      [--param NAME=VALUE ...] [--inputs DIR]\n"
                    "       burtorch-bench --peak   (this core's peak FP32 multiply-add rate, one JSON line)\n"
-                   "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/worker.py).\n"
+                   "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/running/worker.py).\n"
                    "--timing paper (default): tiny, small, energy and save_load step as the authors' programs do\n"
                    "(leaves made every step; save_load memory-maps its file, not on Windows); lean: ours. The line's\n"
                    "timed_as says which ran (workloads/timed_regions.csv).\n"

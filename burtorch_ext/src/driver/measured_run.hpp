@@ -1,6 +1,6 @@
 #pragma once
 // The measured part of a driver run, shared by burtorch-bench and libtorch-bench so both speak
-// exactly the protocol of harness/worker.py: warm-up, the timed loop (CPU clocks and CPU time
+// exactly the protocol of harness/running/worker.py: warm-up, the timed loop (CPU clocks and CPU time
 // around it), then ONE JSON line with the outputs, the timing, the counters and the peaks.
 //
 // A workload W is called once per iteration (operator()) and has outputs() -> (name, value)

@@ -44,7 +44,7 @@ TimedLoop timeBlocks(Step& step, std::int64_t iterations, std::int64_t blocks) {
   return loop;
 }
 
-// mean, sample standard deviation, min and median, as harness/stats.py summarizes.
+// mean, sample standard deviation, min and median, as harness/analysis/stats.py summarizes.
 struct Summary {
   double mean = 0, std = 0, min = 0, median = 0;
   std::int64_t n = 0;

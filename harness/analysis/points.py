@@ -1,0 +1,209 @@
+"""Trials grouped into points — one engine at one workload point — and a point's statistics.
+
+The one place where trials are grouped and where a point's figures are defined: the terminal
+summary, the report, compare and the adaptive orchestrator all read points from here.
+Every trial that carries a measure contributes it, whatever its status or check: a failed check
+is marked, not dropped. Trials that carry nothing (timeout, oom, unavailable) are counted and
+their reasons kept for the notes.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from harness.analysis.stats import coefficient_of_variation, relative_half_width
+
+# A point whose trials vary more than this (coefficient of variation) is marked noisy.
+DEFAULT_NOISE_THRESHOLD = 0.05
+
+
+def params_key(params: dict | None) -> str:
+    return json.dumps(params or {}, sort_keys=True)
+
+
+class PointKey(NamedTuple):
+    engine: str
+    workload: str
+    params: str  # params_key() of the point's parameters
+
+    @classmethod
+    def of(cls, trial: dict) -> "PointKey":
+        return cls(trial["engine"], trial["workload"], params_key(trial.get("params")))
+
+
+def number(value) -> float | None:
+    """A finite measure, or None: booleans, strings and missing values are not measures."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if value == value and abs(value) != float("inf") else None
+
+
+def measure(trial: dict, name: str) -> float | None:
+    """A measure at the top level of the trial or, for workload-specific ones, in its `extra`."""
+    value = trial.get(name)
+    if value is None:
+        value = (trial.get("extra") or {}).get(name)
+    return number(value)
+
+
+def trial_time(trial: dict) -> float | None:
+    """Seconds per iteration of one trial: the mean over its timed blocks, else loop time / iterations."""
+    per_iter = trial.get("per_iter_s")
+    mean = number(per_iter.get("mean")) if isinstance(per_iter, dict) else None
+    if mean is not None:
+        return mean
+    loop, iterations = number(trial.get("loop_time_s")), number(trial.get("iterations"))
+    return loop / iterations if loop is not None and iterations else None
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+@dataclass
+class Point:
+    key: PointKey
+    trials: list[dict] = field(default_factory=list)
+    noise_threshold: float = DEFAULT_NOISE_THRESHOLD
+
+    @property
+    def engine(self) -> str:
+        return self.key.engine
+
+    @property
+    def workload(self) -> str:
+        return self.key.workload
+
+    @property
+    def params(self) -> dict:
+        return json.loads(self.key.params)
+
+    def values(self, name: str) -> list[float]:
+        return [v for v in (measure(t, name) for t in self.trials) if v is not None]
+
+    def mean(self, name: str) -> float | None:
+        return _mean(self.values(name))
+
+    def per_iteration(self, name: str) -> float | None:
+        """A per-trial total (CPU clocks, save time) divided by that trial's iterations, averaged."""
+        return _mean([measure(t, name) / measure(t, "iterations") for t in self.trials
+                      if measure(t, name) is not None and measure(t, "iterations")])
+
+    # Time per iteration: one value per trial (process), the unit of replication.
+    def time_values(self) -> list[float]:
+        return [v for v in map(trial_time, self.trials) if v is not None]
+
+    def time_mean(self) -> float | None:
+        return _mean(self.time_values())
+
+    def time_std_over_trials(self) -> float | None:
+        values = self.time_values()
+        return statistics.stdev(values) if len(values) > 1 else None
+
+    def time_min(self) -> float | None:
+        return min(self.time_values(), default=None)
+
+    def time_std_within(self) -> float | None:
+        """Spread of the per-iteration time inside a run (over timing blocks), averaged over trials."""
+        stds = [number((t.get("per_iter_s") or {}).get("std")) for t in self.trials if isinstance(t.get("per_iter_s"), dict)]
+        return _mean([s for s in stds if s is not None])
+
+    def block_times(self) -> list[float]:
+        return [v for t in self.trials if isinstance(t.get("samples_s"), list)
+                for v in map(number, t["samples_s"]) if v is not None]
+
+    def time_cv(self) -> float | None:
+        return coefficient_of_variation(self.time_values())
+
+    def noisy(self) -> bool:
+        cv = self.time_cv()
+        return cv is not None and cv > self.noise_threshold
+
+    def time_half_width(self) -> float | None:
+        """The 95% interval of the mean time's half-width, relative to the mean."""
+        return relative_half_width(self.time_values())
+
+    def version(self) -> str | None:
+        return next((t["framework_version"] for t in self.trials if t.get("framework_version")), None)
+
+    def iterations(self) -> int | None:
+        counts = self.values("iterations")
+        return int(max(counts)) if counts else None
+
+    def param_count(self) -> int | None:
+        values = self.values("param_count")
+        return int(values[0]) if values else None
+
+    def status_counts(self) -> Counter:
+        return Counter(t.get("status") or "ok" for t in self.trials)
+
+    def trials_ok(self) -> int:
+        return self.status_counts().get("ok", 0)
+
+    def check(self) -> tuple[bool | None, float | None]:
+        """(all checks passed, worst relative error); None when no trial carries a check."""
+        checks = [t["check"] for t in self.trials if isinstance(t.get("check"), dict)]
+        errors = [e for e in (number(c.get("max_rel_err")) for c in checks) if e is not None]
+        # A check whose ok is None could not decide (its program's outputs are not comparable with
+        # the reference, or printed too coarsely): it neither passes nor fails (check_status says why).
+        decided = [c for c in checks if c.get("ok") is not None]
+        if not decided:
+            return None, max(errors, default=None) if checks else None
+        return all(c.get("ok") is True for c in decided), max(errors, default=None)
+
+    def check_status(self) -> str | None:
+        """What the undecided checks say ("not comparable", "agrees to printed digits"), where none decided."""
+        checks = [t["check"] for t in self.trials if isinstance(t.get("check"), dict)]
+        if not checks or any(c.get("ok") is not None for c in checks):
+            return None
+        statuses = sorted({str(c.get("status") or "undecided").replace("_", " ") for c in checks})
+        return ", ".join(statuses)
+
+    def outputs(self) -> dict | None:
+        """What the engine computed (its first checked trial's outputs, `check.got`), or None."""
+        for trial in self.trials:
+            got = (trial.get("check") or {}).get("got") if isinstance(trial.get("check"), dict) else None
+            if isinstance(got, dict) and got:
+                return got
+        return None
+
+    def sources(self, name: str) -> set[str]:
+        return {str(t[name]) for t in self.trials if t.get(name)}
+
+    def notes(self) -> list[str]:
+        """What a reader must know about this point whatever the table: failures, failed checks, noise."""
+        notes = []
+        total = len(self.trials)
+        for status, count in sorted(self.status_counts().items()):
+            if status != "ok":
+                reasons = sorted({str(t.get("reason") or "") for t in self.trials if t.get("status") == status} - {""})
+                why = f": {'; '.join(reasons)}" if reasons else ""
+                notes.append(f"{count} of {total} trials {status}{why}")
+        ok, worst = self.check()
+        if ok is False:
+            failed = sum(1 for t in self.trials if isinstance(t.get("check"), dict) and t["check"].get("ok") is False)
+            err = f", max rel. error {worst:.3g}" if worst is not None else ""
+            notes.append(f"numerical check FAILED in {failed} of {total} trials{err}")
+        if self.noisy():
+            notes.append(f"noisy: trials vary by {self.time_cv():.1%} "
+                         f"(coefficient of variation > {self.noise_threshold:.0%})")
+        return notes
+
+
+def noise_threshold_of(plan) -> float:
+    """The run's --noise-threshold (a fraction), or the default where its manifest holds no usable one."""
+    value = plan.get("noise_threshold") if isinstance(plan, dict) else None
+    usable = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
+    return value if usable else DEFAULT_NOISE_THRESHOLD
+
+
+def group(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> dict[PointKey, Point]:
+    """Points in the order their first trial appears."""
+    points: dict[PointKey, Point] = {}
+    for trial in trials:
+        key = PointKey.of(trial)
+        points.setdefault(key, Point(key, noise_threshold=noise_threshold)).trials.append(trial)
+    return points

@@ -1,0 +1,284 @@
+"""burtbench: regenerate the BurTorch paper's tables on this machine, one pinned core, one process per trial.
+
+Every argument is checked before any trial starts; bad input gets one line on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.commands.options import add_run_options, default_env_dir, non_negative_float, positive_float
+from harness.errors import EXIT_USAGE, UsageError
+from harness.store.lock import RunLocked
+from harness.store.results import ResultsError, ResultsUnreadable
+from harness.running.spawn import MemoryCapFailed
+from harness.planning.selection import check_out_dir
+from harness.running.session import existing_run
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line instead of usage + message
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+EXAMPLES = """examples:
+  burtbench list
+  burtbench run                                   quick profile, every workload, every available engine;
+                                                  ends with reports/<run-id>/ and a verdict for each paper claim
+  burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
+  burtbench run --engine torch/eager --profile paper --trials 5
+  burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
+                                                  two versions in one interleaved run (cached environments)
+  burtbench compare "RUN@autograd==1.7.0" "RUN@autograd==1.9.1"    two environments of one run
+  burtbench envs --prune                          the cached environments; delete those unused for 30 days
+  burtbench run --resume results/20261121-101500-quick
+  burtbench run --profile paper --dry-run          the plan and its estimated time, nothing run
+  burtbench run --cpus 2-15                        14 trials at once, each on its own core
+  burtbench run --profile paper --shard 2/4        the second of 4 machines; then: burtbench merge RUN... --out DIR
+  burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
+  burtbench compare RUN_A RUN_B --fail-if-slower 10
+  burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
+  burtbench fetch-data --data-dir data
+  burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
+  burtbench run --engine burtorch --workload tiny,small --upstream ../shared/upstream/burtorch-b1a9d66.tar.gz
+  burtbench doctor
+"""
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="burtbench", description=__doc__, epilog=EXAMPLES,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an unexpected error (also: BURTBENCH_DEBUG=1)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    sub.add_parser("list", help="support matrix: engine × workload, unavailable engines with the reason")
+
+    run = sub.add_parser("run", help="run trials and write results/<run-id>/",
+                         description="Plan engine × workload × params × trial, run each trial in a fresh "
+                                     "process pinned to one core, append it to trials.jsonl.")
+    add_run_options(run)
+
+    report = sub.add_parser("report", help="render a run's tables, figures and index.html beside the paper's numbers")
+    report.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by burtbench run")
+    report.add_argument("--out", default="reports", metavar="DIR", help="reports folder (default: reports); writes DIR/<run-id>/")
+
+    compare = sub.add_parser("compare", help="ratio B/A of time and memory per engine and workload, with a 95%% interval")
+    compare.add_argument("run_a", metavar="RUN_A", help="a run folder, or RUN@SPEC: one environment (--env SPEC) of it")
+    compare.add_argument("run_b", metavar="RUN_B", help="likewise (RUN@SPEC with the same RUN compares two versions)")
+    compare.add_argument("--format", default="table", choices=("table", "md", "json"), help="output format (default: table)")
+    compare.add_argument("--fail-if-slower", type=positive_float, metavar="PCT",
+                         help="exit with status 1 if any (engine, workload, params) is slower in RUN_B than in RUN_A "
+                              "by more than PCT percent and significantly so (its 95%% interval of B/A lies above 1)")
+
+    fetch = sub.add_parser("fetch-data", help="download names.txt and input.txt from their public origins (sha256-checked)")
+    fetch.add_argument("--data-dir", default="data", metavar="DIR", help="where to put them (default: data)")
+
+    upstream = sub.add_parser("fetch-upstream", help="clone the authors' BurTorch at a pinned commit and verify it "
+                                                     "(the source of the burtorch-authors engines)")
+    upstream.add_argument("--dir", metavar="DIR", help="where to clone (default: build/upstream/checkout, "
+                                                       "where the engines look when given no --upstream)")
+    upstream.add_argument("--commit", metavar="C", help="a 40-digit commit (default: the one behind the paper's rows)")
+    upstream.add_argument("--url", metavar="URL", help="another copy of their repository (default: their GitHub)")
+
+    envs = sub.add_parser("envs", help="the environments --env made: SPEC, Python, size, last use")
+    envs.add_argument("--env-dir", metavar="DIR", help=f"where they are kept (default: {default_env_dir()})")
+    envs.add_argument("--prune", nargs="?", const=30.0, type=non_negative_float, metavar="DAYS",
+                      help="delete those unused for DAYS days (default 30; 0: all)")
+
+    merge = sub.add_parser("merge", help="join the runs of a plan's shards (--shard K/N) into one run",
+                           description="Join shards into one run folder that report and compare accept. Refuses "
+                                       "runs of different plans, repeated trials, and runs whose machines differ "
+                                       "in CPU model, profile or framework versions (unless --allow-mixed).")
+    merge.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    merge.add_argument("--out", required=True, metavar="DIR", help="the merged run's folder (new or empty)")
+    merge.add_argument("--allow-mixed", action="store_true",
+                       help="merge runs from different CPU models or framework versions (the report says so)")
+
+    doctor = sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
+    doctor.add_argument("--interference", action="store_true",
+                        help="measure what running trials in parallel costs: a reference trial alone, then with "
+                             "every other core of --cpus busy with the same kind of trial; prints the slow-down")
+    doctor.add_argument("--cpus", metavar="LIST", help="with --interference: the cores; the reference trial runs on "
+                                                       "the first (default: every allowed core)")
+    doctor.add_argument("--engine", default="burtorch/eager/cpp/cpu,micrograd/eager/python/cpu", metavar="E,...",
+                        help="with --interference: engines of the reference trials")
+    doctor.add_argument("--workload", default="tiny,small", metavar="W,...",
+                        help="with --interference: workloads of the reference trials")
+    return parser
+
+
+def cmd_list(args, console: Console) -> int:
+    from rich.table import Table
+
+    from engines import all_engines
+    from workloads import all_workloads
+
+    workloads = all_workloads()
+    table = Table(title="burtbench: engines × workloads", title_justify="left")
+    table.add_column("engine")
+    for name in workloads:
+        table.add_column(name, justify="center")
+    table.add_column("status")
+    for eid, spec in all_engines().items():
+        reason = spec.unavailable_reason()
+        marks = ["✓" if spec.runs(w) else "·" for w in workloads.values()]
+        status = "[green]available[/]" if reason is None else f"[yellow]unavailable: {reason}[/]"
+        if spec.note:
+            status += f" ({spec.note})"
+        table.add_row(eid, *marks, status)
+    console.print(table)
+    return 0
+
+
+def cmd_doctor(args, console: Console) -> int:
+    from harness.machine import doctor
+    from harness.measure import affinity
+
+    if args.interference:
+        return doctor_interference(args, console)
+    console.print(doctor.format_findings(doctor.diagnose(affinity.default_cpu())), highlight=False)
+    return 0
+
+
+def doctor_interference(args, console: Console) -> int:
+    from engines import all_engines
+    from harness.running import interference
+    from harness.planning import selection
+    from harness.measure import affinity
+    from workloads import all_workloads
+
+    # By default the reference trial runs where a one-core run would (the last core), the rest beside it.
+    default = [affinity.default_cpu()] + [c for c in affinity.allowed_cpus() if c != affinity.default_cpu()]
+    cpus = list(selection.check_cpus(args.cpus)) if args.cpus else default
+    if len(cpus) < 2:
+        raise UsageError(f"--interference needs at least two cores (this process may use {affinity.format_cpus(cpus)})")
+    engines = selection.resolve_engines(args.engine, all_engines())
+    workloads = selection.resolve_workloads(args.workload, all_workloads())
+    console.print(f"interference: {len(engines)} engines × {len(workloads)} workloads, {interference.ROUNDS} rounds "
+                  f"alone and busy; this takes a few minutes", highlight=False)
+    rows = interference.interference(engines, workloads, cpus)
+    console.print(interference.format_table(rows, cpus))
+    return 0
+
+
+def cmd_report(args, console: Console) -> int:
+    from harness import report
+
+    run_dir = existing_run(args.run_dir, "RUN_DIR")
+    out = Path(args.out)
+    check_out_dir(out, "reports folder")
+    try:
+        folder = report.render(run_dir, out)
+    except OSError as exc:
+        raise ReportUnwritable(f"cannot write the report in {out}: {exc.strerror or exc}") from None
+    console.print(f"report: {folder / 'index.html'}  (claims in {folder / 'claims.md'}, tables in {folder / 'tables'}, "
+                  f"figures in {folder / 'figures'})")
+    return 0
+
+
+def cmd_compare(args, console: Console) -> int:
+    from harness.analysis import compare
+
+    from harness.envs.specs import run_side
+
+    (run_a, env_a), (run_b, env_b) = run_side(args.run_a, "RUN_A"), run_side(args.run_b, "RUN_B")
+    result = compare.compare_runs(run_a, run_b, env_a, env_b)
+    text = compare.format_comparison(result, args.format)
+    print(text) if args.format == "json" else console.print(text, highlight=False)
+    return compare.exit_status(result, args.fail_if_slower)
+
+
+def cmd_fetch_data(args, console: Console) -> int:
+    from workloads import data
+
+    check_out_dir(Path(args.data_dir), "data folder", "--data-dir")
+    try:
+        paths = data.fetch(Path(args.data_dir))
+    except data.DataError as exc:
+        raise UsageError(str(exc)) from None
+    for path in paths:
+        console.print(f"{path}: sha256 ok", highlight=False)
+    return 0
+
+
+def cmd_fetch_upstream(args, console: Console) -> int:
+    from engines.authors import source
+    from engines.burtorch_authors import DEFAULT_CHECKOUT
+
+    folder = Path(args.dir) if args.dir else DEFAULT_CHECKOUT
+    try:
+        tree = source.fetch(folder, args.commit or source.PINNED_COMMIT, args.url or source.DEFAULT_URL)
+    except source.SourceError as exc:
+        print(f"burtbench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    hint = "" if folder == DEFAULT_CHECKOUT else f" (run with --upstream {tree.root})"
+    console.print(f"{tree.root}: commit {tree.commit} verified{hint}", highlight=False)
+    return 0
+
+
+def cmd_envs(args, console: Console) -> int:
+    from harness.envs import specs as envs
+
+    envs.show(envs.env_dir(args.env_dir), args.prune, console)
+    return 0
+
+
+def cmd_merge(args, console: Console) -> int:
+    from harness.store import merge
+
+    folder = merge.merge([existing_run(r, "RUN_DIR") for r in args.runs], Path(args.out), args.allow_mixed)
+    console.print(f"merged {len(args.runs)} runs → {folder}  (burtbench report {folder})", highlight=False)
+    return 0
+
+
+def cmd_run(args, console: Console) -> int:
+    from harness.running import session
+
+    return session.run(session.request(args), console)
+
+
+class ReportUnwritable(Exception):
+    """The reports folder refused a file: one line, exit code 1."""
+
+
+COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
+            "envs": cmd_envs, "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor,
+            "merge": cmd_merge}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Every command's one error path: one line on stderr and an exit code, a traceback only with --debug."""
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 170)
+    debug = os.environ.get("BURTBENCH_DEBUG") == "1" or "--debug" in (sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args, console)
+    except (UsageError, RunLocked) as exc:
+        return _fail(exc, EXIT_USAGE)
+    except KeyboardInterrupt:
+        print("burtbench: interrupted", file=sys.stderr)
+        return 130
+    except (ReportUnwritable, ResultsUnreadable) as exc:
+        return _fail(exc, 1)
+    except (MemoryCapFailed, ResultsError) as exc:
+        return _fail(f"{exc}; the run stopped (trials already written are kept)", 1)
+    except Exception as exc:  # noqa: BLE001 (the one place an unexpected error becomes one line)
+        if debug:
+            raise
+        return _fail(f"unexpected {type(exc).__name__}: {exc} (run again with --debug for the traceback)", 1)
+
+
+def _fail(message, code: int) -> int:
+    print(f"burtbench: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

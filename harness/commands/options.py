@@ -1,0 +1,114 @@
+"""The options of `burtbench run` and the argument types they parse with."""
+from __future__ import annotations
+
+import argparse
+import re
+
+from harness.planning import selection
+from harness.store.results import TIMINGS
+from workloads.base import PROFILES
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--workload", default="all", metavar="W,...", help="workload names, or 'all' (default)")
+    run.add_argument("--engine", default="all", metavar="E,...",
+                     help="engine ids or prefixes ('torch' = every torch engine, 'torch/eager' = its eager ones; "
+                          "'burtorch' includes the authors' burtorch-authors), or 'all' (default: every available engine)")
+    run.add_argument("--profile", metavar="P",
+                     help=f"iteration counts: {', '.join(PROFILES)} (default quick; paper = the paper's counts)")
+    run.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
+                     help="narrow a workload's parameter grid (repeatable)")
+    run.add_argument("--trials", type=positive_int, metavar="N", help="trials per point (default: per workload and profile)")
+    run.add_argument("--adaptive", action="store_true",
+                     help="add trials to points whose trials disagree until the 95%% interval of the mean is within "
+                          "--noise-threshold of it, or --max-trials is reached")
+    run.add_argument("--max-trials", type=at_most(positive_int, selection.MAX_TRIALS_PER_POINT), default=10, metavar="N", help="with --adaptive (default 10)")
+    run.add_argument("--noise-threshold", type=at_most(positive_float, selection.MAX_NOISE_PCT), default=5.0, metavar="PCT",
+                     help="coefficient of variation over trials above which a point is noisy (default 5)")
+    run.add_argument("--cpu", type=int, metavar="N", help="core to pin every trial to (default: the last core)")
+    run.add_argument("--cpus", metavar="LIST",
+                     help="run up to len(LIST) trials at once, each pinned to its own core of LIST (e.g. 2-15 or 0,1); "
+                          "the runner keeps off them where a core is left. Check the cost first: burtbench doctor "
+                          "--interference (default: one core, --cpu)")
+    run.add_argument("--shard", metavar="K/N",
+                     help="run only shard K of N: a deterministic split of the plan by point, for N machines "
+                          "(join them with burtbench merge)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the plan per workload and its estimated time, and exit without running")
+    run.add_argument("--estimate-from", metavar="RUN_DIR",
+                     help="previous run whose per-iteration times estimate this one's (default: the newest run "
+                          "under --out made on this CPU model, else rough built-in figures)")
+    run.add_argument("--timeout", type=at_most(positive_float, selection.MAX_TIMEOUT_S), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
+    run.add_argument("--mem-limit", type=size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
+    run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",
+                     help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
+    run.add_argument("--idle-seconds", type=at_most(positive_float, selection.MAX_IDLE_S), default=10.0, metavar="S",
+                     help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
+    run.add_argument("--timing", choices=TIMINGS,
+                     help="paper (default): time each row as the authors' script for it does, where we adopted it "
+                          "(workloads/timed_regions.csv); lean: the same lean region for every framework")
+    run.add_argument("--sample-private", action="store_true",
+                     help="also sample each child's peak private memory (Linux: from the runner, every 20 ms)")
+    run.add_argument("--env", action="append", default=[], metavar="SPEC",
+                     help="run the engines of the framework SPEC names in a managed environment with SPEC installed "
+                          "(e.g. 'jax==0.4.38' or 'jax==0.5.0,jaxlib==0.5.0'); repeat to compare versions in one "
+                          "interleaved run. Environments are cached (burtbench envs)")
+    run.add_argument("--env-dir", metavar="DIR", help=f"where environments are kept (default: {default_env_dir()})")
+    run.add_argument("--pip-arg", action="append", default=[], metavar="ARG",
+                     help="an argument for the installer (uv if on PATH, else pip), e.g. "
+                          "--pip-arg=--index-url=https://download.pytorch.org/whl/cpu (repeatable)")
+    run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's); "
+                                                      "with --env, the interpreter the environments are made from")
+    run.add_argument("--data-dir", metavar="DIR",
+                     help="read the real makemore names.txt and tiny-shakespeare input.txt from DIR for mlp and gpt "
+                          "(default: a synthetic corpus with the same alphabets; see fetch-data)")
+    run.add_argument("--upstream", metavar="DIR|ARCHIVE",
+                     help="the authors' BurTorch source (a checkout or a `git archive` tarball) for the "
+                          "burtorch-authors engines (default: $BURTBENCH_UPSTREAM, else the fetch-upstream checkout)")
+    run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
+    run.add_argument("--resume", metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
+    run.add_argument("--no-report", action="store_true",
+                     help="do not render reports/<run-id>/ (tables, figures, claims, index.html) at the end")
+
+
+def default_env_dir() -> str:
+    from harness.envs.specs import default_env_dir as where
+
+    return str(where())
+
+
+def non_negative_float(text: str) -> float:
+    return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
+
+
+def positive_int(text: str) -> int:
+    if not re.fullmatch(r"\d+", text) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number ≥ 1, got {text!r}")
+    return int(text)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def at_most(kind, highest: float):
+    def parse(text: str):
+        value = kind(text)
+        if value > highest:
+            raise argparse.ArgumentTypeError(f"expected at most {highest:g}, got {text!r}")
+        return value
+    return parse
+
+
+def size(text: str) -> int:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]?)i?B?", text.strip(), re.IGNORECASE)
+    if not match or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a size like 512M or 4G, got {text!r}")
+    scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[match.group(2).upper()]
+    return int(float(match.group(1)) * scale)

@@ -1,0 +1,60 @@
+"""`python -m harness.commands.versus RUN_DIR... [--engine ENGINE]`: at each point of the runs, ENGINE's time
+per iteration against the fastest engine of another framework (its peer), and the ratio (peer /
+ENGINE: above 1, ENGINE is faster). Only trials that finished and passed their check count.
+`make perf-grid` prints this.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from engines.none import FLOOR
+from harness.analysis.points import group
+from harness.store.results import read_trials
+
+
+def rows(trials: list[dict], engine: str) -> list[tuple]:
+    """(workload, params, ENGINE's time, best peer, its time, ratio, ENGINE's peak RSS, the peer's)."""
+    by_point: dict[tuple, dict] = {}
+    for point in group([t for t in trials if t.get("status") == "ok"]).values():
+        passed, _ = point.check()
+        if passed is False or point.time_mean() is None:
+            continue
+        by_point.setdefault((point.workload, point.key.params), {})[point.engine] = point
+    out = []
+    for (workload, params), engines in by_point.items():
+        ours = engines.get(engine)
+        peers = [p for name, p in engines.items()
+                 if name.split("/")[0] != engine.split("/")[0] and name != FLOOR]  # the floor is no framework
+        if ours is None or not peers:
+            continue
+        best = min(peers, key=lambda p: p.time_mean())
+        out.append((workload, params, ours.time_mean(), best.engine, best.time_mean(), best.time_mean() / ours.time_mean(),
+                    ours.mean("peak_resident_bytes"), best.mean("peak_resident_bytes")))
+    return out
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
+
+
+def _mib(size: float | None) -> str:
+    return "—" if size is None else f"{size / 2**20:.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.commands.versus", description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--engine", default="burtorch/eager/cpp/cpu")
+    args = parser.parse_args(argv)
+    table = rows([t for run in args.runs for t in read_trials(run)], args.engine)
+    print(f"{args.engine} against the fastest engine of another framework (ratio = peer / ours: above 1, ours is faster)")
+    print(f"{'workload':8} {'point':32} {'ours':>10} {'best peer':30} {'peer':>10} {'ratio':>6} {'RSS MiB ours/peer':>18}")
+    for workload, params, ours, peer, peer_time, ratio, rss, peer_rss in table:
+        print(f"{workload:8} {params:32} {_time(ours):>10} {peer:30} {_time(peer_time):>10} {ratio:6.2f} "
+              f"{_mib(rss):>8} / {_mib(peer_rss):<8}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""`burtbench run --dry-run`: the plan per workload and how long it will take, nothing run."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from rich.console import Console
+from rich.table import Table
+
+from harness.planning.estimate import Estimator, wall_s
+
+
+def duration(seconds: float) -> str:
+    return str(timedelta(seconds=round(seconds)))
+
+
+def show(plan: list, req, console: Console) -> int:
+    unavailable = {}
+    for pt in plan:
+        if pt.engine.id not in unavailable:
+            unavailable[pt.engine.id] = pt.engine.unavailable_reason()
+    for eid, reason in unavailable.items():
+        if reason:
+            console.print(f"[yellow]would skip[/] {eid}: unavailable: {reason}", highlight=False)
+    plan = [pt for pt in plan if not unavailable[pt.engine.id]]
+    estimator = Estimator(req.estimate_from)
+    workers = len(req.cpus) or 1
+    table = Table(title=f"burtbench run --dry-run: {req.spec['profile']} profile, "
+                        f"{workers} worker core{'s' if workers > 1 else ''}", title_justify="left")
+    for name in ("workload", "points", "engines", "trials", "core time", "ETA", "estimated from"):
+        table.add_column(name, justify="left" if name in ("workload", "estimated from") else "right")
+    for workload in dict.fromkeys(pt.workload.name for pt in plan):
+        mine = [pt for pt in plan if pt.workload.name == workload]
+        rough = sum(estimator.source(pt) == "rough" for pt in mine)
+        table.add_row(workload, str(len({pt.point_key() for pt in mine})), str(len({pt.engine.id for pt in mine})),
+                      str(len(mine)), duration(sum(estimator.trial_s(pt) for pt in mine)),
+                      duration(wall_s(mine, estimator, workers)),
+                      "rough figures" if rough == len(mine) else "previous run" + (f" ({rough} rough)" if rough else ""))
+    eta = duration(wall_s(plan, estimator, workers))
+    table.add_row("total", str(len({pt.point_key() for pt in plan})), str(len({pt.engine.id for pt in plan})),
+                  str(len(plan)), duration(sum(estimator.trial_s(pt) for pt in plan)), eta, "", style="bold")
+    console.print(table)
+    shard = req.spec.get("shard")
+    if shard:
+        console.print(f"shard {shard['index']}/{shard['count']}: {len(shard['points'])} points "
+                      f"(split balanced by {shard['estimated_from']})", highlight=False)
+    console.print(f"{estimator.describe(plan)}; ETA: {eta} "
+                  f"(an estimate; nothing was run)", highlight=False)
+    return 0

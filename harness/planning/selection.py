@@ -1,0 +1,236 @@
+"""What the user asked for, as the registry's objects: engines, workloads, a narrowed grid, paths.
+
+Every check here runs before the first trial: a bad value is one UsageError line with a
+did-you-mean where one helps.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.errors import UsageError
+
+
+def did_you_mean(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _tokens(text: str, option: str) -> list[str]:
+    tokens = [t.strip() for t in text.split(",")]
+    if not all(tokens):
+        raise UsageError(f"{option}: empty name in {text!r}")
+    return tokens
+
+
+def resolve_engines(text: str, registry: dict) -> list:
+    if text.strip() == "all":
+        return list(registry.values())
+    chosen = []
+    for token in _tokens(text, "--engine"):
+        # A framework's name also selects its variants: 'burtorch' takes burtorch-authors/... too.
+        matches = [spec for eid, spec in registry.items() if eid == token or eid.startswith(token.rstrip("/") + "/")
+                   or ("/" not in token and eid.split("/")[0].startswith(token + "-"))]
+        if not matches:
+            raise UsageError(f"unknown engine '{token}'{did_you_mean(token, _engine_names(registry))} "
+                             f"(burtbench list shows them)")
+        chosen += [m for m in matches if m not in chosen]
+    return chosen
+
+
+def with_floor(engines: list, workloads: list, registry: dict) -> list:
+    """The engines, plus the harness's floor row where a selected workload reports memory and a
+    selected Python engine runs it: a memory table shows what of each row is the worker itself."""
+    from engines.none import FLOOR
+
+    floor = registry[FLOOR]
+    wanted = any(floor.runs(w) and any(e.kind == "python" and e.runs(w) for e in engines) for w in workloads)
+    return [*engines, floor] if wanted and floor not in engines else engines
+
+
+def _engine_names(registry: dict) -> set[str]:
+    names = set(registry)
+    for eid in registry:
+        parts = eid.split("/")
+        names.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return names
+
+
+def resolve_workloads(text: str, registry: dict) -> list:
+    if text.strip() == "all":
+        return list(registry.values())
+    chosen = []
+    for token in _tokens(text, "--workload"):
+        if token not in registry:
+            raise UsageError(f"unknown workload '{token}'{did_you_mean(token, registry)} "
+                             f"(known: {', '.join(registry)})")
+        if registry[token] not in chosen:
+            chosen.append(registry[token])
+    return chosen
+
+
+def parse_params(items: list[str], workloads: list) -> dict[str, tuple]:
+    grids: dict[str, tuple] = {}
+    for w in workloads:
+        for name, values in w.grid.items():
+            grids[name] = tuple(dict.fromkeys(grids.get(name, ()) + tuple(values)))
+    narrow: dict[str, tuple] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not values.strip():
+            raise UsageError(f"--param expects NAME=V1,V2, got {item!r}")
+        if name not in grids:
+            where = ", ".join(w.name for w in workloads)
+            known = ", ".join(sorted(grids)) or "none"
+            raise UsageError(f"--param {name}: no selected workload ({where}) has a parameter '{name}'"
+                             f"{did_you_mean(name, grids)} (parameters: {known})")
+        narrow[name] = tuple(dict.fromkeys(_grid_value(name, v.strip(), grids[name]) for v in values.split(",")))
+    return narrow
+
+
+def _grid_value(name: str, text: str, allowed: tuple):
+    for value in allowed:
+        try:
+            if type(value)(text) == value:
+                return value
+        except ValueError:
+            pass
+    shown = ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in allowed)
+    raise UsageError(f"--param {name}={text}: not in the workload's grid ({shown})")
+
+
+# Kernel file systems that take no results (a run there would fail at its first write).
+PSEUDO_FILE_SYSTEMS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs",
+                       "tracefs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "binfmt_misc", "autofs"}
+MIN_FREE_BYTES = 1 << 20
+# Far beyond any paper profile (the paper profile plans about 2,000 trials): a typo, not a plan.
+MAX_PLANNED_TRIALS = 100_000
+# Bounds of the run's options (a typo beyond them, not a plan), for the parser and for a resumed plan.
+MAX_TRIALS_PER_POINT = 1000
+MAX_TIMEOUT_S = 7 * 86400
+MAX_NOISE_PCT = 1000
+MAX_IDLE_S = 3600
+# Below this no interpreter or driver starts: every trial would be recorded as oom.
+MIN_MEM_LIMIT = 32 << 20
+
+
+def check_out_dir(path: Path, what: str = "results folder", option: str = "--out") -> None:
+    """The folder can be made (or is there) and written, on a file system that keeps files; nothing is created."""
+    path = Path(path).absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise UsageError(f"{option} {path}: cannot create the {what} ({existing} is not a folder)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot create the {what} ({existing} is not writable)")
+    fs = file_system_type(existing)
+    if fs in PSEUDO_FILE_SYSTEMS:
+        raise UsageError(f"{option} {path}: {existing} is on the kernel's {fs} file system, which keeps no files")
+    if shutil.disk_usage(existing).free < MIN_FREE_BYTES:
+        raise UsageError(f"{option} {path}: the disk holding {existing} is full")
+
+
+def file_system_type(path: Path, mounts: str = "/proc/self/mounts") -> str | None:
+    """The type of the file system `path` is on (Linux), or None where the mount table cannot be read."""
+    try:
+        table = Path(mounts).read_text()
+    except OSError:
+        return None
+    best, kind = "", None
+    for line in table.splitlines():
+        fields = line.split()
+        if len(fields) >= 3:
+            point = fields[1].replace("\\040", " ")
+            if (str(path) == point or str(path).startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+                best, kind = point, fields[2]
+    return kind
+
+
+def check_mem_limit(limit: int | None) -> None:
+    if limit is None:
+        return
+    if limit < MIN_MEM_LIMIT:
+        raise UsageError(f"--mem-limit {limit}: below {MIN_MEM_LIMIT >> 20}M no engine can start")
+    if limit >= 1 << 63:
+        raise UsageError(f"--mem-limit {limit}: larger than any address space")
+    try:
+        import resource
+    except ImportError:
+        return  # Windows: a job object takes any size
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY and limit > hard:
+        raise UsageError(f"--mem-limit {limit}: above this shell's hard address-space limit ({hard} bytes, ulimit -Hv)")
+
+
+def check_plan_size(trials: int) -> None:
+    if trials > MAX_PLANNED_TRIALS:
+        raise UsageError(f"the plan has {trials:,} trials, more than {MAX_PLANNED_TRIALS:,}: "
+                         "narrow it with --workload/--engine/--param or lower --trials")
+
+
+def check_cpu(cpu: int | None) -> int:
+    from harness.measure import affinity
+
+    if cpu is None:
+        return affinity.default_cpu()
+    problem = affinity.validate_cpu(cpu)
+    if problem:
+        raise UsageError(problem)
+    return cpu
+
+
+def check_cpus(text: str) -> tuple[int, ...]:
+    """--cpus 2-15 / 0,1: distinct cores this process may pin to, in the order given."""
+    from harness.measure import affinity
+
+    try:
+        cpus = affinity.parse_cpus(text)
+    except ValueError:
+        cpus = []
+    if not cpus or any(c < 0 for c in cpus):
+        raise UsageError(f"--cpus {text}: expected a core list like 2-15 or 0,1")
+    if len(set(cpus)) != len(cpus):
+        raise UsageError(f"--cpus {text}: a core is listed twice")
+    allowed = affinity.allowed_cpus()
+    outside = [c for c in cpus if c not in allowed]
+    if outside:
+        raise UsageError(f"--cpus {text}: this process may only run on cores {affinity.format_cpus(allowed)}")
+    return tuple(cpus)
+
+
+def check_python(path: str | None) -> str:
+    """The interpreter for the workers: it must run, be Python 3.10 or later and import the worker."""
+    if path is None:
+        return sys.executable
+    if not (Path(path).is_file() and os.access(path, os.X_OK)):
+        raise UsageError(f"--python {path}: not an executable file")
+    probe = ("import sys\nif sys.version_info < (3, 10): sys.exit('Python %d.%d, older than 3.10' % sys.version_info[:2])\n"
+             "import harness.running.worker")
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    try:
+        done = subprocess.run([path, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"--python {path}: does not run ({exc})") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(f"--python {path}: cannot run the worker ({last})")
+    return str(Path(path).absolute())
+
+
+def use_data_dir(folder: str | None, workloads: list = ()) -> None:
+    """Read the real data sets from `folder`, after checking they can serve every workload given."""
+    from workloads import data
+
+    try:
+        data.set_data_dir(folder)
+        if folder is not None:
+            for workload in workloads:
+                if workload.check_data is not None:
+                    workload.check_data()
+    except data.DataError as exc:
+        raise UsageError(f"--data-dir: {exc}") from None

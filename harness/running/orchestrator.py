@@ -1,0 +1,254 @@
+"""Executes a plan into a run folder: skip what is done, one trial per worker core at a time
+(one core unless --cpus), progress with an estimated time left, signals.
+
+With --adaptive, once the plan is done, points whose trials disagree too much get more trials,
+one round at a time across all of them (interleaved, like the plan), until the confidence
+interval of their mean is tight enough or --max-trials is reached.
+"""
+from __future__ import annotations
+
+import signal
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from harness.store import manifest as manifest_mod
+from harness.store import results
+from harness.measure import affinity
+from harness.planning.plan import PlannedTrial
+from harness.planning.preview import duration
+from harness.running.runner import measure, prepare_inputs
+from harness.running.spawn import ChildSpawner, Interrupted, RunOptions
+from harness.analysis.points import group
+
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Adaptive:
+    max_trials: int
+    # Stop adding trials once the 95% interval's half-width is within this share of the mean.
+    threshold: float
+
+
+def pending(plan: list[PlannedTrial], run_dir: Path) -> list[PlannedTrial]:
+    """The planned trials not yet in trials.jsonl, in plan order (what --resume runs)."""
+    done = {results.trial_key(t.get("engine"), t.get("workload"), t.get("params") or {}, t.get("trial"))
+            for t in results.read_trials(run_dir)}
+    return [pt for pt in plan if pt.key() not in done]
+
+
+def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, skipped: dict) -> list[PlannedTrial]:
+    """One more trial for every point whose interval is still too wide."""
+    points = group(results.read_trials(run_dir))
+    extra, seen = [], set()
+    for pt in plan:
+        key = pt.point_key()
+        if key in seen or pt.engine.id in skipped or key not in points:
+            continue
+        seen.add(key)
+        point = points[key]
+        width = point.time_half_width()
+        if len(point.trials) < adaptive.max_trials and point.time_values() and (width is None or width > adaptive.threshold):
+            extra.append(replace(pt, trial=max(t["trial"] for t in point.trials) + 1))
+    return extra
+
+
+def execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
+            tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None = None,
+            meter=None, cpus: list[int] | None = None, estimator=None) -> int:
+    """Run the plan's missing trials, up to one per core of `cpus` at once (default: options.cpu
+    alone); a results folder that stops taking writes stops the run, with the manifest saying so
+    where it still can be written (the trials already written stay)."""
+    try:
+        return _execute(plan, run_dir, manifest, options, tsc, console, adaptive, meter,
+                        cpus or [options.cpu], estimator)
+    except results.ResultsError as exc:
+        manifest.update(status=f"failed: {exc}", finished_at=manifest_mod.now())
+        try:
+            manifest_mod.save(run_dir, manifest)
+        except results.ResultsError:
+            pass  # the disk refuses the manifest too: the error line is all that can be said
+        raise
+
+
+def _execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
+             tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None, meter,
+             cpus: list[int], estimator) -> int:
+    mended = results.mend_tail(run_dir)  # before pending(): a cut trial must count as missing
+    if mended:
+        console.print(f"[yellow]warning[/]: {run_dir / results.TRIALS_FILE}: {mended}", highlight=False)
+    todo = pending(plan, run_dir)
+    spawners = {cpu: ChildSpawner(replace(options, cpu=cpu)) for cpu in cpus}
+
+    def stop(*_):
+        for spawner in spawners.values():
+            spawner.interrupt()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with _progress(console) as progress, runner_off(cpus):
+            eta = Eta(estimator, len(cpus))
+            task = progress.add_task("starting", total=len(todo), **eta.add(todo))
+            with ThreadPoolExecutor(len(cpus)) as pool:
+                run = Dispatch(pool, spawners, run_dir, manifest, tsc, meter, console, progress, task, eta)
+                while todo:
+                    try:
+                        run.all(todo)
+                    except BaseException:
+                        stop()
+                        run.drain(record=False)
+                        raise
+                    if run.interrupted:
+                        return _finish(run_dir, manifest, "interrupted", console)
+                    todo = more_trials(plan, run_dir, adaptive, run.skipped) if adaptive else []
+                    if todo:
+                        progress.update(task, total=progress.tasks[0].total + len(todo), **eta.add(todo))
+            return _finish(run_dir, manifest, "complete", console)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class Dispatch:
+    """Hands trials in plan order to the first free core; the runner's main thread alone writes
+    trials.jsonl, one finished trial at a time. A trial that measures energy runs alone (the meter
+    reads the whole machine)."""
+
+    def __init__(self, pool, spawners, run_dir, manifest, tsc, meter, console, progress, task, eta):
+        self.pool, self.spawners, self.run_dir, self.manifest = pool, spawners, run_dir, manifest
+        self.tsc, self.meter, self.console, self.progress, self.task, self.eta = tsc, meter, console, progress, task, eta
+        self.free = list(spawners)
+        self.running: dict = {}
+        self.interrupted = False
+        self.skipped: dict[str, str] = manifest.setdefault("unavailable", {})
+
+    def all(self, todo: list[PlannedTrial]) -> None:
+        for pt in todo:
+            alone = pt.workload.measures_energy
+            while self.running and (not self.free or alone):
+                self.collect()
+            if self.interrupted:
+                break
+            if pt.engine.id in self.skipped:
+                self.done(pt)
+                continue
+            cpu = self.free.pop(0)
+            self.progress.update(self.task, description=pt.label())
+            future = self.pool.submit(measure, pt, self.spawners[cpu], self.tsc, prepare_inputs(pt, self.run_dir),
+                                      self.meter if alone else None)
+            self.running[future] = (pt, cpu)
+            if alone:
+                self.drain()
+        self.drain()
+
+    def drain(self, record: bool = True) -> None:
+        while self.running:
+            self.collect(record)
+
+    def collect(self, record: bool = True) -> None:
+        # A timeout, so that the main thread runs a signal handler soon after the signal.
+        finished, _ = wait(self.running, timeout=0.2, return_when=FIRST_COMPLETED)
+        for future in finished:
+            pt, cpu = self.running.pop(future)
+            self.free.append(cpu)
+            try:
+                trial = future.result()
+            except Interrupted:
+                self.interrupted = True
+                continue
+            if not record:
+                continue
+            results.append_trial(self.run_dir, trial)
+            _announce(self.console, self.progress, pt, trial)
+            if trial.status == "unavailable" and pt.engine.id not in self.skipped:
+                self.skipped[pt.engine.id] = trial.reason or "unavailable"
+                manifest_mod.save(self.run_dir, self.manifest)
+            self.done(pt)
+
+    def done(self, pt: PlannedTrial) -> None:
+        self.progress.update(self.task, advance=1, **self.eta.finished(pt))
+
+
+class Eta:
+    """The time left, from the estimates of the trials left, corrected by how the finished ones
+    compared with theirs; shown from the first trial on."""
+
+    def __init__(self, estimator, workers: int):
+        self.estimator, self.workers = estimator, workers
+        self.left = self.done = 0.0
+        self.start = time.monotonic()
+
+    def add(self, trials: list[PlannedTrial]) -> dict:
+        if self.estimator is not None:
+            self.left += sum(self.estimator.trial_s(pt) for pt in trials)
+        return self.fields()
+
+    def finished(self, pt: PlannedTrial) -> dict:
+        if self.estimator is not None:
+            cost = self.estimator.trial_s(pt)
+            self.left, self.done = max(self.left - cost, 0.0), self.done + cost
+        return self.fields()
+
+    def fields(self) -> dict:
+        if self.estimator is None:
+            return {"eta_s": None, "eta_at": time.monotonic()}
+        pace = (time.monotonic() - self.start) / (self.done / self.workers) if self.done else 1.0
+        return {"eta_s": self.left / self.workers * pace, "eta_at": time.monotonic()}
+
+
+class EtaColumn(ProgressColumn):
+    def render(self, task) -> Text:
+        if task.fields.get("eta_s") is None:
+            return Text("ETA -:--:--")
+        left = max(task.fields["eta_s"] - (time.monotonic() - task.fields["eta_at"]), 0.0)
+        return Text(f"ETA {duration(left)}")
+
+
+def runner_cores(cpus: list[int]) -> list[int]:
+    """The cores the runner keeps to while trials run on several `cpus`: the allowed ones they leave
+    ([]: none left, or one worker core, which the runner shares)."""
+    return sorted(set(affinity.allowed_cpus()) - set(cpus)) if len(cpus) > 1 else []
+
+
+def runner_off(cpus: list[int]):
+    """With several worker cores, keep the runner (and the threads it starts from here on) off
+    them where the machine has a core to spare."""
+    spare = runner_cores(cpus)
+    return affinity.confined(set(spare)) if spare else nullcontext()
+
+
+def _finish(run_dir: Path, manifest: dict, status: str, console: Console) -> int:
+    manifest["status"] = status
+    manifest["finished_at"] = manifest_mod.now()
+    manifest_mod.save(run_dir, manifest)
+    if status == "interrupted":
+        console.print(f"[yellow]interrupted[/]: finished trials are in {run_dir}; "
+                      f"continue with: burtbench run --resume {run_dir}")
+        return EXIT_INTERRUPTED
+    return 0
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), EtaColumn(), console=console, transient=True)
+
+
+def _announce(console: Console, progress: Progress, pt: PlannedTrial, trial: results.Trial) -> None:
+    """One line per trial that did not go as planned (and every trial when not on a terminal)."""
+    bad_check = trial.check is not None and trial.check.get("ok") is False  # None: could not decide
+    if trial.status == "ok" and not bad_check and console.is_terminal:
+        return
+    if trial.status != "ok":
+        line = f"[red]{trial.status}[/] {pt.label()}: {trial.reason}"
+    elif bad_check:
+        line = f"[red]wrong result[/] {pt.label()}: {trial.check.get('reason')}"
+    else:
+        line = f"ok {pt.label()}: {trial.per_iter_s['mean'] * 1e6:.3f} µs/iteration"
+    progress.console.print(line, highlight=False)

@@ -1,0 +1,227 @@
+"""The parent side of a run: spawn one pinned child per trial, collect, validate, append.
+
+The runner imports no framework (a parent that had imported one would also inflate what its
+children report), holds a lock on the run folder, and writes every finished trial to disk
+before starting the next, so a crash, a hang or Ctrl-C loses at most the trial in flight.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import signal
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.measure.tsc import estimate_cycles
+from harness.planning.plan import PlannedTrial
+from harness.store.results import ResultsUnwritable, Trial
+from harness.envs.specs import worker_env
+from harness.running.spawn import ChildRun, ChildSpawner, RunOptions
+from harness.analysis.stats import summarize
+from harness.running.worker import EXIT_UNAVAILABLE, parse_value
+
+WORKER = Path(__file__).resolve().parent / "worker.py"
+
+STDERR_TAIL_CHARS = 2000
+OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory", "OutOfMemory")
+
+
+def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOptions,
+                  inputs: Path | None) -> list[str]:
+    counts = ["--iterations", str(iterations), "--warmup", str(warmup),
+              "--blocks", str(pt.workload.timing_blocks(iterations))]
+    shared = ["--inputs", str(inputs)] if inputs else []
+    if pt.engine.kind == "native":
+        from engines.base import find_executable
+
+        cmd = [find_executable(pt.engine.executable) or pt.engine.executable, pt.workload.name, *counts,
+               "--timing", options.timing, *shared]
+        return cmd + param_args(pt.params)
+    # An engine in a managed environment runs under that environment's interpreter.
+    return worker_command(pt.engine.python or options.python, pt.engine, pt.workload, pt.params,
+                          options.timing) + counts + shared
+
+
+def worker_command(python: str, spec, workload, params: dict, timing: str = "paper") -> list[str]:
+    """The Python worker's command line but for its counts: everything it would otherwise look up
+    (the engine's module, the workload's kind, precision and graph) is named here, so that the
+    child imports none of the declarations (harness/running/worker.py)."""
+    # The worker's registry knows an engine of a managed environment by its id without the environment.
+    cmd = [python, str(WORKER), "--engine", spec.base_id, "--module", spec.module, "--workload", workload.name,
+           "--kind", workload.kind, "--precision", spec.precision or workload.precision, "--timing", timing]
+    if workload.graph is not None:  # graph workloads, and those that save or measure a graph's nodes
+        cmd += ["--graph", f"{workload.graph.__module__}:{workload.graph.__qualname__}"]
+    return cmd + param_args(params)
+
+
+def param_args(params: dict) -> list[str]:
+    """`--param name=repr`, as both the worker and the native drivers parse it."""
+    args = []
+    for name, value in params.items():
+        if parse_value(repr(value)) != value:
+            raise ValueError(f"parameter {name}={value!r}: a child takes ints, floats, bools, None "
+                             "and strings without quotes or escapes")
+        args += ["--param", f"{name}={value!r}"]
+    return args
+
+
+def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: int,
+              inputs: Path | None) -> ChildRun:
+    """One child of a trial. An engine of kind "program" (a program that prints its own text) gives
+    the command and, once the child has ended well, turns what it printed and left in its scratch
+    folder into the payload line; every other engine's child prints that line itself."""
+    if pt.engine.kind != "program":
+        return spawner.run(child_command(pt, iterations, warmup, spawner.options, inputs), pt.timeout_s,
+                           env=worker_env(pt.engine))
+    workdir = Path(tempfile.mkdtemp(prefix="burtbench-trial-"))
+    try:
+        try:
+            cmd, env = pt.engine.command(pt, iterations, inputs, workdir)
+        except RuntimeError as exc:  # its program cannot be had (no source, a failed build)
+            line = json.dumps({"status": "unavailable", "reason": str(exc)})
+            return ChildRun(EXIT_UNAVAILABLE, line, "", 0.0, None)
+        child = spawner.run(cmd, pt.timeout_s, cwd=workdir, env=env)
+        if child.spawn_error is None and not child.timed_out and child.returncode == 0:
+            payload = pt.engine.payload(pt, iterations, child.stdout, workdir, inputs)
+            stderr = child.stderr if payload.get("status") == "ok" else \
+                f"{child.stderr}\n[its stdout, last lines]\n{child.stdout[-STDERR_TAIL_CHARS // 2:]}"
+            child = dataclasses.replace(child, stdout=json.dumps(payload) + "\n", stderr=stderr)
+        return child
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def prepare_inputs(pt: PlannedTrial, run_dir: Path) -> Path | None:
+    """The workload point's shared inputs, written once per run (a resumed run reuses them)."""
+    if pt.workload.prepare is None:
+        return None
+    point = "-".join(f"{k}{v}" for k, v in pt.params.items())
+    folder = Path(run_dir) / "inputs" / f"{pt.workload.name}-{point}-{pt.warmup + pt.iterations}"
+    try:
+        if not (folder / ".ready").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            pt.workload.prepare(pt.params, pt.warmup + pt.iterations, folder)
+            (folder / ".ready").touch()
+    except OSError as exc:
+        raise ResultsUnwritable(f"cannot write the inputs {folder}: {exc.strerror or exc}") from None
+    return folder
+
+
+def parse_payload(stdout: str) -> dict | None:
+    """The child's result: its last non-empty stdout line, which must be a JSON object."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if not lines:
+        return None
+    try:
+        payload = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def classify(child: ChildRun, timeout_s: float, mem_limited: bool) -> tuple[str, str | None, dict | None]:
+    """(status, reason, payload) of one child run."""
+    if child.spawn_error:
+        return "failed", child.spawn_error, None
+    if child.timed_out:
+        return "timeout", f"killed after the {timeout_s:g} s per-trial timeout", None
+    payload = parse_payload(child.stdout)
+    if child.returncode == EXIT_UNAVAILABLE and payload and payload.get("status") == "unavailable":
+        return "unavailable", str(payload.get("reason")), payload
+    if child.returncode != 0:
+        if any(marker in child.stderr for marker in OOM_MARKERS) or (mem_limited and child.returncode < 0):
+            return "oom", f"out of memory (exit code {child.returncode})", None
+        if child.returncode < 0:
+            return "failed", f"killed by signal {signal_name(-child.returncode)}", None
+        return "failed", f"exit code {child.returncode}", None
+    if payload is not None and payload.get("status") == "failed" and payload.get("reason"):
+        return "failed", str(payload["reason"]), None
+    if payload is None or payload.get("status") != "ok":
+        shown = (child.stdout.strip().splitlines() or [""])[-1][:200]
+        return "failed", f"unparseable result line from the child: {shown!r}", None
+    return "ok", None, payload
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+TRIAL_FIELDS = set(Trial.__dataclass_fields__)
+
+
+def assign(trial: Trial, fields: dict) -> None:
+    """Known trial fields go where they belong; anything else a child reports goes to `extra`."""
+    for name, value in fields.items():
+        if name in TRIAL_FIELDS:
+            setattr(trial, name, value)
+        else:
+            trial.extra[name] = value
+
+
+def fill_from_payload(trial: Trial, payload: dict, tsc: tuple[float | None, str]) -> None:
+    # The parent's own readings of CPU time and the check take precedence over what the child says.
+    measured = dict(estimate_cycles(payload, *tsc))
+    if "per_iter_s" not in measured:  # the Python worker leaves it to us (harness.analysis.stats is not lean)
+        measured["per_iter_s"] = summarize(measured.get("samples_s") or [])
+    assign(trial, {k: v for k, v in measured.items() if k not in ("status", "outputs", "cpu_time_s", "check")})
+
+
+def new_trial(pt: PlannedTrial, cpu: int, timing: str) -> Trial:
+    e = pt.engine
+    return Trial(engine=e.id, framework=e.framework, mode=e.mode, language=e.language, device=e.device,
+                 workload=pt.workload.name, params=dict(pt.params), trial=pt.trial, timing=timing, cpu=cpu,
+                 started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, str],
+            inputs: Path | None = None, meter=None) -> Trial:
+    """Init run (1 iteration, end to end; see PlannedTrial.with_init) then the measured run, in fresh children.
+
+    An energy meter, when given, reads its counter right before the measured child starts and
+    right after it exits: the energy of the whole process life, imports included.
+    """
+    opts = spawner.options
+    trial = new_trial(pt, opts.cpu, opts.timing)
+    mem_limited = opts.mem_limit_bytes is not None
+    if pt.with_init:
+        init = run_child(pt, spawner, 1, 0, inputs)
+        status, reason, _ = classify(init, pt.timeout_s, mem_limited)
+        if status != "ok":
+            return _record_failure(trial, status, f"init run: {reason}", init)
+        trial.init_time_s = init.wall_s
+    if meter is not None:
+        meter.start()
+    main = run_child(pt, spawner, pt.iterations, pt.warmup, inputs)
+    reading = meter.stop() if meter is not None else {}
+    status, reason, payload = classify(main, pt.timeout_s, mem_limited)
+    if status != "ok":
+        return _record_failure(trial, status, reason, main)
+    trial.wall_time_s = main.wall_s
+    trial.cpu_time_s = main.cpu_time_s if main.cpu_time_s is not None else payload.get("cpu_time_s")
+    fill_from_payload(trial, payload, tsc)
+    if main.private_peak is not None:
+        trial.peak_private_bytes, trial.peak_private_source = main.private_peak
+    assign(trial, reading)
+    if spawner.pin_problem:
+        trial.extra["not_pinned"] = spawner.pin_problem
+    precision = payload.get("precision") or pt.workload.precision
+    # A child (or a "program" engine's spec, which made the payload from what its program printed)
+    # may judge its outputs itself: the floor engine computes nothing to check.
+    own = payload.get("check")
+    trial.check = own or pt.workload.check(pt.params, payload.get("outputs"), precision, inputs).as_dict()
+    return trial
+
+
+def _record_failure(trial: Trial, status: str, reason: str | None, child: ChildRun) -> Trial:
+    trial.status, trial.reason = status, reason
+    trial.exit_code = child.returncode
+    if child.returncode is not None and child.returncode < 0:
+        trial.signal = -child.returncode
+    trial.stderr_tail = child.stderr[-STDERR_TAIL_CHARS:] or None
+    trial.wall_time_s = child.wall_s
+    return trial

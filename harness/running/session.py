@@ -1,0 +1,332 @@
+"""A run from the user's request to its results: the plan, the engines made ready, the run folder
+and its lock, the manifest, the energy meter, the trials, the summary.
+
+cli.py parses the command line and reports errors; this module does the work of `burtbench run`.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.envs import specs as envs
+
+from harness.planning import selection
+from harness.errors import UsageError
+from harness.store.lock import RunLock
+from harness.planning.resume import resumable_manifest
+from harness.store.results import ResultsUnwritable
+from workloads.base import PROFILES
+
+# What a resumed run takes from its manifest: giving any of these again is an error.
+PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "env", "env_dir",
+                "pip_arg", "shard", "timing")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything `burtbench run` was asked, checked."""
+    spec: dict  # the plan as the manifest records it (see plan_spec)
+    run_dir: Path | None  # the folder of a resumed run; None: a new folder under `out`
+    out: Path
+    cpu: int
+    python: str
+    mem_limit_bytes: int | None
+    sample_private: bool
+    energy: str
+    idle_seconds: float
+    report: bool = True  # render reports/<run-id>/ and print the claims summary at the end (--no-report: not)
+    cpus: tuple[int, ...] = ()  # --cpus: the worker cores, one trial on each at once; () = `cpu` alone
+    dry_run: bool = False  # print the plan and its estimated time, run nothing
+    estimate_from: Path | None = None  # the previous run the time estimates come from; None: rough figures
+
+
+def plan_spec(args) -> dict:
+    """The plan of a new run from the parsed options, every value checked."""
+    from engines import all_engines
+    from workloads import all_workloads
+
+    profile = args.profile or "quick"
+    if profile not in PROFILES:
+        raise UsageError(f"--profile: unknown profile '{profile}'{selection.did_you_mean(profile, PROFILES)} "
+                         f"(choose {', '.join(PROFILES)})")
+    workloads = selection.resolve_workloads(args.workload, all_workloads())
+    engines = selection.with_floor(selection.resolve_engines(args.engine, all_engines()), workloads, all_engines())
+    environments = envs.plan_options(args)
+    if environments["envs"]:
+        engines = envs.variants(engines, [envs.parse_spec(text) for text in args.env], args.engine.strip() != "all")
+    narrow = selection.parse_params(args.param, workloads)
+    usable = [w for w in workloads if any(e.runs(w) for e in engines)]
+    if not usable:
+        raise UsageError("no selected engine implements any selected workload (burtbench list shows who does what)")
+    data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
+    selection.use_data_dir(data_dir, usable)
+    upstream = str(Path(args.upstream).expanduser().resolve()) if getattr(args, "upstream", None) else None
+    use_upstream(upstream)
+    if args.adaptive and args.trials and args.max_trials < args.trials:
+        raise UsageError(f"--max-trials {args.max_trials} is below --trials {args.trials}")
+    from harness.planning.plan import narrow_for
+
+    per_point = args.max_trials if args.adaptive else None
+    selection.check_plan_size(sum((per_point or args.trials or w.trials[profile])
+                                  * len(w.points(narrow_for(w, narrow), profile)) * sum(e.runs(w) for e in engines)
+                                  for w in usable))
+    spec = {"profile": profile, "engines": [e.id for e in engines], "workloads": [w.name for w in usable],
+            "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
+            "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
+            "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir,
+            "upstream": upstream, "shard": None, "timing": getattr(args, "timing", None) or "paper",
+            **environments}
+    if args.shard:
+        spec["shard"] = shard_of(spec, args)
+    return spec
+
+
+def shard_of(spec: dict, args) -> dict:
+    """--shard K/N: this shard's points. The split is balanced by estimates every machine computes
+    alike: --estimate-from's run (give every machine the same one), else the built-in figures."""
+    from harness.planning import shard
+
+    source = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
+    return shard.spec(make_plan(spec), args.shard, source)
+
+
+def request(args) -> RunRequest:
+    from harness.store import results
+
+    python = selection.check_python(args.python)
+    selection.check_mem_limit(args.mem_limit)
+    if args.resume:
+        run_dir = existing_run(args.resume, "--resume")
+        given = [o for o in PLAN_OPTIONS if getattr(args, o) not in ("all", [], None)]
+        if given:
+            raise UsageError("--resume runs the folder's own plan; drop "
+                             + "/".join(f"--{o.replace('_', '-')}" for o in PLAN_OPTIONS))
+        manifest = resumable_manifest(run_dir)
+        spec = manifest["plan"]
+        if spec.get("timing", "lean") not in results.TIMINGS:
+            raise UsageError(f"{run_dir}: its manifest's plan has timing {spec.get('timing')!r}, "
+                             f"not one of {', '.join(results.TIMINGS)}: damaged")
+        selection.use_data_dir(spec.get("data_dir"), planned_workloads(spec))
+        use_upstream(spec.get("upstream"))
+        cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
+        cpus = ()  # the run's own cores, unless --cpu or --cpus says otherwise
+        if args.cpus or (args.cpu is None and manifest.get("cpus")):
+            cpus = selection.check_cpus(args.cpus or ",".join(map(str, manifest["cpus"])))
+    else:
+        run_dir, spec = None, plan_spec(args)
+        cpu = selection.check_cpu(args.cpu)
+        cpus = selection.check_cpus(args.cpus) if args.cpus else ()
+        if not args.dry_run:
+            selection.check_out_dir(Path(args.out))
+    if args.cpus and args.cpu is not None:
+        raise UsageError("--cpu and --cpus: give one (--cpus 3 pins every trial to core 3 too)")
+    estimate_from = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
+    if estimate_from is None:
+        from harness.planning.estimate import newest_compatible_run
+
+        estimate_from = newest_compatible_run(Path(args.out))
+    return RunRequest(spec, run_dir, Path(args.out), cpus[0] if cpus else cpu, python, args.mem_limit,
+                      args.sample_private, args.energy, args.idle_seconds, report=not args.no_report,
+                      cpus=tuple(cpus), dry_run=args.dry_run, estimate_from=estimate_from)
+
+
+def use_upstream(path: str | None) -> None:
+    """--upstream: the authors' BurTorch source for the burtorch-authors engines (and their builds)."""
+    if path is None:
+        return
+    from engines.authors.source import ENV_VAR
+
+    if not Path(path).exists():
+        raise UsageError(f"--upstream {path}: no such file or folder (a checkout or a `git archive` tarball;"
+                         f" burtbench fetch-upstream makes one)")
+    os.environ[ENV_VAR] = path
+
+
+def existing_run(path: str, what: str) -> Path:
+    from harness.store import results
+
+    run_dir = Path(path)
+    if not results.is_run_dir(run_dir):
+        raise UsageError(f"{what} {path}: not a burtbench run folder (no manifest.json)")
+    return run_dir
+
+
+def planned_workloads(spec: dict) -> list:
+    from workloads import load
+
+    try:
+        return [load(w) for w in spec["workloads"]]
+    except KeyError as exc:
+        raise UsageError(f"the run names a workload this installation does not know: {exc}") from None
+
+
+def make_plan(spec: dict, environments: dict | None = None) -> list:
+    from engines import all_engines
+    from harness.planning.plan import make_plan as plan_of
+
+    registry = all_engines()
+    # An engine run in an environment: the registry's engine, bound to the environment's interpreter.
+    for eid in spec["engines"]:
+        base, env = envs.split_id(eid)
+        if env and base in registry:
+            registry[eid] = registry[base].replace(env=env)
+    registry = envs.bind(registry, environments or {})
+    missing = [e for e in spec["engines"] if e not in registry]
+    if missing:
+        raise UsageError(f"the run names engines this installation does not know: {', '.join(missing)}")
+    workloads = planned_workloads(spec)
+    narrow = {k: tuple(v) for k, v in spec["narrow"].items()}
+    for name, values in narrow.items():
+        grid = {v for w in workloads for v in w.grid.get(name, ())}
+        if not set(values) <= grid:
+            raise UsageError(f"the run's plan narrows '{name}' to values outside its grid: "
+                             f"{', '.join(map(str, sorted(set(values) - grid, key=str)))}")
+    plan = plan_of([registry[e] for e in spec["engines"]], workloads, spec["profile"], narrow, spec["trials"],
+                   spec["timeout_s"])
+    if spec.get("shard"):
+        from harness.planning import shard
+
+        plan = shard.only(plan, spec["shard"]["points"])
+    return plan
+
+
+def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
+    """The plan without engines that cannot run here, and why each cannot. An engine built on first
+    use (the LibTorch driver, the authors' programs) is built here, before the first trial, for the
+    trials planned for it."""
+    unavailable = {}
+    for pt in plan:
+        if pt.engine.id not in unavailable:
+            prepare = getattr(pt.engine, "prepare", None)
+            mine = [p for p in plan if p.engine.id == pt.engine.id]
+            unavailable[pt.engine.id] = pt.engine.unavailable_reason() or (prepare(mine) if prepare else None)
+    unavailable = {k: v for k, v in unavailable.items() if v}
+    for eid, reason in unavailable.items():
+        console.print(f"[yellow]skipping[/] {eid}: unavailable: {reason}", highlight=False)
+    plan = [pt for pt in plan if pt.engine.id not in unavailable]
+    if not plan:
+        raise UsageError("nothing to run: every selected engine is unavailable (burtbench list says why)")
+    return plan, unavailable
+
+
+def new_run_dir(out: Path, profile: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = out / f"{stamp}-{profile}"
+    suffix = 1
+    while run_dir.exists():
+        suffix += 1
+        run_dir = out / f"{stamp}-{profile}-{suffix}"
+    return run_dir
+
+
+def worker_env(python: str) -> dict:
+    return {} if python == sys.executable else envs.harness_path()
+
+
+def run(req: RunRequest, console: Console) -> int:
+    if req.dry_run:
+        from harness.planning import preview
+
+        plan = make_plan(req.spec)
+        if req.run_dir is None:
+            return preview.show(plan, req, console)
+        from harness.running.orchestrator import pending
+
+        left = pending(plan, req.run_dir)
+        console.print(f"resuming {req.run_dir}: {len(plan) - len(left)} of {len(plan)} planned trials are done; "
+                      f"the rest:", highlight=False)
+        return preview.show(left, req, console)
+    environments = envs.make_all(req.spec, req.python, planned_workloads(req.spec), console)
+    plan, unavailable = ready_engines(make_plan(req.spec, environments), console)
+    if req.run_dir is not None:
+        with RunLock(req.run_dir):
+            return _run_locked(req, console, req.run_dir, plan, unavailable, environments)
+    run_dir = new_run_dir(req.out, req.spec["profile"])
+    try:
+        run_dir.mkdir(parents=True)
+    except OSError as exc:
+        raise ResultsUnwritable(f"cannot create {run_dir}: {exc.strerror or exc}") from None
+    with RunLock(run_dir):
+        return _run_locked(req, console, run_dir, plan, unavailable, environments)
+
+
+def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, unavailable: dict,
+                environments: dict) -> int:
+    from harness.store import manifest as manifest_mod
+    from harness.running import orchestrator
+    from harness.store import results
+    from harness.analysis import summary
+    from harness.measure import affinity, tsc
+    from harness.running.spawn import RunOptions
+
+    if req.run_dir is not None:
+        manifest = resumable_manifest(run_dir)
+        manifest["status"] = "running"
+        manifest.setdefault("resumed_at", []).append(manifest_mod.now())
+    else:
+        manifest = manifest_mod.build(run_dir.name, req.spec, req.cpu, req.python, sys.argv)
+    manifest["unavailable"] = {**manifest.get("unavailable", {}), **unavailable}
+    if environments:
+        manifest["environments"] = {**manifest.get("environments", {}),
+                                    **{text: env.manifest_record() for text, env in environments.items()}}
+    # What engines built for this run (the authors' programs and their variants' changes).
+    engines = {pt.engine.id: pt.engine for pt in plan}
+    builds = {eid: e.manifest_record() for eid, e in engines.items() if hasattr(e, "manifest_record")}
+    if builds:
+        manifest["engine_builds"] = {**manifest.get("engine_builds", {}), **builds}
+    manifest["options"] = {"mem_limit_bytes": req.mem_limit_bytes, "python": req.python,
+                           "sample_private": req.sample_private}
+    cores = list(req.cpus or [req.cpu])
+    manifest["cpus"] = cores
+    if len(cores) > 1:
+        manifest["runner_cpus"] = orchestrator.runner_cores(cores) or "shared with the workers (no core to spare)"
+    manifest_mod.save(run_dir, manifest)
+    noisy = [f["topic"] for f in manifest.get("doctor", []) if f.get("level") == "warn"]
+    if noisy:
+        console.print(f"[yellow]warning[/]: machine not quiet ({', '.join(noisy)}): see burtbench doctor",
+                      highlight=False)
+    options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
+                         sample_private=req.sample_private, timing=req.spec.get("timing", "lean"),
+                         env=worker_env(req.python))
+    where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
+        f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
+    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile, {options.timing} timing) {where} "
+                  f"→ {run_dir}",
+                  highlight=False)
+    meter = energy_meter(req, plan, run_dir, manifest, console)
+    spec = req.spec
+    adaptive = spec.get("adaptive") and orchestrator.Adaptive(spec["adaptive"]["max_trials"], spec["noise_threshold"])
+    from harness.planning.estimate import Estimator
+
+    code = orchestrator.execute(plan, run_dir, manifest, options, tsc.tsc_rate_hz(), console, adaptive or None,
+                                meter, cores, Estimator(req.estimate_from))
+    console.print(summary.summary_table(results.read_trials(run_dir), spec.get("noise_threshold", 0.05)))
+    console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)
+    if req.report:
+        from harness.report.epilogue import after_run
+
+        after_run(run_dir, console)
+    return code
+
+
+def energy_meter(req: RunRequest, plan: list, run_dir: Path, manifest: dict, console: Console):
+    """The suite's energy meter, its idle power measured now, where a planned workload measures energy."""
+    if not any(pt.workload.measures_energy for pt in plan):
+        return None
+    from harness.store import manifest as manifest_mod
+    from harness.measure import energy
+
+    meter, manifest["energy"] = energy.suite_meter(req.energy, req.idle_seconds)
+    manifest_mod.save(run_dir, manifest)
+    found = manifest["energy"]
+    if found["energy_source"]:
+        console.print(f"energy: {found['energy_source']}, idle power {found.get('idle_w')} W "
+                      f"over {req.idle_seconds:g} s", highlight=False)
+    else:
+        console.print(f"energy: not measured ({found['energy_source_reason']})", highlight=False)
+    return meter

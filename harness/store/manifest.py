@@ -1,0 +1,105 @@
+"""manifest.json: what a run was (its plan and options) and where it ran (machine, versions, commit).
+
+Framework versions come from package metadata, so capturing them imports no framework.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+from dataclasses import asdict
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+from harness import __version__
+
+from harness.machine import doctor, host as machine
+from harness.measure import tsc
+from harness.store.results import write_json_atomic, MANIFEST_FILE
+
+FRAMEWORK_DISTRIBUTIONS = ("torch", "tensorflow", "jax", "jaxlib", "autograd", "micrograd", "mlx",
+                           "ai-edge-litert", "numpy", "pybind11", "burtbench")
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def framework_versions(python: str = sys.executable) -> dict:
+    """Versions as seen by the interpreter that runs the workers (it may be another venv's)."""
+    if Path(python).resolve() == Path(sys.executable).resolve():
+        return {name: _version(name) for name in FRAMEWORK_DISTRIBUTIONS}
+    code = ("import json,importlib.metadata as m\n"
+            "def v(n):\n try: return m.version(n)\n except Exception: return None\n"
+            f"print(json.dumps({{n: v(n) for n in {list(FRAMEWORK_DISTRIBUTIONS)!r}}}))")
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+        return json.loads(out.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {name: None for name in FRAMEWORK_DISTRIBUTIONS}
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def native_build_info() -> dict | None:
+    """Compiler and flags the native driver reports about itself, if it is installed."""
+    from engines.base import find_executable
+
+    exe = find_executable("burtorch-bench")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"executable": exe, "version": out.stdout.strip() or out.stderr.strip()}
+
+
+def build(run_id: str, plan_spec: dict, cpu: int, python: str, argv: list[str]) -> dict:
+    findings = doctor.diagnose(cpu)
+    return {
+        "run_id": run_id,
+        "created_at": now(),
+        "finished_at": None,
+        "status": "running",
+        "burtbench_version": __version__,
+        "argv": argv,
+        "plan": plan_spec,
+        "profile": plan_spec["profile"],
+        "engines": plan_spec["engines"],
+        "workloads": plan_spec["workloads"],
+        "cpu": cpu,
+        "machine": machine.describe(),
+        "python": {"executable": python, "runner_version": platform.python_version()},
+        "frameworks": framework_versions(python),
+        "native": native_build_info(),
+        "git_commit": git_commit(),
+        "doctor": [asdict(f) for f in findings],
+        "tsc": dict(zip(("hz", "source"), tsc.tsc_rate_hz())),
+        "unavailable": {},
+    }
+
+
+def save(run_dir: Path, manifest: dict) -> None:
+    write_json_atomic(Path(run_dir) / MANIFEST_FILE, manifest)

@@ -1,0 +1,130 @@
+"""`burtbench merge`: the runs of one plan's shards (--shard K/N, on N machines) joined into one run.
+
+Trials are only ever copied, never changed. What would make the joined numbers incomparable
+refuses the merge: runs of different plans, a trial present twice, machines of different CPU
+models, different profiles or framework versions (the last three pass with --allow-mixed, and the
+merged manifest then lists them, for the report to say).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from harness.store import manifest as manifest_mod
+from harness.store import results
+from harness.errors import UsageError
+
+
+def comparable(manifest: dict) -> dict:
+    """What must be equal across the merged runs for their numbers to sit in one table."""
+    return {"CPU model": (manifest.get("machine") or {}).get("cpu_model"), "profile": manifest.get("profile"),
+            "framework versions": manifest.get("frameworks")}
+
+
+def base_plan(manifest: dict) -> dict:
+    return {k: v for k, v in (manifest.get("plan") or {}).items() if k != "shard"}
+
+
+def differences(manifests: dict[Path, dict]) -> list[str]:
+    (first, head), *rest = manifests.items()
+    found = []
+    for name, value in comparable(head).items():
+        for run, manifest in rest:
+            other = comparable(manifest)[name]
+            if other != value:
+                if isinstance(value, dict) and isinstance(other, dict):
+                    keys = sorted(k for k in set(value) | set(other) if value.get(k) != other.get(k))
+                    shown = ", ".join(f"{k} {value.get(k)} vs {other.get(k)}" for k in keys)
+                else:
+                    shown = f"{value} vs {other}"
+                found.append(f"{name}: {first.name} and {run.name} differ ({shown})")
+    return found
+
+
+def merge(runs: list[Path], out: Path, allow_mixed: bool) -> Path:
+    if len(set(map(os.path.realpath, runs))) != len(runs):
+        raise UsageError("merge: a run is named twice")
+    try:
+        manifests = {run: results.read_manifest(run) for run in runs}
+    except results.ManifestDamaged as exc:
+        raise UsageError(f"merge: {exc}") from None
+    first = runs[0]
+    for run in runs[1:]:
+        if base_plan(manifests[run]) != base_plan(manifests[first]):
+            raise UsageError(f"merge: {first} and {run} are runs of different plans (engines, workloads, points, "
+                             f"counts): only the shards of one plan merge")
+    mixed = differences(manifests)
+    if mixed and not allow_mixed:
+        raise UsageError(f"merge: {'; '.join(mixed)}; their numbers do not belong in one table "
+                         f"(--allow-mixed merges them anyway, and the report says so)")
+    shards = [(manifests[r]["plan"].get("shard") or {}) for r in runs]
+    counts = {s.get("count") for s in shards}
+    if len(counts) > 1:
+        raise UsageError(f"merge: the runs split the plan differently ({', '.join(sorted(map(str, counts)))} shards)")
+    indices = [s.get("index") for s in shards if s]
+    if len(set(indices)) != len(indices):
+        raise UsageError("merge: a shard is given twice")
+    trials = merged_trials(runs)
+    _check_out(out)
+    manifest = merged_manifest(out, runs, manifests, mixed, counts.pop(), indices)
+    write_run(out, trials, manifest)
+    return out
+
+
+def merged_trials(runs: list[Path]) -> list[dict]:
+    seen: dict[tuple, Path] = {}
+    trials = []
+    for run in runs:
+        for t in results.read_trials(run):
+            key = results.trial_key(t["engine"], t["workload"], t["params"], t["trial"])
+            if key in seen:
+                raise UsageError(f"merge: trial {t['trial'] + 1} of {t['engine']} · {t['workload']} {t['params']} "
+                                 f"is in both {seen[key]} and {run}")
+            seen[key] = run
+            trials.append(t)
+    return trials
+
+
+def merged_manifest(out: Path, runs: list[Path], manifests: dict, mixed: list[str], count, indices) -> dict:
+    head = manifests[runs[0]]
+    missing = sorted(set(range(1, count + 1)) - set(indices)) if count else []
+    unfinished = [r.name for r in runs if manifests[r].get("status") != "complete"]
+    status = "complete"
+    if missing or unfinished:
+        status = "partial: " + "; ".join(
+            ([f"shards {', '.join(map(str, missing))} of {count} not merged"] if missing else [])
+            + ([f"{', '.join(unfinished)} not complete"] if unfinished else []))
+    unavailable = {}
+    for run in runs:
+        unavailable.update(manifests[run].get("unavailable") or {})
+    return {**head, "run_id": out.name, "created_at": manifest_mod.now(), "finished_at": manifest_mod.now(),
+            "status": status, "plan": {**base_plan(head), "shard": None}, "cpu": None, "cpus": None,
+            "unavailable": unavailable, "mixed": mixed,
+            "merged_from": [{"run_id": manifests[r].get("run_id") or r.name, "path": str(r),
+                             "shard": manifests[r]["plan"].get("shard") and
+                             f"{manifests[r]['plan']['shard']['index']}/{manifests[r]['plan']['shard']['count']}",
+                             "status": manifests[r].get("status"), "cpus": manifests[r].get("cpus"),
+                             **comparable(manifests[r])} for r in runs]}
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"merge --out {out}: exists and is not an empty folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"merge --out {out}: cannot create it ({exc.strerror or exc})") from None
+
+
+def write_run(out: Path, trials: list[dict], manifest: dict) -> None:
+    path = out / results.TRIALS_FILE
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            for t in trials:
+                fh.write(json.dumps(t) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise results.ResultsUnwritable(f"cannot write {path}: {exc.strerror or exc}") from None
+    manifest_mod.save(out, manifest)
