@@ -11,6 +11,7 @@ no pathlib.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -128,3 +129,21 @@ def find_executable(name: str) -> str | None:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return shutil.which(name)
+
+
+def split_id(engine_id: str) -> tuple[str, str]:
+    """(engine id without its environment, the environment's SPEC or '')."""
+    base, _, env = engine_id.partition("@")
+    return base, env
+
+
+def finite(value, non_finite):
+    """`value` with every NaN or infinity (at any depth) replaced by non_finite(x): JSON has neither,
+    and the readers here reject them."""
+    if isinstance(value, dict):
+        return {k: finite(v, non_finite) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v, non_finite) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return non_finite(value)
+    return value

@@ -26,7 +26,7 @@ import shutil
 from pathlib import Path
 
 from engines.base import EngineSpec
-from harness.store.results import finite
+from engines.base import finite
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Where `burtbench fetch-upstream` clones to when given no --dir, and where the engine looks last.

@@ -18,8 +18,8 @@ from engines.authors.source import ENV_VAR
 from harness.store import results
 from harness.commands.cli import main
 from harness.analysis.points import group
-from harness.report import render
-from harness.report.run import load_run
+from harness.report.render import render
+from harness.store.runs import load_run
 from harness.report.tables import build_tables
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 from harness.planning.selection import resolve_engines

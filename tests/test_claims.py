@@ -17,7 +17,7 @@ import pytest
 
 from harness.report import claims, paper, render_report
 from harness.report.metrics import METRICS
-from harness.report.run import load_run
+from harness.store.runs import load_run
 from harness.report.tables import build_tables
 from harness.store.results import Trial
 from test_report import chromium, make_trial, write_run

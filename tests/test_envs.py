@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import report
+from engines.base import split_id
+from harness.paths import ROOT, worker_env
+from harness.report.render import render
 
 from harness.store import results
 from harness.commands.cli import main
@@ -86,7 +88,7 @@ def test_two_versions_in_one_run_then_reused(fakefw, wheelhouse, tmp_path, capsy
     assert len(results.read_trials(run_dir)) == 4
 
     # The report: a versions table (ratios to the oldest version) and the trend figure.
-    folder = report.render(run_dir, tmp_path / "reports")
+    folder = render(run_dir, tmp_path / "reports")
     table = (folder / "tables" / "versions_tiny.md").read_text()
     assert "reference (oldest)" in table and "| 2.0" in table and "[" in table
     assert (folder / "figures" / "fig_versions_tiny.png").stat().st_size > 0
@@ -165,10 +167,11 @@ def test_an_engine_id_carries_its_environment():
     assert spec.text == "jax<0.5,>=0.4" and spec.names == {"jax"}
     (jit, *_) = envs.variants([all_engines()["jax/jit/python/cpu"]], [spec], explicit=True)
     assert jit.id == "jax/jit/python/cpu@jax<0.5,>=0.4" and jit.base_id == "jax/jit/python/cpu"
-    assert envs.split_id(jit.id) == ("jax/jit/python/cpu", "jax<0.5,>=0.4")
+    assert split_id(jit.id) == ("jax/jit/python/cpu", "jax<0.5,>=0.4")
     # Its framework is the environment's: this interpreter's packages do not decide it.
     assert jit.unavailable_reason() is None
-    assert envs.worker_env(jit)["PYTHONPATH"].split(os.pathsep)[0] == str(envs.ROOT)
+    # Its worker runs under the environment's interpreter, which finds the harness through PYTHONPATH.
+    assert worker_env("/an/environment/bin/python")["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
 
 
 @pytest.mark.slow
@@ -184,5 +187,5 @@ def test_two_autograd_releases_from_the_package_index(tmp_path):
     trials = results.read_trials(run_dir)
     assert [t["framework_version"] for t in trials] == ["1.7.0", "1.9.1"] * 2
     assert all(t["status"] == "ok" and t["check"]["ok"] for t in trials)
-    folder = report.render(run_dir, tmp_path / "reports")
+    folder = render(run_dir, tmp_path / "reports")
     assert "| 1.9.1" in (folder / "tables" / "versions_tiny.md").read_text()

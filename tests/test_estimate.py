@@ -12,6 +12,7 @@ from harness.store import results
 from harness.commands.cli import main
 from harness.machine.host import describe
 from harness.running.orchestrator import Eta
+from harness.running.probe import probe_floor
 from harness.planning.preview import duration
 from harness.running.session import make_plan
 from engines.none import FLOOR
@@ -116,6 +117,6 @@ def test_a_previous_run_s_figures_follow_the_machine_s_speed_now_gauged_by_its_f
     assert slower.trial_s(pt) == pytest.approx(2 * same.trial_s(pt))
     assert "scaled x2.00 to this machine's speed now" in slower.describe([pt])
     # The real gauge: the floor trial run again here, as the runner spawns it.
-    assert 0 < estimate.probe_floor(floor.__dict__) < 60
+    assert 0 < probe_floor(floor.__dict__) < 60
     assert main(["run", *PLAN, "--dry-run", "--estimate-from", str(run)]) == 0
     assert "to this machine's speed now" in capsys.readouterr().out

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import render
+from harness.report.render import render
 from workloads import all_workloads, differences
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import render
-from harness.report.run import load_run
+from harness.report.render import render
+from harness.store.runs import load_run
 from harness.report.tables import build_tables
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 
@@ -356,7 +356,7 @@ def test_index_html_summarises_the_manifest(linux_report):
     ({}, "linux"),
 ])
 def test_the_run_os_picks_the_paper_table(machine, expected):
-    from harness.report.paper import run_os
+    from harness.store.runs import run_os
 
     assert run_os({"machine": machine}) == expected
 

@@ -14,7 +14,8 @@ from harness.commands.cli import main
 from harness.analysis.compare import compare_runs
 from harness.planning.estimate import Estimator
 from harness.planning.plan import make_plan
-from harness.report.run import load_run, status_notes
+from harness.report.run import status_notes
+from harness.store.runs import load_run
 from harness.running.session import make_plan as plan_of_spec
 from tests_support import fault_engines_env
 from workloads import all_workloads

@@ -26,11 +26,11 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.envs.specs import split_id
+from engines.base import split_id
 from harness.errors import UsageError
 from harness.analysis.points import Point, group
-from harness.store.results import finite
-from harness.report.run import load_run
+from engines.base import finite
+from harness.store.runs import load_run
 from harness.analysis.stats import CONFIDENCE, t_quantile
 from harness.analysis.summary import format_seconds
 MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor", "CPU governor"),

@@ -16,8 +16,7 @@ from harness.errors import EXIT_USAGE, UsageError
 from harness.store.lock import RunLocked
 from harness.store.results import ResultsError, ResultsUnreadable
 from harness.running.spawn import MemoryCapFailed
-from harness.planning.selection import check_out_dir
-from harness.running.session import existing_run
+from harness.store.runs import check_out_dir, existing_run
 
 
 class Parser(argparse.ArgumentParser):
@@ -167,13 +166,13 @@ def doctor_interference(args, console: Console) -> int:
 
 
 def cmd_report(args, console: Console) -> int:
-    from harness import report
+    from harness.report.render import render
 
     run_dir = existing_run(args.run_dir, "RUN_DIR")
     out = Path(args.out)
     check_out_dir(out, "reports folder")
     try:
-        folder = report.render(run_dir, out)
+        folder = render(run_dir, out)
     except OSError as exc:
         raise ReportUnwritable(f"cannot write the report in {out}: {exc.strerror or exc}") from None
     console.print(f"report: {folder / 'index.html'}  (claims in {folder / 'claims.md'}, tables in {folder / 'tables'}, "
@@ -222,9 +221,9 @@ def cmd_fetch_upstream(args, console: Console) -> int:
 
 
 def cmd_envs(args, console: Console) -> int:
-    from harness.envs import specs as envs
+    from harness.envs import cache
 
-    envs.show(envs.env_dir(args.env_dir), args.prune, console)
+    cache.show(cache.env_dir(args.env_dir), args.prune, console)
     return 0
 
 
@@ -237,9 +236,14 @@ def cmd_merge(args, console: Console) -> int:
 
 
 def cmd_run(args, console: Console) -> int:
+    from harness.report.epilogue import after_run
     from harness.running import session
 
-    return session.run(session.request(args), console)
+    outcome = session.run(session.request(args), console)
+    # The report is the run's last stage, above it: the command joins the two.
+    if outcome.run_dir is not None and not args.no_report:
+        after_run(outcome.run_dir, console)
+    return outcome.code
 
 
 class ReportUnwritable(Exception):

@@ -72,7 +72,7 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
 
 
 def default_env_dir() -> str:
-    from harness.envs.specs import default_env_dir as where
+    from harness.envs.cache import default_env_dir as where
 
     return str(where())
 

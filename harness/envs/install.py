@@ -17,7 +17,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harness.envs.specs import RECORD, EnvSpec, read_record
+from harness.envs.cache import RECORD, read_record
+from harness.envs.specs import EnvSpec, parse_spec
 
 INSTALL_TIMEOUT_S = 1800
 REASON_CHARS = 300
@@ -172,3 +173,23 @@ def _write(folder: Path, record: dict) -> None:
     from harness.store.results import write_json_atomic
 
     write_json_atomic(folder / RECORD, record)
+
+
+def make_all(plan: dict, python: str, workloads: list, console) -> dict:
+    """The plan's environments, each made or reused before the first trial, with what the worker
+    needs for the planned workloads."""
+    from workloads.base import WORKER_NEEDS
+
+    needs = tuple(sorted({n for w in workloads for n in WORKER_NEEDS[w.kind]}))
+    made = {}
+    for text in plan.get("envs") or []:
+        with console.status(f"environment {text}: making or reusing it"):
+            env = ensure(parse_spec(text), python, Path(plan["env_dir"]), needs, plan.get("pip_args") or [])
+        how = "reused" if env.reused else f"made with {env.installer}"
+        if env.problem:
+            console.print(f"[yellow]environment {text}[/]: cannot be made: {env.problem}", highlight=False)
+        else:
+            console.print(f"environment {text}: {how} in {env.setup_s:.1f} s ({env.python_version}, {env.path})",
+                          highlight=False)
+        made[text] = env
+    return made

@@ -7,21 +7,13 @@ planned and interleaved like any other. Making an environment is harness/envs/in
 """
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.envs.cache import env_dir
 from harness.errors import UsageError
 
-ROOT = Path(__file__).resolve().parents[2]
-RECORD = "burtbench-env.json"
-# Unused this long, an environment is removed by `burtbench envs --prune` (given no other age).
-PRUNE_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -76,27 +68,6 @@ def plan_options(args) -> dict:
     return {"envs": specs, "env_dir": str(env_dir(args.env_dir)), "pip_args": list(args.pip_arg)}
 
 
-def make_all(plan: dict, python: str, workloads: list, console) -> dict:
-    """The plan's environments, each made or reused before the first trial, with what the worker
-    needs for the planned workloads."""
-    from harness.envs import install as env_install
-    from workloads.base import WORKER_NEEDS
-
-    needs = tuple(sorted({n for w in workloads for n in WORKER_NEEDS[w.kind]}))
-    made = {}
-    for text in plan.get("envs") or []:
-        with console.status(f"environment {text}: making or reusing it"):
-            env = env_install.ensure(parse_spec(text), python, Path(plan["env_dir"]), needs, plan.get("pip_args") or [])
-        how = "reused" if env.reused else f"made with {env.installer}"
-        if env.problem:
-            console.print(f"[yellow]environment {text}[/]: cannot be made: {env.problem}", highlight=False)
-        else:
-            console.print(f"environment {text}: {how} in {env.setup_s:.1f} s ({env.python_version}, {env.path})",
-                          highlight=False)
-        made[text] = env
-    return made
-
-
 def provides(spec: EnvSpec, engine) -> bool:
     from packaging.utils import canonicalize_name
 
@@ -140,7 +111,7 @@ def bind(engines: dict, environments: dict) -> dict:
 def run_side(text: str, what: str) -> tuple[Path, str | None]:
     """RUN, or RUN@SPEC: the trials of one environment (--env SPEC) of a run."""
     from harness.store import results
-    from harness.running.session import existing_run
+    from harness.store.runs import existing_run
 
     if results.is_run_dir(Path(text)) or "@" not in text:
         return existing_run(text, what), None
@@ -150,91 +121,3 @@ def run_side(text: str, what: str) -> tuple[Path, str | None]:
     if env not in known:
         raise UsageError(f"{what} {text}: the run has no environment {env} (it has: {', '.join(known) or 'none'})")
     return run_dir, env
-
-
-def split_id(engine_id: str) -> tuple[str, str]:
-    """(engine id without its environment, the environment's SPEC or '')."""
-    base, _, env = engine_id.partition("@")
-    return base, env
-
-
-def harness_path() -> dict:
-    """Another interpreter (--python's, an environment's) reaches the harness's code (and the user's
-    plug-in engines) through PYTHONPATH; its packages are its own."""
-    return {"PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-
-
-def worker_env(engine) -> dict | None:
-    """What a child of `engine` adds to the run's environment variables: an environment's engine, the harness's path."""
-    return harness_path() if engine.env else None
-
-
-# ----------------------------------------------------------------------------- the cache folder
-
-def default_env_dir() -> Path:
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "burtbench" / "envs"
-
-
-def env_dir(option: str | None) -> Path:
-    from harness.planning.selection import check_out_dir
-
-    folder = Path(option).expanduser() if option else default_env_dir()
-    check_out_dir(folder, "environments folder", "--env-dir")
-    return folder.absolute()
-
-
-@dataclass(frozen=True)
-class Cached:
-    path: Path
-    record: dict  # RECORD's content; empty where the environment was never finished
-    size_bytes: int
-    last_used: float
-
-
-def read_record(folder: Path) -> dict:
-    """An environment's RECORD; empty where it was never finished (or is unreadable)."""
-    try:
-        return json.loads((folder / RECORD).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def cached(folder: Path) -> list[Cached]:
-    found = []
-    for path in sorted(p for p in Path(folder).glob("*") if p.is_dir()):
-        record = read_record(path)
-        size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
-        found.append(Cached(path, record, size, float(record.get("last_used") or path.stat().st_mtime)))
-    return found
-
-
-def prune(folder: Path, days: float) -> list[Cached]:
-    """Remove the environments unused for `days` (an unfinished one counts from when it was begun)."""
-    gone = [c for c in cached(folder) if time.time() - c.last_used > days * 86400]
-    for c in gone:
-        shutil.rmtree(c.path)
-    return gone
-
-
-def show(folder: Path, prune_days: float | None, console) -> None:
-    """`burtbench envs [--prune DAYS]`: what the cache holds, after deleting what was unused that long."""
-    from datetime import datetime
-
-    from rich.table import Table
-
-    if prune_days is not None:
-        for gone in prune(folder, prune_days):
-            console.print(f"deleted {gone.path} ({gone.size_bytes / 2**20:.1f} MB)", highlight=False)
-    table = Table("SPEC", "Python", "size", "last used", "folder", title=f"burtbench environments in {folder}",
-                  title_justify="left")
-    for c in cached(folder):
-        table.add_row(c.record.get("spec") or "(unfinished)", c.record.get("python_version") or "",
-                      f"{c.size_bytes / 2**20:.1f} MB", datetime.fromtimestamp(c.last_used).strftime("%Y-%m-%d %H:%M"),
-                      c.path.name)
-    console.print(table)

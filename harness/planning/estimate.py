@@ -20,17 +20,15 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.paths import ROOT
 from harness.store import results
 from harness.planning.plan import PlannedTrial
 
-REFERENCE_RUN = Path(__file__).resolve().parents[2] / "results" / "reference"
+REFERENCE_RUN = ROOT / "results" / "reference"
 # The last resort for an engine no run has measured: a Python framework's start-up, and a slow
 # small-graph iteration. Labelled rough wherever used.
 ROUGH_STARTUP_S = 1.0
 ROUGH_PER_ITER_S = 1e-4
-# Runs of the floor trial whose median wall time gauges the machine's speed now.
-SPEED_PROBES = 3
-PROBE_TIMEOUT_S = 60  # a floor trial takes well under a second: past this it is stuck
 
 
 @dataclass(frozen=True)
@@ -80,29 +78,12 @@ def floor_trials(trials: list[dict]) -> list[dict]:
             and isinstance(t.get("iterations"), int) and isinstance(t.get("params"), dict)]
 
 
-def probe_floor(trial: dict) -> float | None:
-    """The median wall time of `trial` (the floor row's) run again here, as the runner spawns it."""
-    from engines import all_engines
-    from engines.none import FLOOR
-    from harness.measure import affinity
-    from harness.running.runner import run_child
-    from harness.running.spawn import ChildSpawner, RunOptions
-    from workloads import load
-
-    pt = PlannedTrial(all_engines()[FLOOR], load(trial["workload"]), trial["params"], trial=0,
-                      iterations=trial["iterations"], warmup=trial.get("warmup") or 0, timeout_s=PROBE_TIMEOUT_S)
-    cpu = trial.get("cpu") if trial.get("cpu") in affinity.allowed_cpus() else affinity.default_cpu()
-    spawner = ChildSpawner(RunOptions(cpu=cpu))
-    children = [run_child(pt, spawner, pt.iterations, pt.warmup, None) for _ in range(SPEED_PROBES)]
-    walls = [child.wall_s for child in children if child.returncode == 0]
-    return statistics.median(walls) if walls else None
-
-
 class Estimator:
-    """Seconds per planned trial; `source(pt)` says which figures it used. `probe` gauges the
-    machine's speed now from a floor trial (probe_floor); None: the figures as measured, unscaled."""
+    """Seconds per planned trial; `source(pt)` says which figures it used. `probe(trial)` gauges the
+    machine's speed now by running a floor trial again (harness/running/probe.py: the running stage
+    spawns children, planning does not); None: the figures as measured, unscaled."""
 
-    def __init__(self, run_dir: Path | None, probe=probe_floor):
+    def __init__(self, run_dir: Path | None, probe=None):
         self.run_dir = run_dir
         previous = trials_of(run_dir) if run_dir is not None else []
         self.measured = costs_of(previous)

@@ -6,14 +6,14 @@ from datetime import timedelta
 from rich.console import Console
 from rich.table import Table
 
-from harness.planning.estimate import Estimator, wall_s
+from harness.planning.estimate import wall_s
 
 
 def duration(seconds: float) -> str:
     return str(timedelta(seconds=round(seconds)))
 
 
-def show(plan: list, req, console: Console) -> int:
+def show(plan: list, req, estimator, console: Console) -> int:
     unavailable = {}
     for pt in plan:
         if pt.engine.id not in unavailable:
@@ -22,7 +22,6 @@ def show(plan: list, req, console: Console) -> int:
         if reason:
             console.print(f"[yellow]would skip[/] {eid}: unavailable: {reason}", highlight=False)
     plan = [pt for pt in plan if not unavailable[pt.engine.id]]
-    estimator = Estimator(req.estimate_from)
     workers = len(req.cpus) or 1
     table = Table(title=f"burtbench run --dry-run: {req.spec['profile']} profile, "
                         f"{workers} worker core{'s' if workers > 1 else ''}", title_justify="left")

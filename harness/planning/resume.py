@@ -52,6 +52,7 @@ def resumable_manifest(run_dir: Path) -> dict:
 def check_environments(plan: dict, run_dir: Path) -> None:
     """The plan's --env SPECs, installer arguments and environments folder, as a new run would take them."""
     from harness.envs import specs as envs
+    from harness.envs.cache import env_dir
 
     texts, pip_args = plan.get("envs") or [], plan.get("pip_args") or []
     if not (isinstance(texts, list) and isinstance(pip_args, list) and all(isinstance(t, str) for t in texts + pip_args)
@@ -60,4 +61,4 @@ def check_environments(plan: dict, run_dir: Path) -> None:
     for text in texts:
         envs.parse_spec(text)
     if texts:
-        envs.env_dir(plan["env_dir"])
+        env_dir(plan["env_dir"])

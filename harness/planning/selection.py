@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import difflib
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.paths import worker_env
 
 
 def did_you_mean(word: str, choices) -> str:
@@ -104,10 +104,6 @@ def _grid_value(name: str, text: str, allowed: tuple):
     raise UsageError(f"--param {name}={text}: not in the workload's grid ({shown})")
 
 
-# Kernel file systems that take no results (a run there would fail at its first write).
-PSEUDO_FILE_SYSTEMS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs",
-                       "tracefs", "configfs", "pstore", "bpf", "mqueue", "fusectl", "binfmt_misc", "autofs"}
-MIN_FREE_BYTES = 1 << 20
 # Far beyond any paper profile (the paper profile plans about 2,000 trials): a typo, not a plan.
 MAX_PLANNED_TRIALS = 100_000
 # Bounds of the run's options (a typo beyond them, not a plan), for the parser and for a resumed plan.
@@ -117,37 +113,6 @@ MAX_NOISE_PCT = 1000
 MAX_IDLE_S = 3600
 # Below this no interpreter or driver starts: every trial would be recorded as oom.
 MIN_MEM_LIMIT = 32 << 20
-
-
-def check_out_dir(path: Path, what: str = "results folder", option: str = "--out") -> None:
-    """The folder can be made (or is there) and written, on a file system that keeps files; nothing is created."""
-    path = Path(path).absolute()
-    existing = next(p for p in (path, *path.parents) if p.exists())
-    if not existing.is_dir():
-        raise UsageError(f"{option} {path}: cannot create the {what} ({existing} is not a folder)")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: cannot create the {what} ({existing} is not writable)")
-    fs = file_system_type(existing)
-    if fs in PSEUDO_FILE_SYSTEMS:
-        raise UsageError(f"{option} {path}: {existing} is on the kernel's {fs} file system, which keeps no files")
-    if shutil.disk_usage(existing).free < MIN_FREE_BYTES:
-        raise UsageError(f"{option} {path}: the disk holding {existing} is full")
-
-
-def file_system_type(path: Path, mounts: str = "/proc/self/mounts") -> str | None:
-    """The type of the file system `path` is on (Linux), or None where the mount table cannot be read."""
-    try:
-        table = Path(mounts).read_text()
-    except OSError:
-        return None
-    best, kind = "", None
-    for line in table.splitlines():
-        fields = line.split()
-        if len(fields) >= 3:
-            point = fields[1].replace("\\040", " ")
-            if (str(path) == point or str(path).startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
-                best, kind = point, fields[2]
-    return kind
 
 
 def check_mem_limit(limit: int | None) -> None:
@@ -210,8 +175,7 @@ def check_python(path: str | None) -> str:
         raise UsageError(f"--python {path}: not an executable file")
     probe = ("import sys\nif sys.version_info < (3, 10): sys.exit('Python %d.%d, older than 3.10' % sys.version_info[:2])\n"
              "import harness.running.worker")
-    root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    env = {**os.environ, **worker_env(path)}
     try:
         done = subprocess.run([path, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:

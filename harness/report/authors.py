@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engines.base import BASELINE
 from harness.analysis.points import Point, group
-from harness.report.run import Run
+from harness.store.runs import Run
 
 AUTHORS = "burtorch-authors"
 MiB = 2**20

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from harness.report import claims, paper
 from harness.report.claims import Verdict
-from harness.report.run import Run
-from harness.store.results import finite
+from harness.store.runs import Run
+from engines.base import finite
 
 HOW = ("Each factor is the other engine over BurTorch at the same point (above 1: BurTorch better). "
        "reproduced: ours reaches the paper's number within the claim's tolerance; partly: same direction, "

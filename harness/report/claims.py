@@ -40,7 +40,7 @@ from engines.base import BASELINE
 from harness.analysis.points import Point, group
 from harness.report import cells, paper
 from harness.report.metrics import Metric, resolve
-from harness.report.run import Run
+from harness.store.runs import Run
 from harness.report.tables import Table
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_MEASURABLE = "reproduced", "partly", "not reproduced", "not measurable here"

@@ -26,7 +26,7 @@ def reports_root() -> Path:
 
 
 def after_run(run_dir: Path, console: Console, out_root: Path | None = None) -> None:
-    from harness.report import render_report
+    from harness.report.render import render_report
 
     out_root = out_root if out_root is not None else reports_root()
     try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.report import authors
 from harness.report.figures import Figure
-from harness.report.run import Run
+from harness.store.runs import Run
 from harness.report.tables import Table
 
 STYLE = """

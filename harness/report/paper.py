@@ -133,15 +133,3 @@ def first_table(csv_workload: str) -> float:
 def table_names(rows: list[PaperRow]) -> str:
     """'Table 12' or 'Table 12, Table 13': the tables a selection of rows comes from."""
     return ", ".join(dict.fromkeys(row.table for row in rows))
-
-
-def run_os(manifest: dict) -> str:
-    """'linux', 'windows' or 'macos' from the manifest; linux when it does not say."""
-    machine = manifest.get("machine") or {}
-    text = " ".join(str(v) for v in (machine.get("os"), machine.get("platform"), manifest.get("platform")) if v)
-    text = text.lower()
-    if "darwin" in text or "macos" in text or "mac os" in text:
-        return "macos"
-    if "windows" in text or "win32" in text:
-        return "windows"
-    return "linux"

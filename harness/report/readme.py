@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.report import claim_files, formats
 from harness.report.figures import Figure
-from harness.report.run import Run
+from harness.store.runs import Run
 from harness.report.tables import Table
 
 

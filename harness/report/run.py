@@ -1,38 +1,7 @@
 """A run read back for the report: its manifest, its trials and the OS whose paper tables it compares with."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
-from harness.errors import UsageError
-from harness.report import paper
-from harness.store.results import TIMINGS, read_trials, sane_manifest
-
-
-@dataclass
-class Run:
-    run_id: str
-    manifest: dict
-    trials: list[dict]
-    os: str  # 'linux', 'windows' or 'macos'
-
-    @property
-    def timing(self) -> str:
-        """The run's --timing (trials from before the option were lean)."""
-        plan = self.manifest.get("plan")
-        timing = plan.get("timing") if isinstance(plan, dict) else None
-        return timing if timing in TIMINGS else "lean"
-
-
-def load_run(run_dir: Path, warn=None) -> Run:
-    run_dir = Path(run_dir)
-    manifest = sane_manifest(run_dir, warn)
-    trials = read_trials(run_dir, warn)
-    timings = sorted({t.get("timing") or "lean" for t in trials})
-    if len(timings) > 1:
-        raise UsageError(f"{run_dir}: its trials mix --timing {' and '.join(timings)}: a table of one would "
-                         "compare timed regions that differ")
-    return Run(run_id=run_dir.name, manifest=manifest, trials=trials, os=paper.run_os(manifest))
+from harness.store.runs import Run
 
 
 def status_notes(run: Run) -> list[str]:

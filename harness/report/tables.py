@@ -19,7 +19,7 @@ from engines.base import BASELINE
 from harness.analysis.points import Point, group, noise_threshold_of, params_key
 from harness.report import cells, notes, paper
 from harness.report.metrics import Metric, memory_note, resolve
-from harness.report.run import Run
+from harness.store.runs import Run
 from workloads import all_workloads, differences
 from workloads.base import PaperTable, Workload
 

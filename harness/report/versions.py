@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 
 from harness.analysis import compare
-from harness.envs.specs import split_id
+from engines.base import split_id
 from harness.analysis.points import Point, group
 from harness.report.figures import Figure, _pyplot, _save
-from harness.report.run import Run
+from harness.store.runs import Run
 from harness.analysis.summary import format_seconds
 
 FIELDS = ["engine", "params", "version", "env", "trials_ok", "trials", "check_ok",

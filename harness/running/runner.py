@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.measure.tsc import estimate_cycles
 from harness.planning.plan import PlannedTrial
 from harness.store.results import ResultsUnwritable, Trial
-from harness.envs.specs import worker_env
+from harness.paths import worker_env
 from harness.running.spawn import ChildRun, ChildSpawner, RunOptions
 from harness.analysis.stats import summarize
 from harness.running.worker import EXIT_UNAVAILABLE, parse_value
@@ -74,7 +74,7 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
     folder into the payload line; every other engine's child prints that line itself."""
     if pt.engine.kind != "program":
         return spawner.run(child_command(pt, iterations, warmup, spawner.options, inputs), pt.timeout_s,
-                           env=worker_env(pt.engine))
+                           env=worker_env(pt.engine.python or spawner.options.python))
     workdir = Path(tempfile.mkdtemp(prefix="burtbench-trial-"))
     try:
         try:

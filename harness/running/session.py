@@ -14,12 +14,15 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.envs import specs as envs
+from harness.envs.install import make_all
 
 from harness.planning import selection
 from harness.errors import UsageError
+from engines.base import split_id
 from harness.store.lock import RunLock
 from harness.planning.resume import resumable_manifest
 from harness.store.results import ResultsUnwritable
+from harness.store.runs import check_out_dir, existing_run
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
@@ -39,7 +42,6 @@ class RunRequest:
     sample_private: bool
     energy: str
     idle_seconds: float
-    report: bool = True  # render reports/<run-id>/ and print the claims summary at the end (--no-report: not)
     cpus: tuple[int, ...] = ()  # --cpus: the worker cores, one trial on each at once; () = `cpu` alone
     dry_run: bool = False  # print the plan and its estimated time, run nothing
     estimate_from: Path | None = None  # the previous run the time estimates come from; None: rough figures
@@ -122,7 +124,7 @@ def request(args) -> RunRequest:
         cpu = selection.check_cpu(args.cpu)
         cpus = selection.check_cpus(args.cpus) if args.cpus else ()
         if not args.dry_run:
-            selection.check_out_dir(Path(args.out))
+            check_out_dir(Path(args.out))
     if args.cpus and args.cpu is not None:
         raise UsageError("--cpu and --cpus: give one (--cpus 3 pins every trial to core 3 too)")
     estimate_from = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
@@ -131,7 +133,7 @@ def request(args) -> RunRequest:
 
         estimate_from = newest_compatible_run(Path(args.out))
     return RunRequest(spec, run_dir, Path(args.out), cpus[0] if cpus else cpu, python, args.mem_limit,
-                      args.sample_private, args.energy, args.idle_seconds, report=not args.no_report,
+                      args.sample_private, args.energy, args.idle_seconds,
                       cpus=tuple(cpus), dry_run=args.dry_run, estimate_from=estimate_from)
 
 
@@ -145,15 +147,6 @@ def use_upstream(path: str | None) -> None:
         raise UsageError(f"--upstream {path}: no such file or folder (a checkout or a `git archive` tarball;"
                          f" burtbench fetch-upstream makes one)")
     os.environ[ENV_VAR] = path
-
-
-def existing_run(path: str, what: str) -> Path:
-    from harness.store import results
-
-    run_dir = Path(path)
-    if not results.is_run_dir(run_dir):
-        raise UsageError(f"{what} {path}: not a burtbench run folder (no manifest.json)")
-    return run_dir
 
 
 def planned_workloads(spec: dict) -> list:
@@ -172,7 +165,7 @@ def make_plan(spec: dict, environments: dict | None = None) -> list:
     registry = all_engines()
     # An engine run in an environment: the registry's engine, bound to the environment's interpreter.
     for eid in spec["engines"]:
-        base, env = envs.split_id(eid)
+        base, env = split_id(eid)
         if env and base in registry:
             registry[eid] = registry[base].replace(env=env)
     registry = envs.bind(registry, environments or {})
@@ -224,35 +217,37 @@ def new_run_dir(out: Path, profile: str) -> Path:
     return run_dir
 
 
-def worker_env(python: str) -> dict:
-    return {} if python == sys.executable else envs.harness_path()
+@dataclass(frozen=True)
+class Outcome:
+    code: int  # the process's exit code
+    run_dir: Path | None  # the run's folder; None: a dry run
 
 
-def run(req: RunRequest, console: Console) -> int:
+def run(req: RunRequest, console: Console) -> Outcome:
     if req.dry_run:
         from harness.planning import preview
 
         plan = make_plan(req.spec)
         if req.run_dir is None:
-            return preview.show(plan, req, console)
+            return Outcome(preview.show(plan, req, estimator(req), console), None)
         from harness.running.orchestrator import pending
 
         left = pending(plan, req.run_dir)
         console.print(f"resuming {req.run_dir}: {len(plan) - len(left)} of {len(plan)} planned trials are done; "
                       f"the rest:", highlight=False)
-        return preview.show(left, req, console)
-    environments = envs.make_all(req.spec, req.python, planned_workloads(req.spec), console)
+        return Outcome(preview.show(left, req, estimator(req), console), None)
+    environments = make_all(req.spec, req.python, planned_workloads(req.spec), console)
     plan, unavailable = ready_engines(make_plan(req.spec, environments), console)
     if req.run_dir is not None:
         with RunLock(req.run_dir):
-            return _run_locked(req, console, req.run_dir, plan, unavailable, environments)
+            return Outcome(_run_locked(req, console, req.run_dir, plan, unavailable, environments), req.run_dir)
     run_dir = new_run_dir(req.out, req.spec["profile"])
     try:
         run_dir.mkdir(parents=True)
     except OSError as exc:
         raise ResultsUnwritable(f"cannot create {run_dir}: {exc.strerror or exc}") from None
     with RunLock(run_dir):
-        return _run_locked(req, console, run_dir, plan, unavailable, environments)
+        return Outcome(_run_locked(req, console, run_dir, plan, unavailable, environments), run_dir)
 
 
 def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, unavailable: dict,
@@ -291,8 +286,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         console.print(f"[yellow]warning[/]: machine not quiet ({', '.join(noisy)}): see burtbench doctor",
                       highlight=False)
     options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
-                         sample_private=req.sample_private, timing=req.spec.get("timing", "lean"),
-                         env=worker_env(req.python))
+                         sample_private=req.sample_private, timing=req.spec.get("timing", "lean"))
     where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
         f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
     console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile, {options.timing} timing) {where} "
@@ -301,17 +295,19 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     meter = energy_meter(req, plan, run_dir, manifest, console)
     spec = req.spec
     adaptive = spec.get("adaptive") and orchestrator.Adaptive(spec["adaptive"]["max_trials"], spec["noise_threshold"])
-    from harness.planning.estimate import Estimator
-
     code = orchestrator.execute(plan, run_dir, manifest, options, tsc.tsc_rate_hz(), console, adaptive or None,
-                                meter, cores, Estimator(req.estimate_from))
+                                meter, cores, estimator(req))
     console.print(summary.summary_table(results.read_trials(run_dir), spec.get("noise_threshold", 0.05)))
     console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)
-    if req.report:
-        from harness.report.epilogue import after_run
-
-        after_run(run_dir, console)
     return code
+
+
+def estimator(req: RunRequest):
+    """The plan's time estimates, scaled to this machine's speed now by re-running a floor trial."""
+    from harness.planning.estimate import Estimator
+    from harness.running.probe import probe_floor
+
+    return Estimator(req.estimate_from, probe=probe_floor)
 
 
 def energy_meter(req: RunRequest, plan: list, run_dir: Path, manifest: dict, console: Console):

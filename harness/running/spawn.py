@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from harness.measure import affinity, limits, memory
 
@@ -50,7 +50,6 @@ class RunOptions:
     mem_limit_bytes: int | None = None
     sample_private: bool = False
     timing: str = "paper"
-    env: dict = field(default_factory=dict)
 
 
 class Interrupted(Exception):
@@ -80,7 +79,7 @@ class ChildSpawner:
         """`env` adds to the child's environment; `cwd` is its working folder (default: ours)."""
         if self.interrupted:
             raise Interrupted
-        env = {**os.environ, **SINGLE_THREAD_ENV, **self.options.env, **(env or {})}
+        env = {**os.environ, **SINGLE_THREAD_ENV, **(env or {})}
         # A child that compiles the harness's sources at every start (no bytecode cache) pays
         # ~0.7 MiB of peak memory for it, which a bare script importing installed packages does not.
         env.pop("PYTHONDONTWRITEBYTECODE", None)

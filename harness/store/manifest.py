@@ -17,11 +17,11 @@ from harness import __version__
 
 from harness.machine import doctor, host as machine
 from harness.measure import tsc
+from harness.paths import ROOT
 from harness.store.results import write_json_atomic, MANIFEST_FILE
 
 FRAMEWORK_DISTRIBUTIONS = ("torch", "tensorflow", "jax", "jaxlib", "autograd", "micrograd", "mlx",
                            "ai-edge-litert", "numpy", "pybind11", "burtbench")
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def now() -> str:
@@ -51,9 +51,9 @@ def _version(name: str) -> str | None:
 
 def git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True,
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -7,7 +7,6 @@ reported once and ignored by every reader.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import sys
@@ -327,15 +326,3 @@ def sane_manifest(run_dir: Path, warn=None) -> dict:
 
 def is_run_dir(path: Path) -> bool:
     return (Path(path) / MANIFEST_FILE).is_file()
-
-
-def finite(value, non_finite):
-    """`value` with every NaN or infinity (at any depth) replaced by non_finite(x): JSON has neither,
-    and the readers here reject them."""
-    if isinstance(value, dict):
-        return {k: finite(v, non_finite) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v, non_finite) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return non_finite(value)
-    return value
