@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import claims, paper, render_report
+from harness.report import claims, paper
+from harness.report.render import render_report
 from harness.report.metrics import METRICS
 from harness.store.runs import load_run
 from harness.report.tables import build_tables

@@ -33,6 +33,7 @@ from engines.base import finite
 from harness.store.runs import load_run
 from harness.analysis.stats import CONFIDENCE, t_quantile
 from harness.analysis.summary import format_seconds
+from harness.units import mib
 MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor", "CPU governor"),
                    (None, "profile", "profile"))
 # Peak memory repeats to within a few pages, so a tiny but consistent difference is
@@ -232,7 +233,7 @@ def exit_status(result: dict, fail_if_slower_pct: float | None) -> int:
 # ----------------------------------------------------------------------------- output
 
 def size(value: float | None) -> str:
-    return "n/a" if value is None else f"{value / 2**20:.1f} MB"
+    return mib(value)
 
 
 def ratio_text(ratio: float | None, interval: list[float] | None) -> str:

@@ -6,6 +6,7 @@ from rich.table import Table
 from engines.base import BASELINE
 from harness.analysis.points import DEFAULT_NOISE_THRESHOLD, PointKey, group
 from workloads import load
+from harness.units import mib
 
 # Relative columns: our engine, as the paper's tables, and micrograd, the smallest Python engine.
 BASELINES = (BASELINE, "micrograd/eager/python/cpu")
@@ -40,7 +41,7 @@ def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THR
         table.add_row(key.workload + _shown_params(key.workload, point.params), key.engine,
                       f"{point.trials_ok()}/{len(point.trials)}" + (f" ({', '.join(sorted(statuses))})" if statuses else ""),
                       format_seconds(mean), "—" if cv is None else f"{cv:.1%}" + (" [yellow]noisy[/]" if point.noisy() else ""),
-                      *ratios, check, f"{max(rss) / 2**20:.1f} MiB" if rss else "—")
+                      *ratios, check, mib(max(rss) if rss else None, "—"))
     return table
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from engines.none import FLOOR
 from harness.analysis.points import group
 from harness.store.results import read_trials
+from harness.units import MIB
 
 
 def rows(trials: list[dict], engine: str) -> list[tuple]:
@@ -39,7 +40,7 @@ def _time(seconds: float) -> str:
 
 
 def _mib(size: float | None) -> str:
-    return "—" if size is None else f"{size / 2**20:.1f}"
+    return "—" if size is None else f"{size / MIB:.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:

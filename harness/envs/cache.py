@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.units import mib
+
 RECORD = "burtbench-env.json"
 # Unused this long, an environment is removed by `burtbench envs --prune` (given no other age).
 PRUNE_DAYS = 30
@@ -74,11 +76,11 @@ def show(folder: Path, prune_days: float | None, console) -> None:
 
     if prune_days is not None:
         for gone in prune(folder, prune_days):
-            console.print(f"deleted {gone.path} ({gone.size_bytes / 2**20:.1f} MB)", highlight=False)
+            console.print(f"deleted {gone.path} ({mib(gone.size_bytes)})", highlight=False)
     table = Table("SPEC", "Python", "size", "last used", "folder", title=f"burtbench environments in {folder}",
                   title_justify="left")
     for c in cached(folder):
         table.add_row(c.record.get("spec") or "(unfinished)", c.record.get("python_version") or "",
-                      f"{c.size_bytes / 2**20:.1f} MB", datetime.fromtimestamp(c.last_used).strftime("%Y-%m-%d %H:%M"),
+                      mib(c.size_bytes), datetime.fromtimestamp(c.last_used).strftime("%Y-%m-%d %H:%M"),
                       c.path.name)
     console.print(table)

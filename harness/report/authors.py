@@ -15,9 +15,9 @@ from pathlib import Path
 from engines.base import BASELINE
 from harness.analysis.points import Point, group
 from harness.store.runs import Run
+from harness.units import mib
 
 AUTHORS = "burtorch-authors"
-MiB = 2**20
 
 
 def authors_points(run: Run) -> list[Point]:
@@ -34,7 +34,7 @@ def _time(value: float | None) -> str:
 
 
 def _mib(value: float | None) -> str:
-    return "n/a" if value is None else f"{value / MiB:.1f} MiB"
+    return mib(value)
 
 
 def _check(point: Point) -> str:

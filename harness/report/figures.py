@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.report.cells import factor
-from harness.report.metrics import MB, METRICS, PAPER_MEMORY
+from harness.report.metrics import METRICS, PAPER_MEMORY
+from harness.units import MIB, MIB_LABEL
 from harness.report.tables import Table
 
 OURS_COLOR = "#1f77b4"
@@ -152,12 +153,12 @@ def lines(tables: list[Table], os_name: str, folder: Path) -> Figure:
     for col, table in enumerate(tables):
         time_ax, mem_ax = axes[0][col], axes[1][col]
         _plot_lines(time_ax, table.rows, x_of, METRICS["step_time"].key, 1e3, colors)
-        _plot_lines(mem_ax, table.rows, x_of, memory.key, 1 / MB, colors)
+        _plot_lines(mem_ax, table.rows, x_of, memory.key, 1 / MIB, colors)
         name = table.title.split(":")[0]
         time_ax.set_title(f"{name}: compute per step", fontsize=10)
         time_ax.set_ylabel("ms per SGD step")
         mem_ax.set_title(f"{name}: {memory.title}", fontsize=10)
-        mem_ax.set_ylabel("MB")
+        mem_ax.set_ylabel(MIB_LABEL)
         mem_ax.set_xlabel("trainable parameters d" if x_name == "param_count" else x_name)
         time_ax.legend(fontsize=7)
     fig.tight_layout()

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from harness.analysis.points import Point
+from harness.units import MIB, MIB_LABEL
 
-MB = 2**20
 MWH = 3.6  # joules per mWh
 
 
@@ -43,7 +43,7 @@ PER_ITERATION_NOTE = ("Times are per iteration: ours = mean over trials of each 
                       "iterations / {paper_iterations}.")
 SMALL_NOTE = ("Min = the fastest trial. CPU clocks per iteration: ours = cpu_clocks / iterations, ≈ marks an "
               "estimate (CPU time × TSC rate); paper = its total clocks / {paper_iterations}.")
-MEMORY_NOTE = "MB = 2^20 bytes. Peak private and resident memory as the paper's Table 3 (Windows) defines them."
+MEMORY_NOTE = "MiB = 2^20 bytes. Peak private and resident memory as the paper's Table 3 (Windows) defines them."
 ENERGY_NOTE = ("Totals for the whole process, not per iteration: ours {our_iterations} iterations, "
                "paper {paper_iterations}. 1 mWh = 3.6 J.")
 
@@ -63,11 +63,11 @@ METRICS = {
                          lambda p: p.per_iteration("cpu_clocks"), paper="cpu_clocks_mticks", paper_to_si=1e6,
                          paper_per_iteration=True, paper_rel="relative_cpu_clocks", source_field="cpu_clocks_source",
                          note=SMALL_NOTE),
-    "peak_private": Metric("peak_private_bytes", "Peak private", "MB", 1 / MB, lambda p: p.mean("peak_private_bytes"),
-                           paper="peak_private_mb", paper_to_si=MB, paper_rel="relative_peak_private",
+    "peak_private": Metric("peak_private_bytes", "Peak private", MIB_LABEL, 1 / MIB, lambda p: p.mean("peak_private_bytes"),
+                           paper="peak_private_mb", paper_to_si=MIB, paper_rel="relative_peak_private",
                            source_field="peak_private_source", note=MEMORY_NOTE),
-    "peak_resident": Metric("peak_resident_bytes", "Peak resident", "MB", 1 / MB, _resident,
-                            paper="peak_resident_mb", paper_to_si=MB, paper_rel="relative_peak_resident",
+    "peak_resident": Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / MIB, _resident,
+                            paper="peak_resident_mb", paper_to_si=MIB, paper_rel="relative_peak_resident",
                             note=MEMORY_NOTE),
     "save_time": Metric("save_per_iter_s", "Save / iteration", "µs", 1e6, lambda p: p.per_iteration("save_s"),
                         paper="save_s", paper_per_iteration=True,
@@ -91,14 +91,14 @@ METRICS = {
 
 # The trial field holding the memory the paper reports for MLP/GPT on each OS (paper_workloads.md).
 PAPER_MEMORY = {
-    "linux": Metric("peak_virtual_bytes", "Peak virtual (VmPeak)", "MB", 1 / MB,
-                    lambda p: p.mean("peak_virtual_bytes"), paper="peak_mem_mb", paper_to_si=MB),
-    "windows": Metric("peak_private_bytes", "Peak private", "MB", 1 / MB, lambda p: p.mean("peak_private_bytes"),
-                      paper="peak_mem_mb", paper_to_si=MB, source_field="peak_private_source"),
-    "macos": Metric("peak_resident_bytes", "Peak resident", "MB", 1 / MB, _resident, paper="peak_mem_mb",
-                    paper_to_si=MB),
+    "linux": Metric("peak_virtual_bytes", "Peak virtual (VmPeak)", MIB_LABEL, 1 / MIB,
+                    lambda p: p.mean("peak_virtual_bytes"), paper="peak_mem_mb", paper_to_si=MIB),
+    "windows": Metric("peak_private_bytes", "Peak private", MIB_LABEL, 1 / MIB, lambda p: p.mean("peak_private_bytes"),
+                      paper="peak_mem_mb", paper_to_si=MIB, source_field="peak_private_source"),
+    "macos": Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / MIB, _resident, paper="peak_mem_mb",
+                    paper_to_si=MIB),
 }
-RESIDENT_BESIDE = Metric("peak_resident_bytes", "Peak resident", "MB", 1 / MB, _resident)
+RESIDENT_BESIDE = Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / MIB, _resident)
 
 
 def resolve(ids: tuple[str, ...], os_name: str) -> list[Metric]:
@@ -116,4 +116,4 @@ def resolve(ids: tuple[str, ...], os_name: str) -> list[Metric]:
 
 
 def memory_note(os_name: str, os_label: str) -> str:
-    return f"{PAPER_MEMORY[os_name].title}: the memory the paper reports on {os_label}; MB = 2^20 bytes."
+    return f"{PAPER_MEMORY[os_name].title}: the memory the paper reports on {os_label}; MiB = 2^20 bytes."
