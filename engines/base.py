@@ -85,10 +85,11 @@ class EngineSpec:
         return f"EngineSpec({self.id!r})"
 
     def replace(self, **changes) -> "EngineSpec":
-        """A copy with some fields changed (the spec itself never changes)."""
+        """A copy with some fields changed (the spec itself never changes), of the same class: an
+        engine's behaviour (what it runs, how it is prepared) lives in its subclass's methods."""
         values = {name: getattr(self, name) for name in self.FIELDS}
         values.update(changes)
-        return EngineSpec(**values)
+        return type(self)(**values)
 
     @property
     def base_id(self) -> str:

@@ -102,3 +102,15 @@ def test_engine_matches_reference(engine_id, workload):
     check = w.check(params, result["outputs"], precision)
     assert check.ok, check.as_dict()
     assert result["framework_version"], "the framework version goes into the results"
+
+
+@pytest.mark.parametrize("engine_id", ["none/empty/python/cpu", "libtorch/eager/cpp/cpu"])
+def test_a_changed_copy_of_an_engine_keeps_what_its_class_does(engine_id):
+    """An engine run in an environment or bound to another interpreter is a replace()d copy: the
+    floor row must still run only memory workloads, a built-on-first-use engine must still build."""
+    engine = all_engines()[engine_id]
+    copy = engine.replace(python="/elsewhere/bin/python")
+    assert type(copy) is type(engine) and copy.python == "/elsewhere/bin/python"
+    assert [copy.runs(load(w)) for w in ("tiny", "small", "mlp")] == [engine.runs(load(w)) for w in ("tiny", "small", "mlp")]
+    assert getattr(copy, "prepare", None).__func__ is getattr(engine, "prepare", None).__func__ if hasattr(engine, "prepare") \
+        else not hasattr(copy, "prepare")

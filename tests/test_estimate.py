@@ -13,6 +13,7 @@ from harness.commands.cli import main
 from harness.machine.host import describe
 from harness.running.orchestrator import Eta
 from harness.running.probe import probe_floor
+from harness.store.run_plan import RunPlan
 from harness.planning.preview import duration
 from harness.running.session import make_plan
 from engines.none import FLOOR
@@ -40,7 +41,7 @@ def synthetic_run(folder: Path, cpu_model: str) -> Path:
     return folder
 
 
-def expected_s(argv_plan: dict) -> float:
+def expected_s(argv_plan: RunPlan) -> float:
     total = 0.0
     for pt in make_plan(argv_plan):
         total += (STARTUP_S + PER_ITER_S if pt.with_init else 0) + STARTUP_S + PER_ITER_S * (pt.iterations + pt.warmup)
@@ -48,8 +49,7 @@ def expected_s(argv_plan: dict) -> float:
 
 
 PLAN = ["--engine", "fake/ok", "--workload", "tiny", "--profile", "quick", "--trials", "3"]
-SPEC = {"profile": "quick", "engines": ["fake/ok/python/cpu"], "workloads": ["tiny"], "narrow": {}, "trials": 3,
-        "timeout_s": None}
+SPEC = RunPlan(profile="quick", engines=("fake/ok/python/cpu",), workloads=("tiny",), trials=3)
 
 
 def test_dry_run_takes_its_eta_from_the_newest_run_on_this_cpu(fake_engines, tmp_path, capsys):

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from harness.store import results
 from harness.commands.cli import main
 from harness.running.session import make_plan
+from harness.store.run_plan import read_plan
 from tests_support import check_outcome, fault_engines_env
 
 REPORT_EXAMPLES, RESUME_EXAMPLES = 25, 30  # a report renders its figures: ~3 s each
@@ -104,7 +105,7 @@ def damaged_copy(a_run: Path, tmp: Path, data) -> Path:
 
 
 def planned_keys(run_dir: Path) -> list[tuple]:  # (the fault engines registered by the caller)
-    return sorted(tuple(map(str, p.key())) for p in make_plan(results.read_manifest(run_dir)["plan"]))
+    return sorted(tuple(map(str, p.key())) for p in make_plan(read_plan(results.read_manifest(run_dir))))
 
 
 def trial_keys(run_dir: Path) -> list[tuple]:
@@ -151,7 +152,8 @@ def test_machine_facts_of_the_wrong_type_give_the_report_no_clock_rather_than_a_
 
 @pytest.mark.parametrize("odd", ["x", None, True, -1, 0, float("nan"), [1]])
 def test_a_noise_threshold_of_the_wrong_kind_gives_the_report_the_default(odd):
-    from harness.analysis.points import DEFAULT_NOISE_THRESHOLD, noise_threshold_of
+    from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD, read_plan
 
-    assert noise_threshold_of({"noise_threshold": odd}) == DEFAULT_NOISE_THRESHOLD
-    assert noise_threshold_of({"noise_threshold": 0.5}) == 0.5
+    plan = {"profile": "quick", "engines": [], "workloads": []}
+    assert read_plan({"plan": {**plan, "noise_threshold": odd}}).noise_threshold == DEFAULT_NOISE_THRESHOLD
+    assert read_plan({"plan": {**plan, "noise_threshold": 0.5}}).noise_threshold == 0.5

@@ -15,6 +15,7 @@ from engines.none import FLOOR
 from harness.store import results
 from harness.commands.cli import main
 from harness.running.session import make_plan
+from harness.store.run_plan import read_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 CORES = sorted(os.sched_getaffinity(0))[:2]
@@ -27,7 +28,7 @@ def planned_once(run_dir: Path) -> list[dict]:
     trials = results.read_trials(run_dir)
     found = [results.trial_key(t["engine"], t["workload"], t["params"], t["trial"]) for t in trials]
     assert len(found) == len(set(found)), "a trial was written twice"
-    planned = {pt.key() for pt in make_plan(results.read_manifest(run_dir)["plan"])}
+    planned = {pt.key() for pt in make_plan(read_plan(results.read_manifest(run_dir)))}
     assert set(found) <= planned
     return [t for t in trials if t["engine"] != FLOOR]  # the harness's floor row runs beside the fault engines
 

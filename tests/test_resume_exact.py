@@ -20,6 +20,7 @@ from harness.running import orchestrator
 from harness.store import results
 from harness.commands.cli import main
 from harness.running.session import make_plan
+from harness.store.run_plan import read_plan
 from tests_support import fault_engines_env
 
 PLAN = ["--engine", "fake/ok", "--workload", "tiny,small", "--profile", "smoke", "--trials", "2", "--no-report"]
@@ -36,7 +37,7 @@ def complete_run(tmp_path_factory) -> Path:
 
 def plan_of(run_dir: Path) -> list:
     with fault_engines_env():
-        return make_plan(results.read_manifest(run_dir)["plan"])
+        return make_plan(read_plan(results.read_manifest(run_dir)))
 
 
 def keys_of(run_dir: Path) -> list[tuple]:

@@ -160,7 +160,7 @@ def test_sigterm_stops_the_run_keeps_finished_trials_and_marks_the_manifest(fake
 def test_manifest_says_where_and_how_the_run_was_made(fake_engines, tmp_path):
     assert run_cli("--engine", "fake/ok", "--out", str(tmp_path)) == 0
     manifest = results.read_manifest(only_run(tmp_path))
-    assert manifest["profile"] == "smoke" and manifest["argv"]
+    assert manifest["plan"]["profile"] == "smoke" and manifest["argv"]
     assert manifest["machine"]["cpu_model"] and manifest["machine"]["logical_cores"] >= 1
     assert "governor" in manifest["machine"] and "smt" in manifest["machine"]
     assert manifest["frameworks"]["burtbench"] and "torch" in manifest["frameworks"]

@@ -17,6 +17,7 @@ from harness.planning.plan import make_plan
 from harness.report.run import status_notes
 from harness.store.runs import load_run
 from harness.running.session import make_plan as plan_of_spec
+from harness.store.run_plan import read_plan
 from tests_support import fault_engines_env
 from workloads import all_workloads
 
@@ -76,7 +77,7 @@ def test_merged_shards_are_the_unsharded_plan(shards, tmp_path):
         merged = tmp_path / "merged"
         manifest = results.read_manifest(merged)
         assert manifest["status"] == "complete" and manifest["plan"]["shard"] is None
-        planned = sorted(tuple(map(str, pt.key())) for pt in plan_of_spec(manifest["plan"]))
+        planned = sorted(tuple(map(str, pt.key())) for pt in plan_of_spec(read_plan(manifest)))
         assert keys(merged) == planned
         assert sum(len(keys(s)) for s in shards) == len(planned)
         assert main(["run", *PLAN, "--out", str(tmp_path / "whole")]) == 0

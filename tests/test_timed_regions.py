@@ -9,6 +9,7 @@ import pytest
 from engines import all_engines, module_of
 from engines.base import find_executable
 from harness.store import results
+from harness.store.run_plan import TIMINGS
 from harness.commands.cli import main
 from harness.planning.plan import PlannedTrial
 from harness.report import paper
@@ -256,12 +257,12 @@ def test_the_worker_steps_as_the_timing_asks():
 @pytest.mark.parametrize("engine_id", ["burtorch/eager/cpp/cpu", "libtorch/eager/cpp/cpu"])
 def test_the_runner_gives_native_drivers_the_timing(engine_id):
     planned = PlannedTrial(all_engines()[engine_id], load("tiny"), {"a": -41.0, "b": 2.0}, 0, 10, 0, 60)
-    for timing in results.TIMINGS:
+    for timing in TIMINGS:
         command = child_command(planned, 10, 0, RunOptions(cpu=0, timing=timing), None)
         assert command[command.index("--timing") + 1] == timing
 
 
-@pytest.mark.parametrize("timing", results.TIMINGS)
+@pytest.mark.parametrize("timing", TIMINGS)
 def test_a_native_trial_records_the_loop_its_driver_ran(timing, tmp_path):
     if find_executable("burtorch-bench") is None:
         pytest.skip("burtorch-bench is not built (make setup)")

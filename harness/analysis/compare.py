@@ -30,12 +30,12 @@ from engines.base import split_id
 from harness.errors import UsageError
 from harness.analysis.points import Point, group
 from engines.base import finite
+from harness.store.run_plan import read_plan
 from harness.store.runs import load_run
 from harness.analysis.stats import CONFIDENCE, t_quantile
 from harness.analysis.summary import format_seconds
 from harness.units import mib
-MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor", "CPU governor"),
-                   (None, "profile", "profile"))
+MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor", "CPU governor"))
 # Peak memory repeats to within a few pages, so a tiny but consistent difference is
 # "significant" without meaning anything: memory changes under 1% are no change.
 MEMORY_TOLERANCE = 0.01
@@ -148,6 +148,9 @@ def _describe(keys: set) -> list[dict]:
 
 def _manifest_warnings(a: dict, b: dict) -> list[str]:
     warnings = []
+    profile_a, profile_b = read_plan(a).profile, read_plan(b).profile
+    if profile_a != profile_b:
+        warnings.append(f"profile differs: A has {profile_a!r}, B has {profile_b!r}; the comparison may not be fair")
     for section, name, label in MANIFEST_CHECKS:
         value_a = (a.get(section) or {}).get(name) if section else a.get(name)
         value_b = (b.get(section) or {}).get(name) if section else b.get(name)
@@ -157,7 +160,7 @@ def _manifest_warnings(a: dict, b: dict) -> list[str]:
 
 
 def _run_info(run, env: str | None) -> dict:
-    return {"run_id": run.run_id + (f"@{env}" if env else ""), "profile": run.manifest.get("profile"),
+    return {"run_id": run.run_id + (f"@{env}" if env else ""), "profile": run.plan.profile,
             "timing": run.timing, "created_at": run.manifest.get("created_at"), "git_commit": run.manifest.get("git_commit"),
             "frameworks": _env_freeze(run.manifest, env) if env else run.manifest.get("frameworks") or {}}
 

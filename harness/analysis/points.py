@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from harness.analysis.stats import coefficient_of_variation, relative_half_width
+from harness.store.results import params_key
+from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
 
 # A point whose trials vary more than this (coefficient of variation) is marked noisy.
-DEFAULT_NOISE_THRESHOLD = 0.05
 
 
-def params_key(params: dict | None) -> str:
-    return json.dumps(params or {}, sort_keys=True)
 
 
 class PointKey(NamedTuple):
@@ -191,13 +190,6 @@ class Point:
             notes.append(f"noisy: trials vary by {self.time_cv():.1%} "
                          f"(coefficient of variation > {self.noise_threshold:.0%})")
         return notes
-
-
-def noise_threshold_of(plan) -> float:
-    """The run's --noise-threshold (a fraction), or the default where its manifest holds no usable one."""
-    value = plan.get("noise_threshold") if isinstance(plan, dict) else None
-    usable = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
-    return value if usable else DEFAULT_NOISE_THRESHOLD
 
 
 def group(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> dict[PointKey, Point]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from rich.table import Table
 
 from engines.base import BASELINE
-from harness.analysis.points import DEFAULT_NOISE_THRESHOLD, PointKey, group
+from harness.analysis.points import PointKey, group
+from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
 from workloads import load
 from harness.units import mib
 

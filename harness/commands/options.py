@@ -5,7 +5,7 @@ import argparse
 import re
 
 from harness.planning import selection
-from harness.store.results import TIMINGS
+from harness.store.run_plan import DEFAULT_TIMING, TIMINGS
 from workloads.base import PROFILES
 
 
@@ -45,8 +45,9 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--idle-seconds", type=at_most(positive_float, selection.MAX_IDLE_S), default=10.0, metavar="S",
                      help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
     run.add_argument("--timing", choices=TIMINGS,
-                     help="paper (default): time each row as the authors' script for it does, where we adopted it "
-                          "(workloads/timed_regions.csv); lean: the same lean region for every framework")
+                     help="paper: time each row as the authors' script for it does, where we adopted it "
+                          "(workloads/timed_regions.csv); lean: the same lean region for every framework "
+                          f"(default: {DEFAULT_TIMING})")
     run.add_argument("--sample-private", action="store_true",
                      help="also sample each child's peak private memory (Linux: from the runner, every 20 ms)")
     run.add_argument("--env", action="append", default=[], metavar="SPEC",

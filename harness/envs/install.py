@@ -175,16 +175,16 @@ def _write(folder: Path, record: dict) -> None:
     write_json_atomic(folder / RECORD, record)
 
 
-def make_all(plan: dict, python: str, workloads: list, console) -> dict:
+def make_all(plan, python: str, workloads: list, console) -> dict:
     """The plan's environments, each made or reused before the first trial, with what the worker
     needs for the planned workloads."""
     from workloads.base import WORKER_NEEDS
 
     needs = tuple(sorted({n for w in workloads for n in WORKER_NEEDS[w.kind]}))
     made = {}
-    for text in plan.get("envs") or []:
+    for text in plan.envs:
         with console.status(f"environment {text}: making or reusing it"):
-            env = ensure(parse_spec(text), python, Path(plan["env_dir"]), needs, plan.get("pip_args") or [])
+            env = ensure(parse_spec(text), python, Path(plan.env_dir), needs, list(plan.pip_args))
         how = "reused" if env.reused else f"made with {env.installer}"
         if env.problem:
             console.print(f"[yellow]environment {text}[/]: cannot be made: {env.problem}", highlight=False)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.envs.cache import env_dir
+from harness.store.run_plan import read_plan
 from harness.errors import UsageError
 
 
@@ -117,7 +118,7 @@ def run_side(text: str, what: str) -> tuple[Path, str | None]:
         return existing_run(text, what), None
     folder, _, spec = text.partition("@")
     run_dir, env = existing_run(folder, what), parse_spec(spec, f"{what} {folder}@").text
-    known = (results.read_manifest(run_dir).get("plan") or {}).get("envs") or []
+    known = read_plan(results.read_manifest(run_dir)).envs
     if env not in known:
         raise UsageError(f"{what} {text}: the run has no environment {env} (it has: {', '.join(known) or 'none'})")
     return run_dir, env

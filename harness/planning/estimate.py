@@ -15,13 +15,13 @@ trial is run again here first and the previous run's figures are scaled by now /
 from __future__ import annotations
 
 import heapq
-import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.paths import ROOT
 from harness.store import results
+from harness.store.results import params_key
 from harness.planning.plan import PlannedTrial
 
 REFERENCE_RUN = ROOT / "results" / "reference"
@@ -59,7 +59,7 @@ def costs_of(trials: list[dict]) -> dict[tuple, Cost]:
             startup = max(wall - per_iter * (t["iterations"] + (t.get("warmup") or 0)), 0.0)
         else:  # a failed trial costs what it took, whatever its counts
             startup, per_iter = wall, 0.0
-        point = (t["engine"], t["workload"], json.dumps(t["params"], sort_keys=True))
+        point = (t["engine"], t["workload"], params_key(t["params"]))
         samples.setdefault(point, []).append((startup, per_iter))
         samples.setdefault(point[:2], []).append((startup, per_iter))
     return {key: Cost(statistics.median(s for s, _ in pairs), statistics.median(p for _, p in pairs))
@@ -98,7 +98,7 @@ class Estimator:
                                f"takes {now * 1e3:.0f} ms, {then * 1e3:.0f} ms in that run)")
 
     def _lookup(self, pt: PlannedTrial) -> tuple[Cost, str]:
-        point = (pt.engine.id, pt.workload.name, json.dumps(pt.params, sort_keys=True))
+        point = (pt.engine.id, pt.workload.name, params_key(pt.params))
         for table, name in ((self.measured, "run"), (self.reference, "rough")):
             for key in (point, point[:2]):
                 if key in table:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engines.base import EngineSpec
-from harness.analysis.points import PointKey, params_key
-from harness.store.results import trial_key
+from harness.analysis.points import PointKey
+from harness.store.results import params_key, trial_key
 from workloads.base import Workload
 
 

@@ -23,7 +23,7 @@ def show(plan: list, req, estimator, console: Console) -> int:
             console.print(f"[yellow]would skip[/] {eid}: unavailable: {reason}", highlight=False)
     plan = [pt for pt in plan if not unavailable[pt.engine.id]]
     workers = len(req.cpus) or 1
-    table = Table(title=f"burtbench run --dry-run: {req.spec['profile']} profile, "
+    table = Table(title=f"burtbench run --dry-run: {req.plan.profile} profile, "
                         f"{workers} worker core{'s' if workers > 1 else ''}", title_justify="left")
     for name in ("workload", "points", "engines", "trials", "core time", "ETA", "estimated from"):
         table.add_column(name, justify="left" if name in ("workload", "estimated from") else "right")
@@ -38,7 +38,7 @@ def show(plan: list, req, estimator, console: Console) -> int:
     table.add_row("total", str(len({pt.point_key() for pt in plan})), str(len({pt.engine.id for pt in plan})),
                   str(len(plan)), duration(sum(estimator.trial_s(pt) for pt in plan)), eta, "", style="bold")
     console.print(table)
-    shard = req.spec.get("shard")
+    shard = req.plan.shard
     if shard:
         console.print(f"shard {shard['index']}/{shard['count']}: {len(shard['points'])} points "
                       f"(split balanced by {shard['estimated_from']})", highlight=False)

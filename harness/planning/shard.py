@@ -7,11 +7,11 @@ and the estimates: every machine given the same plan and the same estimates comp
 """
 from __future__ import annotations
 
-import json
 import re
 
 from harness.errors import UsageError
 from harness.planning.plan import PlannedTrial
+from harness.store.results import params_key
 
 
 def parse(text: str) -> tuple[int, int]:
@@ -24,7 +24,7 @@ def parse(text: str) -> tuple[int, int]:
 
 def point_id(pt: PlannedTrial) -> list:
     """A point as plain JSON data (what the manifest records of a shard)."""
-    return [pt.engine.id, pt.workload.name, json.dumps(pt.params, sort_keys=True)]
+    return [pt.engine.id, pt.workload.name, params_key(pt.params)]
 
 
 def split(plan: list[PlannedTrial], count: int, trial_s) -> list[list[list]]:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -38,6 +37,7 @@ from importlib import resources
 
 from engines.base import BASELINE
 from harness.analysis.points import Point, group
+from harness.store.results import params_key
 from harness.report import cells, paper
 from harness.report.metrics import Metric, resolve
 from harness.store.runs import Run
@@ -410,8 +410,8 @@ def outputs_verdict(claim: Claim, run: Run, tables: list[Table], points: dict) -
     wrong, differ, same = [], [], []
     for workload in dict.fromkeys(t.workload for t in found):
         at = [p for p in points.values() if p.workload == workload and _matches(p.params, claim.points)]
-        for params in dict.fromkeys(json.dumps(p.params, sort_keys=True) for p in at):
-            here = [p for p in at if json.dumps(p.params, sort_keys=True) == params]
+        for params in dict.fromkeys(params_key(p.params) for p in at):
+            here = [p for p in at if params_key(p.params) == params]
             base = next((p for p in here if p.engine == BASELINE), None)
             base_out = base.outputs() if base else None
             if base_out is None:

@@ -71,7 +71,7 @@ def plain(key: str, value) -> str:
 def run_section(run: Run) -> str:
     m = run.manifest
     statuses = Counter(t.get("status") or "ok" for t in run.trials)
-    pairs = [("run", run.run_id), ("status", m.get("status", "unknown")), ("profile", m.get("profile")),
+    pairs = [("run", run.run_id), ("status", m.get("status", "unknown")), ("profile", run.plan.profile),
              ("created", m.get("created_at")), ("finished", m.get("finished_at")),
              ("command", " ".join(m.get("argv") or [])), ("git commit", m.get("git_commit")),
              ("python", plain("python", m.get("python"))), ("native engine", plain("native", m.get("native"))),
@@ -80,7 +80,7 @@ def run_section(run: Run) -> str:
              ("trials", ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "none")]
     unavailable = m.get("unavailable") or {}
     pairs += [(f"unavailable: {engine}", reason) for engine, reason in sorted(unavailable.items())]
-    planned = set(m.get("engines") or [])
+    planned = set(run.plan.engines)
     without = sorted(planned - {t["engine"] for t in run.trials} - set(unavailable))
     if without:
         pairs.append(("planned engines with no trial", ", ".join(without)))

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from engines.base import BASELINE
-from harness.analysis.points import Point, group, noise_threshold_of, params_key
+from harness.analysis.points import Point, group
+from harness.store.results import params_key
 from harness.report import cells, notes, paper
 from harness.report.metrics import Metric, memory_note, resolve
 from harness.store.runs import Run
@@ -50,7 +51,7 @@ def default_declaration(workload: Workload) -> PaperTable:
 
 def build_tables(run: Run) -> list[Table]:
     """Every table whose workload has trials in the run, in the paper's order."""
-    threshold = noise_threshold_of(run.manifest.get("plan"))
+    threshold = run.plan.noise_threshold
     by_workload: dict[str, list[Point]] = {}
     for point in group(run.trials, threshold).values():
         by_workload.setdefault(point.workload, []).append(point)

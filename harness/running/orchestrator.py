@@ -31,6 +31,21 @@ EXIT_INTERRUPTED = 130
 
 
 @dataclass(frozen=True)
+class Job:
+    """What executing a plan needs besides the plan: where it writes, how each child runs, what
+    it is measured with, and who hears of it."""
+    run_dir: Path
+    manifest: dict  # saved as the run goes (status, engines found unavailable)
+    options: RunOptions  # the children's: interpreter, timing, memory cap; `cpu` is set per worker core
+    tsc: tuple[float | None, str]  # the time-stamp counter's rate and its source, for CPU clocks
+    console: Console
+    cpus: list[int]  # the worker cores: one trial on each at once
+    adaptive: "Adaptive | None" = None
+    meter: object = None  # the energy meter, for trials that measure energy
+    estimator: object = None  # planning/estimate.py's Estimator, for the progress ETA
+
+
+@dataclass(frozen=True)
 class Adaptive:
     max_trials: int
     # Stop adding trials once the 95% interval's half-width is within this share of the mean.
@@ -44,13 +59,13 @@ def pending(plan: list[PlannedTrial], run_dir: Path) -> list[PlannedTrial]:
     return [pt for pt in plan if pt.key() not in done]
 
 
-def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, skipped: dict) -> list[PlannedTrial]:
+def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, unavailable: dict) -> list[PlannedTrial]:
     """One more trial for every point whose interval is still too wide."""
     points = group(results.read_trials(run_dir))
     extra, seen = [], set()
     for pt in plan:
         key = pt.point_key()
-        if key in seen or pt.engine.id in skipped or key not in points:
+        if key in seen or pt.engine.id in unavailable or key not in points:
             continue
         seen.add(key)
         point = points[key]
@@ -60,32 +75,28 @@ def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, ski
     return extra
 
 
-def execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
-            tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None = None,
-            meter=None, cpus: list[int] | None = None, estimator=None) -> int:
-    """Run the plan's missing trials, up to one per core of `cpus` at once (default: options.cpu
-    alone); a results folder that stops taking writes stops the run, with the manifest saying so
-    where it still can be written (the trials already written stay)."""
+def execute(plan: list[PlannedTrial], job: Job) -> int:
+    """Run the plan's missing trials, up to one per core of `job.cpus` at once; a results folder
+    that stops taking writes stops the run, with the manifest saying so where it still can be
+    written (the trials already written stay)."""
     try:
-        return _execute(plan, run_dir, manifest, options, tsc, console, adaptive, meter,
-                        cpus or [options.cpu], estimator)
+        return _execute(plan, job)
     except results.ResultsError as exc:
-        manifest.update(status=f"failed: {exc}", finished_at=manifest_mod.now())
+        job.manifest.update(status=f"failed: {exc}", finished_at=manifest_mod.now())
         try:
-            manifest_mod.save(run_dir, manifest)
+            manifest_mod.save(job.run_dir, job.manifest)
         except results.ResultsError:
             pass  # the disk refuses the manifest too: the error line is all that can be said
         raise
 
 
-def _execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: RunOptions,
-             tsc: tuple[float | None, str], console: Console, adaptive: Adaptive | None, meter,
-             cpus: list[int], estimator) -> int:
+def _execute(plan: list[PlannedTrial], job: Job) -> int:
+    run_dir, manifest, console, cpus = job.run_dir, job.manifest, job.console, job.cpus
     mended = results.mend_tail(run_dir)  # before pending(): a cut trial must count as missing
     if mended:
         console.print(f"[yellow]warning[/]: {run_dir / results.TRIALS_FILE}: {mended}", highlight=False)
     todo = pending(plan, run_dir)
-    spawners = {cpu: ChildSpawner(replace(options, cpu=cpu)) for cpu in cpus}
+    spawners = {cpu: ChildSpawner(replace(job.options, cpu=cpu)) for cpu in cpus}
 
     def stop(*_):
         for spawner in spawners.values():
@@ -94,10 +105,10 @@ def _execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: R
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with _progress(console) as progress, runner_off(cpus):
-            eta = Eta(estimator, len(cpus))
+            eta = Eta(job.estimator, len(cpus))
             task = progress.add_task("starting", total=len(todo), **eta.add(todo))
             with ThreadPoolExecutor(len(cpus)) as pool:
-                run = Dispatch(pool, spawners, run_dir, manifest, tsc, meter, console, progress, task, eta)
+                run = Dispatch(pool, spawners, job, progress, task, eta)
                 while todo:
                     try:
                         run.all(todo)
@@ -107,7 +118,7 @@ def _execute(plan: list[PlannedTrial], run_dir: Path, manifest: dict, options: R
                         raise
                     if run.interrupted:
                         return _finish(run_dir, manifest, "interrupted", console)
-                    todo = more_trials(plan, run_dir, adaptive, run.skipped) if adaptive else []
+                    todo = more_trials(plan, run_dir, job.adaptive, manifest["unavailable"]) if job.adaptive else []
                     if todo:
                         progress.update(task, total=progress.tasks[0].total + len(todo), **eta.add(todo))
             return _finish(run_dir, manifest, "complete", console)
@@ -121,13 +132,14 @@ class Dispatch:
     trials.jsonl, one finished trial at a time. A trial that measures energy runs alone (the meter
     reads the whole machine)."""
 
-    def __init__(self, pool, spawners, run_dir, manifest, tsc, meter, console, progress, task, eta):
-        self.pool, self.spawners, self.run_dir, self.manifest = pool, spawners, run_dir, manifest
-        self.tsc, self.meter, self.console, self.progress, self.task, self.eta = tsc, meter, console, progress, task, eta
+    def __init__(self, pool, spawners, job: Job, progress, task, eta):
+        self.pool, self.spawners, self.job = pool, spawners, job
+        self.progress, self.task, self.eta = progress, task, eta
         self.free = list(spawners)
         self.running: dict = {}
         self.interrupted = False
-        self.skipped: dict[str, str] = manifest.setdefault("unavailable", {})
+        # The engines found unavailable, by the session (before the first trial) or by a trial.
+        self.unavailable: dict[str, str] = job.manifest.setdefault("unavailable", {})
 
     def all(self, todo: list[PlannedTrial]) -> None:
         for pt in todo:
@@ -136,13 +148,13 @@ class Dispatch:
                 self.collect()
             if self.interrupted:
                 break
-            if pt.engine.id in self.skipped:
+            if pt.engine.id in self.unavailable:
                 self.done(pt)
                 continue
             cpu = self.free.pop(0)
             self.progress.update(self.task, description=pt.label())
-            future = self.pool.submit(measure, pt, self.spawners[cpu], self.tsc, prepare_inputs(pt, self.run_dir),
-                                      self.meter if alone else None)
+            future = self.pool.submit(measure, pt, self.spawners[cpu], self.job.tsc, prepare_inputs(pt, self.job.run_dir),
+                                      self.job.meter if alone else None)
             self.running[future] = (pt, cpu)
             if alone:
                 self.drain()
@@ -165,11 +177,11 @@ class Dispatch:
                 continue
             if not record:
                 continue
-            results.append_trial(self.run_dir, trial)
-            _announce(self.console, self.progress, pt, trial)
-            if trial.status == "unavailable" and pt.engine.id not in self.skipped:
-                self.skipped[pt.engine.id] = trial.reason or "unavailable"
-                manifest_mod.save(self.run_dir, self.manifest)
+            results.append_trial(self.job.run_dir, trial)
+            _announce(self.job.console, self.progress, pt, trial)
+            if trial.status == "unavailable" and pt.engine.id not in self.unavailable:
+                self.unavailable[pt.engine.id] = trial.reason or "unavailable"
+                manifest_mod.save(self.job.run_dir, self.job.manifest)
             self.done(pt)
 
     def done(self, pt: PlannedTrial) -> None:

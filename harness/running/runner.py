@@ -21,6 +21,7 @@ from harness.paths import worker_env
 from harness.running.spawn import ChildRun, ChildSpawner, RunOptions
 from harness.analysis.stats import summarize
 from harness.running.worker import EXIT_UNAVAILABLE, parse_value
+from harness.store.run_plan import DEFAULT_TIMING
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
 
@@ -44,7 +45,7 @@ def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOp
                           options.timing) + counts + shared
 
 
-def worker_command(python: str, spec, workload, params: dict, timing: str = "paper") -> list[str]:
+def worker_command(python: str, spec, workload, params: dict, timing: str = DEFAULT_TIMING) -> list[str]:
     """The Python worker's command line but for its counts: everything it would otherwise look up
     (the engine's module, the workload's kind, precision and graph) is named here, so that the
     child imports none of the declarations (harness/running/worker.py)."""

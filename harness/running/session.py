@@ -5,6 +5,7 @@ cli.py parses the command line and reports errors; this module does the work of 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from engines.base import split_id
 from harness.store.lock import RunLock
 from harness.planning.resume import resumable_manifest
 from harness.store.results import ResultsUnwritable
+from harness.store.run_plan import DEFAULT_PROFILE, DEFAULT_TIMING, RunPlan
 from harness.store.runs import check_out_dir, existing_run
 from workloads.base import PROFILES
 
@@ -33,7 +35,7 @@ PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "
 @dataclass(frozen=True)
 class RunRequest:
     """Everything `burtbench run` was asked, checked."""
-    spec: dict  # the plan as the manifest records it (see plan_spec)
+    plan: RunPlan
     run_dir: Path | None  # the folder of a resumed run; None: a new folder under `out`
     out: Path
     cpu: int
@@ -47,12 +49,12 @@ class RunRequest:
     estimate_from: Path | None = None  # the previous run the time estimates come from; None: rough figures
 
 
-def plan_spec(args) -> dict:
+def new_plan(args) -> RunPlan:
     """The plan of a new run from the parsed options, every value checked."""
     from engines import all_engines
     from workloads import all_workloads
 
-    profile = args.profile or "quick"
+    profile = args.profile or DEFAULT_PROFILE
     if profile not in PROFILES:
         raise UsageError(f"--profile: unknown profile '{profile}'{selection.did_you_mean(profile, PROFILES)} "
                          f"(choose {', '.join(PROFILES)})")
@@ -77,29 +79,27 @@ def plan_spec(args) -> dict:
     selection.check_plan_size(sum((per_point or args.trials or w.trials[profile])
                                   * len(w.points(narrow_for(w, narrow), profile)) * sum(e.runs(w) for e in engines)
                                   for w in usable))
-    spec = {"profile": profile, "engines": [e.id for e in engines], "workloads": [w.name for w in usable],
-            "narrow": {k: list(v) for k, v in narrow.items()}, "trials": args.trials, "timeout_s": args.timeout,
-            "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
-            "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir,
-            "upstream": upstream, "shard": None, "timing": getattr(args, "timing", None) or "paper",
-            **environments}
+    plan = RunPlan(profile=profile, engines=tuple(e.id for e in engines), workloads=tuple(w.name for w in usable),
+                   narrow=narrow, trials=args.trials, timeout_s=args.timeout,
+                   explicit_engines=args.engine.strip() != "all", noise_threshold=args.noise_threshold / 100,
+                   adaptive_max_trials=args.max_trials if args.adaptive else None, data_dir=data_dir,
+                   upstream=upstream, timing=args.timing or DEFAULT_TIMING, envs=tuple(environments["envs"]),
+                   env_dir=environments["env_dir"], pip_args=tuple(environments["pip_args"]))
     if args.shard:
-        spec["shard"] = shard_of(spec, args)
-    return spec
+        plan = dataclasses.replace(plan, shard=shard_of(plan, args))
+    return plan
 
 
-def shard_of(spec: dict, args) -> dict:
+def shard_of(plan: RunPlan, args) -> dict:
     """--shard K/N: this shard's points. The split is balanced by estimates every machine computes
     alike: --estimate-from's run (give every machine the same one), else the built-in figures."""
     from harness.planning import shard
 
     source = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
-    return shard.spec(make_plan(spec), args.shard, source)
+    return shard.spec(make_plan(plan), args.shard, source)
 
 
 def request(args) -> RunRequest:
-    from harness.store import results
-
     python = selection.check_python(args.python)
     selection.check_mem_limit(args.mem_limit)
     if args.resume:
@@ -108,19 +108,15 @@ def request(args) -> RunRequest:
         if given:
             raise UsageError("--resume runs the folder's own plan; drop "
                              + "/".join(f"--{o.replace('_', '-')}" for o in PLAN_OPTIONS))
-        manifest = resumable_manifest(run_dir)
-        spec = manifest["plan"]
-        if spec.get("timing", "lean") not in results.TIMINGS:
-            raise UsageError(f"{run_dir}: its manifest's plan has timing {spec.get('timing')!r}, "
-                             f"not one of {', '.join(results.TIMINGS)}: damaged")
-        selection.use_data_dir(spec.get("data_dir"), planned_workloads(spec))
-        use_upstream(spec.get("upstream"))
+        manifest, plan = resumable_manifest(run_dir)
+        selection.use_data_dir(plan.data_dir, planned_workloads(plan))
+        use_upstream(plan.upstream)
         cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
         cpus = ()  # the run's own cores, unless --cpu or --cpus says otherwise
         if args.cpus or (args.cpu is None and manifest.get("cpus")):
             cpus = selection.check_cpus(args.cpus or ",".join(map(str, manifest["cpus"])))
     else:
-        run_dir, spec = None, plan_spec(args)
+        run_dir, plan = None, new_plan(args)
         cpu = selection.check_cpu(args.cpu)
         cpus = selection.check_cpus(args.cpus) if args.cpus else ()
         if not args.dry_run:
@@ -132,7 +128,7 @@ def request(args) -> RunRequest:
         from harness.planning.estimate import newest_compatible_run
 
         estimate_from = newest_compatible_run(Path(args.out))
-    return RunRequest(spec, run_dir, Path(args.out), cpus[0] if cpus else cpu, python, args.mem_limit,
+    return RunRequest(plan, run_dir, Path(args.out), cpus[0] if cpus else cpu, python, args.mem_limit,
                       args.sample_private, args.energy, args.idle_seconds,
                       cpus=tuple(cpus), dry_run=args.dry_run, estimate_from=estimate_from)
 
@@ -149,42 +145,41 @@ def use_upstream(path: str | None) -> None:
     os.environ[ENV_VAR] = path
 
 
-def planned_workloads(spec: dict) -> list:
+def planned_workloads(plan: RunPlan) -> list:
     from workloads import load
 
     try:
-        return [load(w) for w in spec["workloads"]]
+        return [load(w) for w in plan.workloads]
     except KeyError as exc:
         raise UsageError(f"the run names a workload this installation does not know: {exc}") from None
 
 
-def make_plan(spec: dict, environments: dict | None = None) -> list:
+def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
     from engines import all_engines
     from harness.planning.plan import make_plan as plan_of
 
     registry = all_engines()
     # An engine run in an environment: the registry's engine, bound to the environment's interpreter.
-    for eid in spec["engines"]:
+    for eid in asked.engines:
         base, env = split_id(eid)
         if env and base in registry:
             registry[eid] = registry[base].replace(env=env)
     registry = envs.bind(registry, environments or {})
-    missing = [e for e in spec["engines"] if e not in registry]
+    missing = [e for e in asked.engines if e not in registry]
     if missing:
         raise UsageError(f"the run names engines this installation does not know: {', '.join(missing)}")
-    workloads = planned_workloads(spec)
-    narrow = {k: tuple(v) for k, v in spec["narrow"].items()}
+    workloads = planned_workloads(asked)
+    narrow = {k: tuple(v) for k, v in asked.narrow.items()}
     for name, values in narrow.items():
         grid = {v for w in workloads for v in w.grid.get(name, ())}
         if not set(values) <= grid:
             raise UsageError(f"the run's plan narrows '{name}' to values outside its grid: "
                              f"{', '.join(map(str, sorted(set(values) - grid, key=str)))}")
-    plan = plan_of([registry[e] for e in spec["engines"]], workloads, spec["profile"], narrow, spec["trials"],
-                   spec["timeout_s"])
-    if spec.get("shard"):
+    plan = plan_of([registry[e] for e in asked.engines], workloads, asked.profile, narrow, asked.trials, asked.timeout_s)
+    if asked.shard:
         from harness.planning import shard
 
-        plan = shard.only(plan, spec["shard"]["points"])
+        plan = shard.only(plan, asked.shard["points"])
     return plan
 
 
@@ -227,7 +222,7 @@ def run(req: RunRequest, console: Console) -> Outcome:
     if req.dry_run:
         from harness.planning import preview
 
-        plan = make_plan(req.spec)
+        plan = make_plan(req.plan)
         if req.run_dir is None:
             return Outcome(preview.show(plan, req, estimator(req), console), None)
         from harness.running.orchestrator import pending
@@ -236,12 +231,12 @@ def run(req: RunRequest, console: Console) -> Outcome:
         console.print(f"resuming {req.run_dir}: {len(plan) - len(left)} of {len(plan)} planned trials are done; "
                       f"the rest:", highlight=False)
         return Outcome(preview.show(left, req, estimator(req), console), None)
-    environments = make_all(req.spec, req.python, planned_workloads(req.spec), console)
-    plan, unavailable = ready_engines(make_plan(req.spec, environments), console)
+    environments = make_all(req.plan, req.python, planned_workloads(req.plan), console)
+    plan, unavailable = ready_engines(make_plan(req.plan, environments), console)
     if req.run_dir is not None:
         with RunLock(req.run_dir):
             return Outcome(_run_locked(req, console, req.run_dir, plan, unavailable, environments), req.run_dir)
-    run_dir = new_run_dir(req.out, req.spec["profile"])
+    run_dir = new_run_dir(req.out, req.plan.profile)
     try:
         run_dir.mkdir(parents=True)
     except OSError as exc:
@@ -260,11 +255,11 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     from harness.running.spawn import RunOptions
 
     if req.run_dir is not None:
-        manifest = resumable_manifest(run_dir)
+        manifest, _ = resumable_manifest(run_dir)
         manifest["status"] = "running"
         manifest.setdefault("resumed_at", []).append(manifest_mod.now())
     else:
-        manifest = manifest_mod.build(run_dir.name, req.spec, req.cpu, req.python, sys.argv)
+        manifest = manifest_mod.build(run_dir.name, req.plan, req.cpu, req.python, sys.argv)
     manifest["unavailable"] = {**manifest.get("unavailable", {}), **unavailable}
     if environments:
         manifest["environments"] = {**manifest.get("environments", {}),
@@ -286,18 +281,18 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         console.print(f"[yellow]warning[/]: machine not quiet ({', '.join(noisy)}): see burtbench doctor",
                       highlight=False)
     options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
-                         sample_private=req.sample_private, timing=req.spec.get("timing", "lean"))
+                         sample_private=req.sample_private, timing=req.plan.timing)
     where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
         f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
-    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile, {options.timing} timing) {where} "
+    console.print(f"burtbench: {len(plan)} trials ({req.plan.profile} profile, {options.timing} timing) {where} "
                   f"→ {run_dir}",
                   highlight=False)
     meter = energy_meter(req, plan, run_dir, manifest, console)
-    spec = req.spec
-    adaptive = spec.get("adaptive") and orchestrator.Adaptive(spec["adaptive"]["max_trials"], spec["noise_threshold"])
-    code = orchestrator.execute(plan, run_dir, manifest, options, tsc.tsc_rate_hz(), console, adaptive or None,
-                                meter, cores, estimator(req))
-    console.print(summary.summary_table(results.read_trials(run_dir), spec.get("noise_threshold", 0.05)))
+    adaptive = req.plan.adaptive_max_trials and orchestrator.Adaptive(req.plan.adaptive_max_trials, req.plan.noise_threshold)
+    job = orchestrator.Job(run_dir, manifest, options, tsc.tsc_rate_hz(), console, cores, adaptive or None, meter,
+                           estimator(req))
+    code = orchestrator.execute(plan, job)
+    console.print(summary.summary_table(results.read_trials(run_dir), req.plan.noise_threshold))
     console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)
     return code
 

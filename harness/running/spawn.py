@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from harness.measure import affinity, limits, memory
+from harness.store.run_plan import DEFAULT_TIMING
 
 # Single-threaded settings every child gets, whatever its framework.
 SINGLE_THREAD_ENV = {
@@ -49,7 +50,7 @@ class RunOptions:
     python: str = sys.executable
     mem_limit_bytes: int | None = None
     sample_private: bool = False
-    timing: str = "paper"
+    timing: str = DEFAULT_TIMING
 
 
 class Interrupted(Exception):

@@ -18,6 +18,7 @@ from harness import __version__
 from harness.machine import doctor, host as machine
 from harness.measure import tsc
 from harness.paths import ROOT
+from harness.store.run_plan import RunPlan
 from harness.store.results import write_json_atomic, MANIFEST_FILE
 
 FRAMEWORK_DISTRIBUTIONS = ("torch", "tensorflow", "jax", "jaxlib", "autograd", "micrograd", "mlx",
@@ -76,7 +77,7 @@ def native_build_info() -> dict | None:
     return {"executable": exe, "version": out.stdout.strip() or out.stderr.strip()}
 
 
-def build(run_id: str, plan_spec: dict, cpu: int, python: str, argv: list[str]) -> dict:
+def build(run_id: str, plan: RunPlan, cpu: int, python: str, argv: list[str]) -> dict:
     findings = doctor.diagnose(cpu)
     return {
         "run_id": run_id,
@@ -85,10 +86,7 @@ def build(run_id: str, plan_spec: dict, cpu: int, python: str, argv: list[str]) 
         "status": "running",
         "burtbench_version": __version__,
         "argv": argv,
-        "plan": plan_spec,
-        "profile": plan_spec["profile"],
-        "engines": plan_spec["engines"],
-        "workloads": plan_spec["workloads"],
+        "plan": plan.to_record(),
         "cpu": cpu,
         "machine": machine.describe(),
         "python": {"executable": python, "runner_version": platform.python_version()},

@@ -7,6 +7,7 @@ merged manifest then lists them, for the report to say).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -14,16 +15,18 @@ from pathlib import Path
 from harness.store import manifest as manifest_mod
 from harness.store import results
 from harness.errors import UsageError
+from harness.store.run_plan import RunPlan, read_plan
 
 
 def comparable(manifest: dict) -> dict:
     """What must be equal across the merged runs for their numbers to sit in one table."""
-    return {"CPU model": (manifest.get("machine") or {}).get("cpu_model"), "profile": manifest.get("profile"),
+    return {"CPU model": (manifest.get("machine") or {}).get("cpu_model"), "profile": read_plan(manifest).profile,
             "framework versions": manifest.get("frameworks")}
 
 
-def base_plan(manifest: dict) -> dict:
-    return {k: v for k, v in (manifest.get("plan") or {}).items() if k != "shard"}
+def base_plan(manifest: dict) -> RunPlan:
+    """The plan the shards split (every shard's plan is it, plus its own points)."""
+    return dataclasses.replace(read_plan(manifest), shard=None)
 
 
 def differences(manifests: dict[Path, dict]) -> list[str]:
@@ -58,7 +61,7 @@ def merge(runs: list[Path], out: Path, allow_mixed: bool) -> Path:
     if mixed and not allow_mixed:
         raise UsageError(f"merge: {'; '.join(mixed)}; their numbers do not belong in one table "
                          f"(--allow-mixed merges them anyway, and the report says so)")
-    shards = [(manifests[r]["plan"].get("shard") or {}) for r in runs]
+    shards = [read_plan(manifests[r]).shard or {} for r in runs]
     counts = {s.get("count") for s in shards}
     if len(counts) > 1:
         raise UsageError(f"merge: the runs split the plan differently ({', '.join(sorted(map(str, counts)))} shards)")
@@ -99,13 +102,16 @@ def merged_manifest(out: Path, runs: list[Path], manifests: dict, mixed: list[st
     for run in runs:
         unavailable.update(manifests[run].get("unavailable") or {})
     return {**head, "run_id": out.name, "created_at": manifest_mod.now(), "finished_at": manifest_mod.now(),
-            "status": status, "plan": {**base_plan(head), "shard": None}, "cpu": None, "cpus": None,
+            "status": status, "plan": base_plan(head).to_record(), "cpu": None, "cpus": None,
             "unavailable": unavailable, "mixed": mixed,
             "merged_from": [{"run_id": manifests[r].get("run_id") or r.name, "path": str(r),
-                             "shard": manifests[r]["plan"].get("shard") and
-                             f"{manifests[r]['plan']['shard']['index']}/{manifests[r]['plan']['shard']['count']}",
+                             "shard": shard_label(read_plan(manifests[r]).shard),
                              "status": manifests[r].get("status"), "cpus": manifests[r].get("cpus"),
                              **comparable(manifests[r])} for r in runs]}
+
+
+def shard_label(shard: dict | None) -> str | None:
+    return shard and f"{shard['index']}/{shard['count']}"
 
 
 def _check_out(out: Path) -> None:

@@ -14,6 +14,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from harness.store.run_plan import DEFAULT_TIMING
+
 TRIALS_FILE = "trials.jsonl"
 MANIFEST_FILE = "manifest.json"
 STATUSES = ("ok", "failed", "timeout", "oom", "unavailable")
@@ -30,7 +32,6 @@ CHILD_FIELDS = frozenset({
 # A child may also report per_iter_s (the native drivers do; else the runner summarizes samples_s)
 # and timed_as (which timed region it ran, see Trial.timed_as).
 OPTIONAL_CHILD_FIELDS = frozenset({"per_iter_s", "timed_as"})
-TIMINGS = ("paper", "lean")
 
 
 @dataclass
@@ -43,10 +44,8 @@ class Trial:
     workload: str
     params: dict
     trial: int
-    # The run's --timing: "paper" (each row timed as the authors' script for it, where we adopted
-    # it: workloads/timed_regions.csv) or "lean" (the same region for every framework). Trials
-    # written before the option existed were lean.
-    timing: str = "lean"
+    # The run's --timing (store/run_plan.py): "paper" or "lean"; a trial that says none reads as the default.
+    timing: str = DEFAULT_TIMING
     # What this child timed: "paper" where its engine has the authors' timed region, "lean" where
     # it ran the lean one; None where the child cannot say (the authors' programs, and trials of
     # native drivers from before they said).
@@ -91,8 +90,13 @@ class Trial:
         return json.dumps(asdict(self), sort_keys=False)
 
 
+def params_key(params: dict | None) -> str:
+    """A point's parameters as one string: the key every grouping of trials into points uses."""
+    return json.dumps(params or {}, sort_keys=True)
+
+
 def trial_key(engine: str, workload: str, params: dict, trial: int) -> tuple:
-    return (engine, workload, json.dumps(params, sort_keys=True), trial)
+    return (engine, workload, params_key(params), trial)
 
 
 class ResultsError(OSError):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.store import results
-from harness.store.results import TIMINGS, read_trials, sane_manifest
+from harness.store.results import read_trials, sane_manifest
+from harness.store.run_plan import DEFAULT_TIMING, RunPlan, read_plan
 
 # Kernel file systems that take no results (a run there would fail at its first write).
 PSEUDO_FILE_SYSTEMS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs",
@@ -61,24 +62,22 @@ class Run:
     manifest: dict
     trials: list[dict]
     os: str  # 'linux', 'windows' or 'macos'
+    plan: RunPlan
 
     @property
     def timing(self) -> str:
-        """The run's --timing (trials from before the option were lean)."""
-        plan = self.manifest.get("plan")
-        timing = plan.get("timing") if isinstance(plan, dict) else None
-        return timing if timing in TIMINGS else "lean"
+        return self.plan.timing
 
 
 def load_run(run_dir: Path, warn=None) -> Run:
     run_dir = Path(run_dir)
     manifest = sane_manifest(run_dir, warn)
     trials = read_trials(run_dir, warn)
-    timings = sorted({t.get("timing") or "lean" for t in trials})
+    timings = sorted({t.get("timing") or DEFAULT_TIMING for t in trials})
     if len(timings) > 1:
         raise UsageError(f"{run_dir}: its trials mix --timing {' and '.join(timings)}: a table of one would "
                          "compare timed regions that differ")
-    return Run(run_id=run_dir.name, manifest=manifest, trials=trials, os=run_os(manifest))
+    return Run(run_id=run_dir.name, manifest=manifest, trials=trials, os=run_os(manifest), plan=read_plan(manifest))
 
 
 def run_os(manifest: dict) -> str:
