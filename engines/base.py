@@ -17,6 +17,8 @@ import sys
 
 # The engine every relative factor is taken against, as in the paper.
 BASELINE = "burtorch/eager/cpp/cpu"
+# The authors' own published BurTorch programs (engines/burtorch_authors.py): the code the paper measured.
+AUTHORS = "burtorch-authors/eager/cpp/cpu"
 
 
 class Program:

@@ -40,7 +40,7 @@ def claim(line: str) -> claims.Claim:
 
 def verdict_of(tmp_path: Path, trials: list[Trial], line: str, os_text: str = LINUX, **manifest) -> claims.Verdict:
     run = load_run(write_run(tmp_path / "run", os_text, trials, **manifest))
-    (verdict,) = claims.evaluate(run, build_tables(run), (claim(line),))
+    (verdict,) = claims.evaluate(run, build_tables(run), (claim(line),), subject="ours")
     return verdict
 
 
@@ -365,13 +365,17 @@ def test_report_writes_claims_md_csv_json_and_marks_an_interrupted_run(interrupt
     assert md.startswith("# The BurTorch paper's claims on run run-1")
     assert "This run is interrupted, not complete" in md
     assert "1 of 14 trials did not succeed (1 timeout)" in md
-    assert "| ≈ **partly** | On the mini-GPT BurTorch is up to ×20 faster than PyTorch (`abstract-gpt-time`)" in md
+    assert ("| On the mini-GPT BurTorch is up to ×20 faster than PyTorch (`abstract-gpt-time`) | Abstract; Sec. 2.5 "
+            "(Table 7) | up to ×20 | – **not measurable here** | ≈ **partly**: ×16 at gpt batch=1: "
+            "torch/eager/python/cpu |") in md
     rows = list(csv.DictReader(open(folder / "claims.csv", encoding="utf-8")))
     assert [r["id"] for r in rows] == [c.id for c in claims.load_claims()]
     data = json.loads((folder / "claims.json").read_text(encoding="utf-8"))
     by_id = {c["id"]: c for c in data["claims"]}
-    assert by_id["abstract-gpt-time"]["ours"] == pytest.approx(16.0)
-    assert by_id["abstract-gpt-time"]["used"] == ["gpt batch=1: torch/eager/python/cpu ×16"]
+    assert by_id["abstract-gpt-time"]["ours"]["ours"] == pytest.approx(16.0)
+    assert by_id["abstract-gpt-time"]["ours"]["used"] == ["gpt batch=1: torch/eager/python/cpu ×16"]
+    assert by_id["abstract-gpt-time"]["authors"]["why"].startswith("missing: the authors' code")
+    assert rows[0]["authors_verdict"] == "not measurable here" and rows[0]["ours_verdict"]
     assert data["status"] == rendered.status
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert readme.index("## The paper's claims") < readme.index("## Tables") < readme.index("## Figures")
@@ -400,11 +404,13 @@ def test_summary_lines(interrupted):
     rendered = interrupted
     text = "\n".join(summary_lines(rendered))
     assert "This run is interrupted" in text
-    assert "≈ partly" in text and "abstract-gpt-time" in text and "ours ×16 vs paper up to ×20" in text
-    assert "tiny" in text and f"{BT}[/] 1 µs" in text
+    assert "abstract-gpt-time" in text and "partly[/] ×16" in text and "paper ×20" in text
+    assert "tiny" in text and "burtorch/eager/cpp[/] 1 µs" in text
     assert (rendered.folder / "index.html").resolve().as_uri() in text
-    assert len([line for line in summary_lines(rendered) if "[/] " in line and "  " in line[:3]]) >= len(
-        claims.load_claims())
+    judged = [j for j in rendered.judged if any(v.verdict in ("reproduced", "partly", "not reproduced")
+                                               for v in j.verdicts())]
+    assert 0 < len([line for line in summary_lines(rendered) if " │ authors " in line]) == len(judged)
+    assert "more not judged here: see claims.md" in text
 
 
 # ----------------------------------------------------------------------------- `burtbench run` ends with the report
@@ -424,10 +430,13 @@ def test_run_renders_the_report_and_prints_the_claims(tmp_path, monkeypatch):
     folder = tmp_path / "reports" / run_dir.name
     assert (folder / "index.html").is_file() and (folder / "claims.md").is_file()
     out = proc.stdout
-    assert "The paper's claims on this run" in out
-    for c in claims.load_claims():
-        assert c.id in out
-    assert "exact-results" in out and "Fastest and slowest engine" in out
+    # Whether the tiny graph alone judges abstract-small-time depends on how fast this machine ran it
+    # (ours against micrograd may or may not pass the paper's x2,000): either way one line says where the rest are.
+    claims_md = str(folder / "claims.md")
+    assert ("The paper's claims this run could judge" in out and "abstract-small-time" in out
+            and "more not judged here: see claims.md" in out) or \
+        f"The paper's claims: none of the 22 can be judged on this run: {claims_md}" in out.replace("\n", "")
+    assert "Fastest and slowest engine" in out
     assert (folder / "index.html").resolve().as_uri() in out.replace("\n", "")
     # --no-report: the run only.
     again = burtbench("run", "--workload", "tiny", "--engine", "micrograd", "--profile", "smoke", "--no-report",
@@ -449,7 +458,7 @@ def test_claims_come_first_in_chromium_with_every_figure(interrupted, tmp_path):
     assert figures >= 3
     assert f'data-images-loaded="{figures}/{figures}"' in page
     assert page.index('id="claims"') < page.index('id="tables"') < page.index('id="figures"')
-    assert page.count("<tr class=\"v-") == len(claims.load_claims())
+    assert page.count("<td class=\"v-") == 2 * len(claims.load_claims())
 
 
 def test_an_interrupted_run_still_gets_its_report_marked_so(fake_engines, tmp_path):
@@ -471,4 +480,4 @@ def test_an_interrupted_run_still_gets_its_report_marked_so(fake_engines, tmp_pa
     folder = reports / run_dir.name
     assert "This run is interrupted, not complete" in (folder / "claims.md").read_text(encoding="utf-8")
     assert "This run is interrupted" in (folder / "index.html").read_text(encoding="utf-8")
-    assert "This run is interrupted" in out and "The paper's claims on this run" in out
+    assert "This run is interrupted" in out and "The paper's claims" in out

@@ -43,7 +43,7 @@ EXAMPLES = """examples:
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
   burtbench fetch-data --data-dir data
   burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
-  burtbench run --engine burtorch --workload tiny,small --upstream ../shared/upstream/burtorch-b1a9d66.tar.gz
+  burtbench run --engine burtorch --workload tiny,small --upstream ~/src/burtorch-b1a9d66.tar.gz
   burtbench doctor
 """
 

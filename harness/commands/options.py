@@ -65,7 +65,10 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "(default: a synthetic corpus with the same alphabets; see fetch-data)")
     run.add_argument("--upstream", metavar="DIR|ARCHIVE",
                      help="the authors' BurTorch source (a checkout or a `git archive` tarball) for the "
-                          "burtorch-authors engines (default: $BURTBENCH_UPSTREAM, else the fetch-upstream checkout)")
+                          "burtorch-authors engines (default: $BURTBENCH_UPSTREAM, else the checkout of an earlier "
+                          "fetch-upstream, else the run fetches the pinned commit once)")
+    run.add_argument("--no-upstream", action="store_true",
+                     help="leave the authors' programs (burtorch-authors) out: no source looked for, no fetch")
     run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
     run.add_argument("--resume", metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
     run.add_argument("--no-report", action="store_true",

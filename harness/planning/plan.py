@@ -25,6 +25,7 @@ class PlannedTrial:
     # The init run (1 iteration, end to end) is a property of the point, not of the trial: it is
     # repeated for every trial only in the paper profile, where its spread is reported.
     with_init: bool = True
+    for_claims: bool = False  # added for the paper's claims beyond the profile's grid (claim_points.py)
 
     def key(self) -> tuple:
         return trial_key(self.engine.id, self.workload.name, self.params, self.trial)

@@ -6,6 +6,7 @@ from datetime import timedelta
 from rich.console import Console
 from rich.table import Table
 
+from harness.planning.claim_points import added_points
 from harness.planning.estimate import wall_s
 
 
@@ -38,6 +39,10 @@ def show(plan: list, req, estimator, console: Console) -> int:
     table.add_row("total", str(len({pt.point_key() for pt in plan})), str(len({pt.engine.id for pt in plan})),
                   str(len(plan)), duration(sum(estimator.trial_s(pt) for pt in plan)), eta, "", style="bold")
     console.print(table)
+    added = added_points(plan)
+    if added:
+        console.print(f"added for the paper's claims (points the profile's grid skips): {'; '.join(added)}",
+                      highlight=False)
     shard = req.plan.shard
     if shard:
         console.print(f"shard {shard['index']}/{shard['count']}: {len(shard['points'])} points "

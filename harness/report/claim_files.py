@@ -9,14 +9,20 @@ import math
 from pathlib import Path
 
 from harness.report import claims, paper
-from harness.report.claims import Verdict
+from harness.report.claims import Judged, Verdict
 from harness.store.runs import Run
 from engines.base import finite
 
-HOW = ("Each factor is the other engine over BurTorch at the same point (above 1: BurTorch better). "
+SUBJECTS_TEXT = ("Each claim is judged twice: for the authors' BurTorch (their published programs, built from "
+                 "their source: the code the paper measured) and for burtbench's engine (our re-implementation). "
+                 "Where the authors' program differs from our workload (claims.csv's `authors` column), the "
+                 "factor still counts where the claim is about time or memory and the difference does not change "
+                 "what is compared; where it cannot answer the claim, its verdict is not comparable.")
+HOW = ("Each factor is the other engine over the subject at the same point (above 1: BurTorch better). "
        "reproduced: ours reaches the paper's number within the claim's tolerance; partly: same direction, "
-       "smaller factor; not reproduced: opposite direction; not measurable here: this run lacks the claim's rows "
-       "or this machine the measure. Times are held to the paper's number as stated (from its Windows tables); "
+       "smaller factor; not reproduced: opposite direction; not comparable: the authors' program computes "
+       "something else; not measurable here: this run lacks the claim's rows, or this machine the measure or the "
+       "subject. Times are held to the paper's number as stated (from its Windows tables); "
        "memory, another measure on each OS, to the paper's own figure on this run's OS over the same rows.")
 
 def shown(v: Verdict, which: str) -> str:
@@ -35,11 +41,19 @@ def shown(v: Verdict, which: str) -> str:
     return claims.fx(v.ours) if v.ours is not None else "n/a"
 
 
-def markdown_table(verdicts: list[Verdict]) -> str:
-    lines = ["| Verdict | Claim | Where | Paper | Ours | Why |", "|---|---|---|---|---|---|"]
-    for v in verdicts:
-        cells_ = [f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**", f"{v.claim.claim} (`{v.claim.id}`)", v.claim.where,
-                  shown(v, "paper"), shown(v, "ours"), v.why]
+def cell(v: Verdict) -> str:
+    """One subject's cell: its verdict, its number and where it comes from."""
+    if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE):
+        return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**"
+    return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**: {shown(v, 'ours')}" + (f" at {v.at}" if v.at else "")
+
+
+def markdown_table(judged: list[Judged]) -> str:
+    heads = ["Claim", "Where", "Paper", *(s.title[0].upper() + s.title[1:] for s in claims.SUBJECTS)]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for j in judged:
+        cells_ = [f"{j.claim.claim} (`{j.claim.id}`)", j.claim.where, shown(j.ours, "paper"),
+                  *(cell(v) for v in j.verdicts())]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells_) + " |")
     return "\n".join(lines) + "\n"
 
@@ -49,30 +63,44 @@ def counts(verdicts: list[Verdict]) -> str:
     return ", ".join(f"{n} {name}" for name, n in tally.items() if n)
 
 
-def markdown(run: Run, verdicts: list[Verdict], status: list[str]) -> str:
+def counts_both(judged: list[Judged]) -> str:
+    """'the authors' BurTorch (the paper's code): 5 reproduced, ...; burtbench's engine: ...'."""
+    return "; ".join(f"{s.title}: {counts([getattr(j, s.key) for j in judged])}" for s in claims.SUBJECTS)
+
+
+def markdown(run: Run, judged: list[Judged], status: list[str]) -> str:
     head = [f"# The BurTorch paper's claims on run {run.run_id}", ""]
     head += [f"> **{line}**" for line in status] + ([""] if status else [])
-    head += [f"{counts(verdicts)}. Machine: {machine_text(run)}; profile {run.manifest.get('profile', '?')}.", "",
-             HOW, "", markdown_table(verdicts), "## How each verdict was computed", ""]
-    for v in verdicts:
-        c = v.claim
-        head += [f"### {claims.SYMBOLS[v.verdict]} `{c.id}`: {v.verdict}", "",
+    head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.manifest.get('profile', '?')}.", "",
+             SUBJECTS_TEXT, "", HOW, "", markdown_table(judged), "## How each verdict was computed", ""]
+    for j in judged:
+        c = j.claim
+        head += [f"### `{c.id}`: " + ", ".join(f"{s.short} {claims.SYMBOLS[v.verdict]} {v.verdict}"
+                                               for s, v in zip(claims.SUBJECTS, j.verdicts())), "",
                  f"- Claim: {c.claim} ({c.where}). {c.note}",
                  f"- Rule: {c.rule} of `{c.metric}` over {', '.join(c.tables)}"
                  + (f" at {_points_text(c.points)}" if c.points else "")
-                 + f"; engines: {'every engine' if c.engines == ('*',) else ', '.join(c.engines)}"
+                 + f"; engines: {_engines_text(c.engines)}"
                  + (f"; tolerance {c.tolerance:.0%}" if c.tolerance else "") + ".",
-                 f"- Paper: {shown(v, 'paper')}" + (f"; its own figure over the same rows: {claims.fx(v.paper_rows)} "
-                                                    f"({v.paper_rows_source})" if v.paper_rows is not None
-                                                    and v.paper_basis in ("", "as stated") else "") + ".",
-                 f"- Ours: {shown(v, 'ours')}" + (f" at {v.at}" if v.at else "") + ".",
-                 f"- Verdict: {v.verdict}: {v.why}."]
-        if v.used:
-            head.append(f"- From the run's rows: {'; '.join(v.used)}.")
-        if v.missing and not v.why.startswith("missing:"):
-            head.append(f"- Missing from this run: {'; '.join(v.missing)}.")
+                 f"- The authors' program: {c.authors}" + (f": {c.authors_why}" if c.authors_why else "") + ".",
+                 f"- Paper: {shown(j.ours, 'paper')}" + (
+                     f"; its own figure over the same rows: {claims.fx(j.ours.paper_rows)} ({j.ours.paper_rows_source})"
+                     if j.ours.paper_rows is not None and j.ours.paper_basis in ("", "as stated") else "") + "."]
+        for s, v in zip(claims.SUBJECTS, j.verdicts()):
+            head += [f"- **{s.title[0].upper() + s.title[1:]}** ({s.engine}): {v.verdict}: {shown(v, 'ours')}"
+                     + (f" at {v.at}" if v.at else "") + f". {v.why[0].upper() + v.why[1:] if v.why else ''}."]
+            if v.used:
+                head.append(f"  - From the run's rows: {'; '.join(v.used)}.")
+            if v.missing and not v.why.startswith("missing:"):
+                head.append(f"  - Missing from this run: {'; '.join(v.missing)}.")
         head.append("")
     return "\n".join(head)
+
+
+def _engines_text(engines: tuple[str, ...]) -> str:
+    if engines == ("*",):
+        return "every other framework"
+    return ", ".join(engines) or "the subject alone"
 
 
 def _points_text(points: dict) -> str:
@@ -85,26 +113,39 @@ def machine_text(run: Run) -> str:
     return ", ".join(str(p) for p in parts if p) or "unknown"
 
 
-CSV_FIELDS = ["id", "verdict", "claim", "where", "metric", "rule", "stated", "stated_text", "tolerance", "paper",
-              "paper_basis", "paper_rows", "paper_rows_source", "ours", "at", "why", "missing"]
+CLAIM_FIELDS = ["id", "claim", "where", "metric", "rule", "stated", "stated_text", "tolerance", "authors_program"]
+SUBJECT_FIELDS = ["verdict", "value", "at", "paper", "paper_basis", "why", "missing"]
+CSV_FIELDS = CLAIM_FIELDS + [f"{s.key}_{f}" for s in claims.SUBJECTS for f in SUBJECT_FIELDS]
 
 
-def csv_text(verdicts: list[Verdict]) -> str:
+def csv_text(judged: list[Judged]) -> str:
+    """One row per claim: the claim, then each subject's verdict, number and reason."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(out, CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
-    for v in verdicts:
-        row = v.as_dict()
-        row["missing"] = "; ".join(row["missing"])
-        writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_FIELDS})
+    for j in judged:
+        c = j.claim
+        row = {"id": c.id, "claim": c.claim, "where": c.where, "metric": c.metric, "rule": c.rule,
+               "stated": c.stated, "stated_text": c.stated_text, "tolerance": c.tolerance, "authors_program": c.authors}
+        for s, v in zip(claims.SUBJECTS, j.verdicts()):
+            values = {"verdict": v.verdict, "value": v.ours, "at": v.at, "paper": v.paper, "paper_basis": v.paper_basis,
+                      "why": v.why, "missing": "; ".join(v.missing)}
+            row.update({f"{s.key}_{k}": "" if x is None else x for k, x in values.items()})
+        writer.writerow(row)
     return out.getvalue()
 
 
-def write(folder: Path, run: Run, verdicts: list[Verdict], status: list[str]) -> list[Path]:
-    paths = {"claims.md": markdown(run, verdicts, status), "claims.csv": csv_text(verdicts),
-             "claims.json": json.dumps({"run": run.run_id, "status": status,
-                                        "claims": [finite(v.as_dict(), lambda _: None) for v in verdicts]},
-                                       indent=1, ensure_ascii=False) + "\n"}
+def json_record(run: Run, judged: list[Judged], status: list[str]) -> dict:
+    return {"run": run.run_id, "status": status,
+            "subjects": [{"key": s.key, "engine": s.engine, "title": s.title} for s in claims.SUBJECTS],
+            "claims": [{"id": j.claim.id, "authors_program": j.claim.authors, "authors_why": j.claim.authors_why,
+                        **{s.key: finite(v.as_dict(), lambda _: None) for s, v in zip(claims.SUBJECTS, j.verdicts())}}
+                       for j in judged]}
+
+
+def write(folder: Path, run: Run, judged: list[Judged], status: list[str]) -> list[Path]:
+    paths = {"claims.md": markdown(run, judged, status), "claims.csv": csv_text(judged),
+             "claims.json": json.dumps(json_record(run, judged, status), indent=1, ensure_ascii=False) + "\n"}
     for name, text in paths.items():
         (folder / name).write_text(text, encoding="utf-8")
     return [folder / name for name in paths]

@@ -1,22 +1,22 @@
-"""The paper's claims, checked on a run: one verdict per row of claims.csv.
+"""The paper's claims, checked on a run: for every row of claims.csv (workloads/claims.py), two
+verdicts, one per subject.
 
-claims.csv is the data: each claim's paraphrase, where the paper states it, the metric (an id of
-metrics.py, "A/B" for the quotient of two, or "outputs"), the paper tables it reads (their names
-in paper_results.csv), the points and engines, the rule, the paper's number and the tolerance.
-The rules read the report's tables (tables.py: our rows joined with the paper's, relative factors
-taken against BurTorch) and, for the outputs, the run's points (points.py); nothing is re-grouped.
+The subjects: the authors' BurTorch (their published programs, the code the paper measured: the
+primary subject) and burtbench's engine (our re-implementation). Each factor is other engine /
+subject at the same point (above 1: BurTorch better; below 1: the other engine better), from the
+report's tables (tables.py) and, for the outputs, the run's points; the rules are in
+claim_rules.py:
 
-Every factor is other engine / BurTorch at the same point (above 1: BurTorch better; below 1:
-the other engine better). The rules:
+- max / min: the largest (smallest) factor over the claim's rows, against the paper's number.
+  "Up to ×2000" is a maximum over the paper's rows, so the run's is the maximum over the same rows.
+- flat: the subject's largest over smallest value across the run's points (memory against batch).
+- same_outputs: every engine's outputs compared bit for bit with the subject's at the same point.
 
-- max / min: our largest (smallest) factor over the claim's rows, against the paper's number.
-  "Up to ×2000" is a maximum over the paper's rows, so ours is the maximum over the same rows.
-- flat: BurTorch's largest over smallest value across the run's points (memory against batch).
-- same_outputs: every engine's outputs compared bit for bit with BurTorch's at the same point.
-
-A verdict is `reproduced` (ours reaches the paper's number within the claim's tolerance),
-`partly` (same direction, a smaller factor), `not reproduced` (the opposite direction) or
-`not measurable here` (this run lacks the claim's rows, or this machine the measure).
+A verdict is `reproduced` (the run reaches the paper's number within the claim's tolerance),
+`partly` (same direction, a smaller factor), `not reproduced` (the opposite direction), `not
+comparable` (the authors' program computes something else, so it cannot answer the claim: the
+claim's `authors` column) or `not measurable here` (this run lacks the claim's rows, or this
+machine the measure or the subject).
 A maximum that already reaches the paper's number stands even when some rows are missing (more
 rows can only raise it); otherwise missing rows make the claim not measurable, never guessed.
 
@@ -28,440 +28,57 @@ for that OS.
 """
 from __future__ import annotations
 
-import csv
-import io
-import math
-from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
-
-from engines.base import BASELINE
-from harness.analysis.points import Point, group
-from harness.store.results import params_key
-from harness.report import cells, paper
-from harness.report.metrics import Metric, resolve
-from harness.store.runs import Run
+from engines.base import AUTHORS
+from harness.analysis.points import group
+from harness.report import claim_rules
 from harness.report.tables import Table
+from harness.report.verdicts import (BY_KEY, NOT_COMPARABLE, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY,
+                                     REPRODUCED, SUBJECTS, SYMBOLS, VERDICTS, Judged, Subject, Verdict, fx, reach)
+from harness.store.runs import Run
+from workloads.claims import NOT_COMPARABLE as AUTHORS_NOT_COMPARABLE, Claim, load_claims, parse_claims
 
-REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_MEASURABLE = "reproduced", "partly", "not reproduced", "not measurable here"
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_MEASURABLE)
-SYMBOLS = {REPRODUCED: "✓", PARTLY: "≈", NOT_REPRODUCED: "✗", NOT_MEASURABLE: "–"}
-# Metric ids whose measure is another one on each OS.
-OS_SPECIFIC = {"paper_memory", "peak_private", "peak_resident"}
-
-
-@dataclass(frozen=True)
-class Claim:
-    id: str
-    claim: str
-    where: str
-    metric: str
-    tables: tuple[str, ...]  # csv names of the paper's tables (paper_results.csv `workload`)
-    points: dict  # parameter -> allowed values; {} = every point
-    engines: tuple[str, ...]  # engine ids; ("*",) = every engine (with a CPU row in the paper, for ratios)
-    rule: str
-    stated: float
-    stated_text: str
-    stated_os: str
-    tolerance: float
-    requires: str
-    source_cell: str
-    note: str
+# What the pages, the summary and the tests read from here, defined in verdicts.py and workloads/claims.py.
+__all__ = ["BY_KEY", "NOT_COMPARABLE", "NOT_MEASURABLE", "NOT_REPRODUCED", "OS_SPECIFIC", "PARTLY", "REPRODUCED",
+           "SUBJECTS", "SYMBOLS", "VERDICTS", "Claim", "Judged", "Subject", "Verdict", "fx", "reach", "load_claims",
+           "parse_claims", "judge", "evaluate", "absent_subject"]
 
 
-def _value(text: str):
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return int(number) if number.is_integer() else number
-
-
-def _points(text: str) -> dict:
-    """'hidden_dim=4 batch=1;64' -> {'hidden_dim': (4,), 'batch': (1, 64)}."""
-    points = {}
-    for item in text.split():
-        name, _, values = item.partition("=")
-        points[name] = tuple(_value(v) for v in values.split(";"))
-    return points
-
-
-def parse_claims(text: str) -> tuple[Claim, ...]:
-    claims = []
-    for row in csv.DictReader(io.StringIO(text)):
-        claims.append(Claim(
-            id=row["id"], claim=row["claim"], where=row["where"], metric=row["metric"],
-            tables=tuple(t for t in row["tables"].split(";") if t), points=_points(row["points"]),
-            engines=tuple(e for e in row["engines"].split(";") if e), rule=row["rule"],
-            stated=float(row["stated"]), stated_text=row["stated_text"], stated_os=row["stated_os"] or "windows",
-            tolerance=float(row["tolerance"] or 0), requires=row["requires"], source_cell=row["source_cell"],
-            note=row["note"]))
-    return tuple(claims)
-
-
-@lru_cache(maxsize=1)
-def load_claims() -> tuple[Claim, ...]:
-    return parse_claims(resources.files("harness.report").joinpath("claims.csv").read_text(encoding="utf-8"))
-
-
-@dataclass
-class Verdict:
-    claim: Claim
-    verdict: str
-    ours: float | None = None
-    paper: float | None = None  # the number ours is held to
-    paper_basis: str = ""  # where that number comes from
-    paper_rows: float | None = None  # the paper's own figure over the same rows (for the reader)
-    paper_rows_source: str = ""
-    at: str = ""  # the row ours comes from
-    used: list[str] = field(default_factory=list)  # the run's rows it was computed from
-    missing: list[str] = field(default_factory=list)
-    why: str = ""
-
-    def as_dict(self) -> dict:
-        c = self.claim
-        return {"id": c.id, "verdict": self.verdict, "claim": c.claim, "where": c.where, "metric": c.metric,
-                "engines": list(c.engines), "rule": c.rule, "stated": c.stated, "stated_text": c.stated_text,
-                "tolerance": c.tolerance, "paper": self.paper, "paper_basis": self.paper_basis,
-                "paper_rows": self.paper_rows, "paper_rows_source": self.paper_rows_source, "ours": self.ours,
-                "at": self.at, "why": self.why, "used": self.used, "missing": self.missing, "note": c.note}
-
-
-# ----------------------------------------------------------------------------- rows of the report's tables
-
-@dataclass
-class Row:
-    point: str  # "mlp hidden_dim=4 batch=1"
-    engine: str
-    ours: float | None
-    paper: float | None
-    in_run: bool
-    required: bool  # a row of the paper's table: the claim needs it
-    notes: list[str]
-    iterations: int | None
-    paper_iterations: int | None
-    table: Table
-    # For a quotient metric ("init/step_time"): the engine's own quotient and BurTorch's, ours and the paper's.
-    own: tuple | None = None
-
-
-def point_text(table: Table, params: dict) -> str:
-    """The point's name: the workload and the parameters that tell its paper rows apart."""
-    names = [n for n in table.declaration.point if n in params]
-    return " ".join([table.workload, *(f"{n}={params[n]}" for n in names)])
-
-
-def _matches(params: dict, points: dict) -> bool:
-    return all(params.get(name) in values for name, values in points.items())
-
-
-def _cpu_engine(engine: str) -> bool:
-    from engines import all_engines
-
-    return engine in all_engines() and engine.endswith("/cpu")
-
-
-def _keys(metric_expr: str, os_name: str) -> list[Metric]:
-    return [resolve((part,), os_name)[0] for part in metric_expr.split("/")]
-
-
-def _quotient(row: dict, prefix: str, metrics: list[Metric]) -> float | None:
-    values = [row.get(f"{prefix}{m.key}") for m in metrics]
-    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
+def absent_subject(run: Run, subject: Subject) -> str | None:
+    """Why the run has nothing of the subject (one reason for every claim), or None."""
+    if any(t.get("engine") == subject.engine for t in run.trials):
         return None
-    result = float(values[0])
-    for v in values[1:]:
-        if not v:
-            return None
-        result /= float(v)
-    return result
+    reason = (run.manifest.get("unavailable") or {}).get(subject.engine)
+    what = "the authors' code" if subject.engine == AUTHORS else f"{subject.engine}"
+    if reason:
+        return f"{what} is not available ({reason})"
+    return f"missing: {what} ({subject.engine}) is not in this run"
 
 
-def claim_tables(claim: Claim, tables: list[Table]) -> tuple[list[Table], list[str]]:
-    """The report's tables a claim reads, and the paper tables this run has no table of."""
-    found = [t for t in tables if t.declaration.csv_name in claim.tables]
-    missing = [name for name in claim.tables if not any(t.declaration.csv_name == name for t in found)]
-    return found, missing
-
-
-def ratio_rows(claim: Claim, run: Run, tables: list[Table]) -> list[Row]:
-    metrics = _keys(claim.metric, run.os)
-    rows = []
-    for table in tables:
-        for row in table.rows:
-            engine = row["engine"]
-            if not _matches(row["params"], claim.points):
-                continue
-            if claim.engines == ("*",):
-                if row["paper_row"] is None or not _cpu_engine(engine):
-                    continue
-            elif engine not in claim.engines:
-                continue
-            required = row["paper_row"] is not None
-            if not required and not row["in_run"]:
-                continue
-            rows.append(Row(point=point_text(table, row["params"]), engine=engine,
-                            ours=_quotient(row, "rel_", metrics) if row["in_run"] else None,
-                            paper=_quotient(row, "paper_rel_", metrics), in_run=row["in_run"], required=required,
-                            notes=list(row["notes"] or []), iterations=row["iterations"],
-                            paper_iterations=table.declaration.iterations, table=table,
-                            own=_own_quotients(table, row, metrics) if len(metrics) > 1 else None))
-    return rows
-
-
-def _own_quotients(table: Table, row: dict, metrics: list[Metric]) -> tuple:
-    """(engine's, BurTorch's) own quotient of the two measures at the row's point, ours then the paper's."""
-    base = next((r for r in table.rows if r["engine"] == BASELINE and r["params"] == row["params"]), None)
-    pairs = []
-    for prefix in ("", "paper_"):
-        pairs.append(tuple(_quotient(r, prefix, metrics) if r is not None else None for r in (row, base)))
-    return tuple(pairs)
-
-
-# ----------------------------------------------------------------------------- verdicts
-
-def reach(ours: float, target: float, tolerance: float) -> str:
-    """Does our factor reach the paper's, in the paper's direction (above or below 1)?"""
-    if target >= 1:
-        if ours >= target * (1 - tolerance):
-            return REPRODUCED
-        return PARTLY if ours > 1 else NOT_REPRODUCED
-    if ours <= target / (1 - tolerance):
-        return REPRODUCED
-    return PARTLY if ours < 1 else NOT_REPRODUCED
-
-
-def fx(value: float | None) -> str:
-    """A factor as the report's tables print it."""
-    if value is None:
-        return "n/a"
-    return cells.factor(value) if value >= 1 else f"×{value:.2g}"
-
-
-def _aggregate(rule: str, rows: list[Row], attr: str) -> tuple[float | None, Row | None]:
-    have = [r for r in rows if getattr(r, attr) is not None]
-    if not have:
-        return None, None
-    pick = max if rule == "max" else min
-    best = pick(have, key=lambda r: getattr(r, attr))
-    return getattr(best, attr), best
-
-
-def _missing_text(rows: list[Row]) -> list[str]:
-    """'torch/eager/python/cpu at mlp hidden_dim=16 batch=1, mlp hidden_dim=32 batch=1', one entry per engine."""
-    by_engine: dict[str, list[str]] = {}
-    for r in rows:
-        by_engine.setdefault(r.engine, []).append(r.point + (" (no measurement)" if r.in_run else ""))
-    return [f"{engine} at {', '.join(points)}" for engine, points in by_engine.items()]
-
-
-def _paper_source(tables: list[Table]) -> tuple[set[str], str]:
-    """The OSes of the paper's tables beside these report tables, and their names ('Table 12 (Linux)')."""
-    used = [t for t in tables if t.paper_os]
-    return {t.paper_os for t in used}, ", ".join(dict.fromkeys(t.paper_source for t in used)) or "no paper table"
-
-
-def ratio_verdict(claim: Claim, run: Run, tables: list[Table]) -> Verdict:
-    found, absent_tables = claim_tables(claim, tables)
-    rows = ratio_rows(claim, run, found)
-    verdict = Verdict(claim, NOT_MEASURABLE)
-    paper_oses, source = _paper_source([r.table for r in rows if r.paper is not None] or found)
-    verdict.paper_rows, paper_best = _aggregate(claim.rule, rows, "paper")
-    verdict.paper_rows_source = source + (f", at {paper_best.point}: {paper_best.engine}" if paper_best else "")
-    metric = _keys(claim.metric, run.os)[0]
-    # The number ours is held to.
-    if claim.metric in OS_SPECIFIC and run.os != claim.stated_os:
-        if paper_oses != {run.os} or verdict.paper_rows is None:
-            verdict.why = (f"the paper's {claim.stated_text} is {_measure(claim, claim.stated_os)} memory on "
-                           f"{paper.OS_NAMES[claim.stated_os]} ({source}); it has no {paper.OS_NAMES[run.os]} table "
-                           f"of these rows to hold this run's {metric.title.lower()} to")
-            return verdict
-        verdict.paper, verdict.paper_basis = verdict.paper_rows, f"{source}, {metric.title}"
+def verdict_for(claim: Claim, subject: Subject, run: Run, tables: list[Table], points: dict,
+                absent: str | None) -> Verdict:
+    if subject.engine == AUTHORS and claim.authors == AUTHORS_NOT_COMPARABLE:
+        return Verdict(claim, NOT_COMPARABLE, subject.key, why=f"their program cannot answer it: {claim.authors_why}")
+    if absent:
+        return Verdict(claim, NOT_MEASURABLE, subject.key, why=absent)
+    if claim.rule == "same_outputs":
+        verdict = claim_rules.outputs_verdict(claim, subject.engine, run, tables, points)
+    elif claim.rule == "flat":
+        verdict = claim_rules.flat_verdict(claim, subject.engine, run, tables)
     else:
-        verdict.paper, verdict.paper_basis = claim.stated, "as stated"
-    missing = [f"{_table_title(name)} (no trial in this run)" for name in absent_tables]
-    missing += _missing_text([r for r in rows if r.required and r.ours is None])
-    present = [r for r in rows if r.ours is not None]
-    verdict.used = [f"{r.point}: {r.engine} {fx(r.ours)}" for r in present]
-    verdict.missing = missing
-    if claim.requires == "paper_iterations":
-        short = [r for r in present if r.paper_iterations and r.iterations != r.paper_iterations]
-        if short:
-            counts = ", ".join(sorted({f"{r.iterations:,}" for r in short if r.iterations}))
-            verdict.why = (f"whole-process totals over {counts} iterations do not compare with the paper's over "
-                           f"{short[0].paper_iterations:,} (run with --profile paper)")
-            return verdict
-    if not present:
-        reasons = sorted({n for r in rows if r.in_run for n in r.notes
-                          if n.startswith(metric.title.lower()) or "trials" in n})
-        verdict.why = "; ".join(reasons) if reasons else f"missing: {'; '.join(missing) or 'every row'}"
-        return verdict
-    verdict.ours, best = _aggregate(claim.rule, present, "ours")
-    verdict.at = f"{best.point}: {best.engine}"
-    outcome = reach(verdict.ours, verdict.paper, claim.tolerance)
-    holds_anyway = (claim.rule == "max" and outcome == REPRODUCED) or (claim.rule == "min" and outcome != REPRODUCED)
-    if missing and not holds_anyway:
-        verdict.why = (f"missing: {'; '.join(missing)}; on the rows this run has, ours is {fx(verdict.ours)} "
-                       f"({verdict.at})")
-        return verdict
-    verdict.verdict = outcome
-    verdict.why = _ratio_why(claim, verdict, outcome, bool(missing))
-    if best.own and None not in best.own[0]:
-        (theirs, base), paper_own = best.own
-        verdict.why += (f" ({claim.metric} in its own terms: {best.engine} {theirs:,.0f}, BurTorch {base:,.0f}" + (
-            f"; {best.table.paper_source}: {paper_own[0]:,.0f} and {paper_own[1]:,.0f}"
-            if None not in paper_own else "") + ")")
+        verdict = claim_rules.ratio_verdict(claim, subject.engine, run, tables)
+    verdict.subject = subject.key
     return verdict
 
 
-def _measure(claim: Claim, os_name: str) -> str:
-    metric = resolve((claim.metric.split("/")[0],), os_name)[0]
-    return metric.title.lower().removesuffix(" memory")
-
-
-def _table_title(csv_name: str) -> str:
-    from workloads import all_workloads
-
-    for w in all_workloads().values():
-        if w.paper is not None and w.paper.csv_name == csv_name:
-            return w.name
-    return csv_name
-
-
-def _ratio_why(claim: Claim, v: Verdict, outcome: str, rows_missing: bool) -> str:
-    where = f" at {v.at}" if v.at else ""
-    word = {"max": "largest", "min": "smallest"}.get(claim.rule, "")
-    ours = f"ours{' (' + word + ')' if word and len(v.used) > 1 else ''} {fx(v.ours)}{where}"
-    paper_number = f"the paper's {fx(v.paper)}" + ("" if v.paper_basis == "as stated" else f" ({v.paper_basis})")
-    if outcome == REPRODUCED:
-        slack = f" within {claim.tolerance:.0%}" if claim.tolerance and not _beyond(v.ours, v.paper) else ""
-        text = f"{ours} reaches {paper_number}{slack}"
-        return text + ("; rows missing from this run could only raise it" if rows_missing else "")
-    if outcome == PARTLY:
-        share = math.log(v.ours) / math.log(v.paper) if v.paper not in (None, 1) else None
-        how = f"{v.ours / v.paper:.0%} of it" if v.paper >= 1 else f"{share:.0%} of it on a log scale"
-        return f"same direction, smaller factor: {ours} against {paper_number}, {how}"
-    better = "BurTorch" if v.ours > 1 else "the other engine"
-    return f"opposite direction: {ours} ({better} better), against {paper_number}"
-
-
-def _beyond(ours: float, paper_value: float) -> bool:
-    return ours >= paper_value if paper_value >= 1 else ours <= paper_value
-
-
-def flat_verdict(claim: Claim, run: Run, tables: list[Table]) -> Verdict:
-    """BurTorch's value over the run's points of the claim's tables: largest over smallest."""
-    found, absent_tables = claim_tables(claim, tables)
-    metric = _keys(claim.metric, run.os)[0]
-    verdict = Verdict(claim, NOT_MEASURABLE, paper=claim.stated, paper_basis="as stated")
-    ours, theirs, have = [], [], set()
-    for table in found:
-        for row in table.rows:
-            if row["engine"] not in claim.engines:
-                continue
-            label = point_text(table, row["params"])
-            if row["in_run"] and row.get(metric.key) is not None:
-                ours.append((row[metric.key], label))
-                have.update((name, row["params"].get(name)) for name in claim.points)
-            if row["paper_row"] is not None and row.get(f"paper_{metric.key}") is not None:
-                theirs.append(row[f"paper_{metric.key}"])
-    if theirs:
-        verdict.paper_rows = max(theirs) / min(theirs)
-        verdict.paper_rows_source = f"{_paper_source(found)[1]}, {claim.engines[0]} over its batch sizes"
-    verdict.used = [f"{label}: {claim.engines[0]} {value * metric.scale:,.3g} {metric.unit}" for value, label in ours]
-    verdict.missing = [f"{_table_title(name)} (no trial in this run)" for name in absent_tables]
-    verdict.missing += [f"{name}={value}: {claim.engines[0]}" for name, values in claim.points.items()
-                        for value in values if (name, value) not in have]
-    if verdict.missing or not ours:
-        verdict.why = f"missing: {'; '.join(verdict.missing) or 'every row'}"
-        return verdict
-    (low, low_at), (high, high_at) = min(ours), max(ours)
-    verdict.ours = high / low
-    verdict.at = ", ".join(dict.fromkeys(label for _, label in ours))
-    span = (f"{metric.title} {low * metric.scale:,.3g} → {high * metric.scale:,.3g} {metric.unit} "
-            f"over {len(ours)} points")
-    if verdict.ours <= claim.stated * (1 + claim.tolerance):
-        verdict.verdict = REPRODUCED
-        verdict.why = f"flat within {claim.tolerance:.0%}: {span} (×{verdict.ours:.3f})"
-    else:
-        verdict.verdict = NOT_REPRODUCED
-        verdict.why = f"grows ×{verdict.ours:.3g} ({span}), beyond the {claim.tolerance:.0%} allowed"
-    return verdict
-
-
-def _relative_difference(got: dict, base: dict) -> float:
-    worst = 0.0
-    for key, want in base.items():
-        value = got.get(key)
-        if not isinstance(value, (int, float)) or not isinstance(want, (int, float)):
-            return math.inf
-        if value != want:
-            worst = max(worst, abs(value - want) / max(abs(want), 1e-300))
-    return worst
-
-
-def outputs_verdict(claim: Claim, run: Run, tables: list[Table], points: dict) -> Verdict:
-    """Every engine's outputs against BurTorch's, bit for bit, at every point of the claim's tables."""
-    from engines import all_engines
-
-    found, absent_tables = claim_tables(claim, tables)
-    verdict = Verdict(claim, NOT_MEASURABLE, paper=0.0, paper_basis="as stated: exactly the same")
-    verdict.missing = [f"{_table_title(name)} (no trial in this run)" for name in absent_tables]
-    wrong, differ, same = [], [], []
-    for workload in dict.fromkeys(t.workload for t in found):
-        at = [p for p in points.values() if p.workload == workload and _matches(p.params, claim.points)]
-        for params in dict.fromkeys(params_key(p.params) for p in at):
-            here = [p for p in at if params_key(p.params) == params]
-            base = next((p for p in here if p.engine == BASELINE), None)
-            base_out = base.outputs() if base else None
-            if base_out is None:
-                verdict.missing.append(f"{workload}: {BASELINE} (no outputs)")
-                continue
-            for p in here:
-                ok, worst = p.check()
-                if ok is False:
-                    err = f" (rel. error {worst:.2g} from the reference)" if worst is not None else ""
-                    wrong.append(f"{workload}: {p.engine}{err}")
-                    continue
-                if p.engine == BASELINE or p.outputs() is None:
-                    continue
-                diff = _relative_difference(p.outputs(), base_out)
-                spec = all_engines().get(p.engine)
-                why = f", computes in {spec.precision.upper()}" if spec and spec.precision else ""
-                (same if diff == 0 else differ).append((diff, f"{workload}: {p.engine}", why))
-    verdict.used = [label for _, label, _ in same] + [f"{label} differs by {d:.2g}{why}" for d, label, why in differ]
-    compared = len(same) + len(differ)
-    if wrong:
-        verdict.verdict = NOT_REPRODUCED
-        verdict.ours = math.inf
-        verdict.why = f"results disagree beyond the check's tolerance: {'; '.join(wrong)}"
-        return verdict
-    if differ:
-        verdict.verdict = PARTLY
-        verdict.ours, verdict.at = max(d for d, _, _ in differ), max(differ)[1]
-        listed = "; ".join(f"{label} by {d:.2g}{why}" for d, label, why in sorted(differ, reverse=True))
-        verdict.why = (f"{len(same)} of {compared} engine results equal BurTorch's bit for bit, every one within the "
-                       f"check's tolerance; differ: {listed}")
-        return verdict
-    if verdict.missing or not compared:
-        verdict.why = f"missing: {'; '.join(verdict.missing) or 'engines to compare'}" + (
-            f"; the {compared} results this run has equal BurTorch's bit for bit" if compared else "")
-        return verdict
-    verdict.verdict, verdict.ours = REPRODUCED, 0.0
-    verdict.why = f"all {compared} engine results equal BurTorch's bit for bit"
-    return verdict
-
-
-RULES = {"max": ratio_verdict, "min": ratio_verdict, "flat": flat_verdict}
-
-
-def evaluate(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None) -> list[Verdict]:
-    """A verdict for every claim, from the report's tables and the run's points."""
+def judge(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None) -> list[Judged]:
+    """Both subjects' verdicts on every claim, from the report's tables and the run's points."""
     points = group(run.trials)
-    verdicts = []
-    for claim in claims if claims is not None else load_claims():
-        if claim.rule == "same_outputs":
-            verdicts.append(outputs_verdict(claim, run, tables, points))
-        else:
-            verdicts.append(RULES[claim.rule](claim, run, tables))
-    return verdicts
+    absent = {s.key: absent_subject(run, s) for s in SUBJECTS}
+    return [Judged(claim, *(verdict_for(claim, s, run, tables, points, absent[s.key]) for s in SUBJECTS))
+            for claim in (claims if claims is not None else load_claims())]
+
+
+def evaluate(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None,
+             subject: str = "ours") -> list[Verdict]:
+    """One subject's verdicts (judge() gives both)."""
+    return [getattr(j, subject) for j in judge(run, tables, claims)]

@@ -1,6 +1,7 @@
 """The end of `burtbench run`: render the run's report and print, hyperfine-style, what it found.
 
-One line per claim of the paper with its verdict, the fastest and slowest engine at each
+One line per claim of the paper that the run could judge, with both subjects' verdicts (the
+authors' program and ours), one line for the rest, the fastest and slowest engine at each
 workload point, and the report's index.html as a file:// URL. A run that was interrupted or has
 failed trials gets its report too, marked so. A report that cannot be rendered never changes
 the run's exit status: the trials are safe in the run folder and `burtbench report` retries.
@@ -12,11 +13,14 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
+from harness.analysis.labels import short_ids
 from harness.analysis.points import group
 from harness.analysis.summary import _shown_params, format_seconds
 
-STYLES = {"reproduced": "green", "partly": "yellow", "not reproduced": "red", "not measurable here": "dim"}
+STYLES = {"reproduced": "green", "partly": "yellow", "not reproduced": "red", "not comparable": "magenta",
+          "not measurable here": "dim"}
 
 
 def reports_root() -> Path:
@@ -39,17 +43,83 @@ def after_run(run_dir: Path, console: Console, out_root: Path | None = None) -> 
         console.print(line, highlight=False)
 
 
-def claim_line(v) -> str:
+WIDTH = 120  # the summary fits a 120-column terminal
+
+
+def _subject_text(v) -> tuple[str, str]:
+    """(plain text, styled text) of one subject's verdict: symbol, verdict, number."""
     from harness.report import claim_files, claims
 
-    paper = claim_files.shown(v, "paper")
-    if v.verdict == claims.NOT_MEASURABLE:
-        detail = v.why if len(v.why) <= 110 else v.why[:109] + "…"
-    else:
-        detail = f"ours {claim_files.shown(v, 'ours')} vs paper {paper}" + (f" at {v.at}" if v.at else "")
-    style = STYLES[v.verdict]
-    return (f"  [{style}]{claims.SYMBOLS[v.verdict]} {v.verdict:<19}[/] {escape(v.claim.id):<24} "
-            f"{escape(detail)}")
+    value = "" if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE) else f" {claim_files.shown(v, 'ours')}"
+    head = f"{claims.SYMBOLS[v.verdict]} {v.verdict}"
+    return head + value, f"[{STYLES[v.verdict]}]{escape(head)}[/]{escape(value)}"
+
+
+COLUMNS = (30, 32)  # each subject's verdict column: 2 + 23 + 14 + 11 + 30 + 8 + 32 = 120
+
+
+def claim_line(judged) -> str:
+    """One claim in one line of at most WIDTH columns: its id, the paper's number, both subjects' verdicts."""
+    from harness.report import claims
+
+    line = f"  {escape(judged.claim.id):<23} paper {escape(_paper_number(judged)):<8}"
+    for subject, v, width in zip(claims.SUBJECTS, judged.verdicts(), COLUMNS):
+        text, colored = _subject_text(v)
+        if len(text) > width:
+            text = text[:width - 1] + "…"
+            colored = f"[{STYLES[v.verdict]}]{escape(text)}[/]"
+        line += f" │ {subject.short} {colored}{' ' * (width - len(text))}"
+    return line.rstrip()
+
+
+def _paper_number(judged) -> str:
+    from harness.report import claims
+
+    c = judged.claim
+    if c.rule == "same_outputs":
+        return "equal"
+    if c.rule == "flat":
+        return "flat"
+    value = judged.ours.paper if judged.ours.paper is not None else c.stated
+    return claims.fx(value)
+
+
+def judgeable(judged) -> bool:
+    """A claim with a number for at least one subject."""
+    from harness.report import claims
+
+    return any(v.verdict in (claims.REPRODUCED, claims.PARTLY, claims.NOT_REPRODUCED) for v in judged.verdicts())
+
+
+LEGEND = "✓ reproduced, ≈ partly, ✗ not reproduced, ≠ not comparable, – not measurable"
+
+
+def _tally(judged: list, key: str) -> dict:
+    from harness.report import claims
+
+    return {claims.SYMBOLS[name]: sum(getattr(j, key).verdict == name for j in judged) for name in claims.VERDICTS}
+
+
+def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
+    """The claims this run could judge, one line each, then one line for the rest."""
+    from harness.report import claims
+
+    where = escape(str(folder / "claims.md"))
+    shown = [j for j in judged_all if judgeable(j)]
+    if not shown:
+        measured = {t.get("workload") for t in run.trials}
+        claimed = sorted({name for j in judged_all for name in j.claim.tables})
+        if not measured & set(claimed):
+            return [f"[bold]The paper's claims[/]: this run measures none of their workloads "
+                    f"({escape(', '.join(claimed))}): {where}"]
+        return [f"[bold]The paper's claims[/]: none of the {len(judged_all)} can be judged on this run: {where}"]
+    tally = "; ".join(f"{s.short} " + ", ".join(f"{n} {symbol}" for symbol, n in _tally(shown, s.key).items() if n)
+                      for s in claims.SUBJECTS)
+    lines = [f"[bold]The paper's claims this run could judge[/] ({escape(tally)}):"]
+    lines += [claim_line(j) for j in shown]
+    rest = [j for j in judged_all if not judgeable(j)]
+    lines.append(f"  {escape(LEGEND)}" + (f"; {len(rest)} more not judged here: see claims.md" if rest else ""))
+    return lines
 
 
 def speed_lines(trials: list[dict]) -> list[str]:
@@ -61,25 +131,28 @@ def speed_lines(trials: list[dict]) -> list[str]:
     for point in group(trials).values():
         if point.time_mean() is not None and point.engine != FLOOR:  # the harness's floor is no framework
             by_point.setdefault((point.workload, point.key.params), []).append(point)
+    labels, _ = short_ids([p.engine for points in by_point.values() for p in points])
     lines = []
     for (workload, _), points in by_point.items():
         fast = min(points, key=lambda p: p.time_mean())
         slow = max(points, key=lambda p: p.time_mean())
         name = workload + _shown_params(workload, fast.params)
-        line = f"  {escape(name):<28} [bold]{escape(fast.engine)}[/] {format_seconds(fast.time_mean())}"
+        line = f"  {escape(name):<28} [bold]{escape(labels[fast.engine])}[/] {format_seconds(fast.time_mean())}"
         if slow is not fast:
-            line += (f" ran {claims.fx(slow.time_mean() / fast.time_mean())} faster than {escape(slow.engine)} "
-                     f"{format_seconds(slow.time_mean())} (slowest of {len(points)})")
+            line += (f", {claims.fx(slow.time_mean() / fast.time_mean())} faster than {escape(labels[slow.engine])} "
+                     f"{format_seconds(slow.time_mean())}")
+            of = f" (slowest of {len(points)})"
+            line += of if len(Text.from_markup(line + of)) <= WIDTH else ""
         lines.append(line)
     return lines
 
 
 def summary_lines(rendered) -> list[str]:
-    from harness.report import claim_files, versions
+    from harness.report import versions
 
+    folder = Path(rendered.folder).resolve()
     lines = [""] + [f"[yellow]{escape(s)}[/]" for s in rendered.status]
-    lines.append(f"[bold]The paper's claims on this run[/]: {claim_files.counts(rendered.verdicts)}")
-    lines += [claim_line(v) for v in rendered.verdicts]
+    lines += claim_lines(rendered.judged, rendered.run, folder)
     speeds = speed_lines(rendered.run.trials)
     if speeds:
         lines += ["", "[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step):"]
@@ -89,7 +162,6 @@ def summary_lines(rendered) -> list[str]:
                       f"verdict): {escape(str(Path(rendered.folder).resolve() / 'tables' / table.name))}.md"]
         lines += [f"  {escape(row['engine'])} {escape(row['version']):<10} {format_seconds(row['time_per_iter_s'], 'n/a'):>9}"
                   f"  {escape(versions.ratio(row, 'time'))}" for row in table.rows]
-    folder = Path(rendered.folder).resolve()
     lines += ["", f"claims:  {escape(str(folder / 'claims.md'))}",
               f"report:  {escape((folder / 'index.html').as_uri())}"]
     return lines

@@ -12,14 +12,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.base import AUTHORS, BASELINE, split_id
+from engines.none import FLOOR
 from harness.report.cells import factor
 from harness.report.metrics import METRICS, PAPER_MEMORY
 from harness.units import MIB, MIB_LABEL
 from harness.report.tables import Table
 
-OURS_COLOR = "#1f77b4"
-PAPER_COLOR = "#bbbbbb"
 FAILED_COLOR = "#d62728"
+# Both BurTorch rows stand out: their own colours and markers, thicker lines, drawn on top.
+BURTORCH_STYLES = {BASELINE: ("#000000", "*"), AUTHORS: ("#e6550d", "D")}
+# Every other engine: one colour and marker of its own, the same in every figure (its place in the registry).
+PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#e7298a", "#66a61e",
+           "#a6761d", "#2166ac", "#b2182b", "#5aae61", "#fdae61", "#4d4d4d", "#c51b7d", "#35978f", "#762a83")
+MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">", "h", "p", "d", "8")
+
+
+def engine_style(engine: str) -> tuple[str, str]:
+    """(colour, marker) of an engine, stable across figures and runs."""
+    from engines import all_engines
+
+    base = split_id(engine)[0]
+    if base in BURTORCH_STYLES:
+        return BURTORCH_STYLES[base]
+    others = [e for e in all_engines() if e not in BURTORCH_STYLES and e != FLOOR]
+    index = others.index(base) if base in others else len(others) + sum(map(ord, base))
+    return PALETTE[index % len(PALETTE)], MARKERS[index % len(MARKERS)]
+
+
+def _emphasis(engine: str) -> dict:
+    return {"linewidth": 2.6, "markersize": 9, "zorder": 5} if split_id(engine)[0] in BURTORCH_STYLES else \
+        {"linewidth": 1.2, "markersize": 5, "zorder": 3, "alpha": 0.85}
 
 
 @dataclass(frozen=True)
@@ -50,7 +73,7 @@ def _save(fig, folder: Path, name: str, title: str) -> Figure:
 
 def time_bars(table: Table, folder: Path) -> Figure | None:
     """Per-iteration time per engine on a log axis, ours beside the paper's, ×factor on our bars."""
-    rows = [r for r in table.rows if r["in_run"] and r.get("time_per_iter_s")]
+    rows = [r for r in table.rows if r["in_run"] and r.get("time_per_iter_s") and r["engine"] != FLOOR]
     if not rows:
         return None
     rows.sort(key=lambda r: r["time_per_iter_s"])
@@ -61,37 +84,41 @@ def time_bars(table: Table, folder: Path) -> Figure | None:
     for i, row in enumerate(rows):
         failed = row["check_ok"] is False
         ours = row["time_per_iter_s"] * 1e6
-        ax.barh(i + height / 2, ours, height, color=FAILED_COLOR if failed else OURS_COLOR,
-                label="this run" if i == 0 else None)
+        color = engine_style(row["engine"])[0]
+        ax.barh(i + height / 2, ours, height, color=color, edgecolor=FAILED_COLOR if failed else color,
+                linewidth=2 if failed else 0, label="this run (filled)" if i == 0 else None)
         label = factor(row.get("rel_time_per_iter_s")) + ("  check FAILED" if failed else "")
         ax.text(ours, i + height / 2, f" {label}", va="center", fontsize=8)
         paper_value = row.get("paper_time_per_iter_s")
         if paper_value:
-            ax.barh(i - height / 2, paper_value * 1e6, height, color=PAPER_COLOR, hatch="//",
-                    label=None if paper_labelled else "paper")
+            ax.barh(i - height / 2, paper_value * 1e6, height, color="none", edgecolor=color, hatch="//",
+                    label=None if paper_labelled else "paper (hollow)")
             paper_labelled = True
             ax.text(paper_value * 1e6, i - height / 2, f" {factor(row.get('paper_rel_time_per_iter_s'))}",
                     va="center", fontsize=7, color="#555555")
     ax.set_yticks(range(len(rows)), [r["engine"] for r in rows], fontsize=8)
+    for tick, row in zip(ax.get_yticklabels(), rows):
+        if split_id(row["engine"])[0] in BURTORCH_STYLES:
+            tick.set_fontweight("bold")
     ax.set_xscale("log")
     ax.set_xlabel("time per iteration (µs, log scale)")
     title = f"{table.title.split(':')[0]}: time per iteration"
     ax.set_title(f"{title}\n(×N = relative to BurTorch)", fontsize=10)
     ax.margins(x=0.25)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     return _save(fig, folder, f"fig_{table.name}_time", title)
 
 
 def energy_bars(table: Table, folder: Path) -> Figure | None:
     """Total, task and OS energy per engine side by side (a log axis cannot stack), the paper's total as ◆."""
-    rows = [r for r in table.rows if r["in_run"] and r.get("energy_total_j") is not None]
+    rows = [r for r in table.rows if r["in_run"] and r.get("energy_total_j") is not None and r["engine"] != FLOOR]
     if not rows:
         return None
     rows.sort(key=lambda r: r["energy_total_j"])
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 0.8 * len(rows) + 1.6))
     height = 0.25
-    parts = (("energy_total_j", "total", OURS_COLOR), ("energy_task_j", "task", "#2ca02c"),
+    parts = (("energy_total_j", "total", "#1f77b4"), ("energy_task_j", "task", "#2ca02c"),
              ("energy_os_j", "OS / idle", "#ff7f0e"))
     for offset, (key, label, color) in zip((height, 0, -height), parts):
         ys = [i + offset for i, r in enumerate(rows) if r.get(key)]
@@ -109,7 +136,7 @@ def energy_bars(table: Table, folder: Path) -> Figure | None:
     ax.set_xlabel("energy (mWh, log scale)")
     ax.set_title(f"{table.title}\n(×N = total relative to BurTorch)", fontsize=10)
     ax.margins(x=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     return _save(fig, folder, f"fig_{table.name}", table.title)
 
 
@@ -123,17 +150,23 @@ def _series(rows: list[dict], x_key, y_key: str) -> dict[str, list[tuple]]:
     return {engine: sorted(points) for engine, points in series.items()}
 
 
-def _plot_lines(ax, rows: list[dict], x_key, y_key: str, scale: float, colors: dict) -> None:
+def _plot_lines(ax, rows: list[dict], x_key, y_key: str, scale: float) -> None:
+    """This run's values as filled markers on solid lines, the paper's as hollow markers on dashed ones,
+    both in the engine's own colour and marker; the harness's floor row is no framework and stays out."""
+    rows = [r for r in rows if r["engine"] != FLOOR]
     ours = _series([r for r in rows if r["in_run"]], x_key, y_key)
-    papers = _series([r for r in rows if r["paper_row"]], x_key, f"paper_{y_key}")
-    for engine in sorted(set(ours) | set(papers)):
-        color = colors.setdefault(engine, f"C{len(colors) % 10}")
+    # The paper's BurTorch row stands beside both BurTorch engines: drawn once, as ours.
+    papers = _series([r for r in rows if r["paper_row"] and r["engine"] != AUTHORS], x_key, f"paper_{y_key}")
+    for engine in sorted(set(ours) | set(papers), key=lambda e: (split_id(e)[0] not in BURTORCH_STYLES, e)):
+        color, marker = engine_style(engine)
         if engine in ours:
             xs, ys = zip(*ours[engine])
-            ax.plot(xs, [y * scale for y in ys], "o-", color=color, label=engine)
+            ax.plot(xs, [y * scale for y in ys], marker=marker, linestyle="-", color=color, label=engine,
+                    **_emphasis(engine))
         if engine in papers:
             xs, ys = zip(*papers[engine])
-            ax.plot(xs, [y * scale for y in ys], "s--", color=color, alpha=0.55, label=f"{engine} (paper)")
+            ax.plot(xs, [y * scale for y in ys], marker=marker, linestyle="--", color=color,
+                    markerfacecolor="none", label=f"{engine} (paper)", **_emphasis(engine))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
@@ -148,20 +181,26 @@ def lines(tables: list[Table], os_name: str, folder: Path) -> Figure:
         return row.get("param_count") if x_name == "param_count" else row["params"].get(x_name)
 
     plt = _pyplot()
-    fig, axes = plt.subplots(2, len(tables), figsize=(6 * len(tables), 8), squeeze=False)
-    colors: dict = {}
+    fig, axes = plt.subplots(2, len(tables), figsize=(6 * len(tables) + 3.5, 8), squeeze=False)
     for col, table in enumerate(tables):
         time_ax, mem_ax = axes[0][col], axes[1][col]
-        _plot_lines(time_ax, table.rows, x_of, METRICS["step_time"].key, 1e3, colors)
-        _plot_lines(mem_ax, table.rows, x_of, memory.key, 1 / MIB, colors)
+        _plot_lines(time_ax, table.rows, x_of, METRICS["step_time"].key, 1e3)
+        _plot_lines(mem_ax, table.rows, x_of, memory.key, 1 / MIB)
         name = table.title.split(":")[0]
         time_ax.set_title(f"{name}: compute per step", fontsize=10)
         time_ax.set_ylabel("ms per SGD step")
         mem_ax.set_title(f"{name}: {memory.title}", fontsize=10)
         mem_ax.set_ylabel(MIB_LABEL)
         mem_ax.set_xlabel("trainable parameters d" if x_name == "param_count" else x_name)
-        time_ax.legend(fontsize=7)
-    fig.tight_layout()
+    # One legend for the figure, outside the axes: every series of every panel, once.
+    handles = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.tight_layout(rect=(0, 0, 1 - 3.4 / (6 * len(tables) + 3.5), 1))
+    fig.legend(handles.values(), handles.keys(), loc="upper left", fontsize=7,
+               bbox_to_anchor=(1 - 3.3 / (6 * len(tables) + 3.5), 0.98), title="filled: this run; hollow: paper",
+               title_fontsize=7)
     title = f"{tables[0].title.split(',')[0].split(':')[0]}: time and memory against {x_name.replace('_', ' ')}"
     return _save(fig, folder, f"fig_{tables[0].workload}", title)
 

@@ -31,9 +31,9 @@ figure { margin: 1.5rem 0; } figure img { max-width: 100%; border: 1px solid #ee
 figcaption { font-size: .85rem; color: #444; }
 code { font-size: .85em; }
 .status { background: #fff4e0; border-left: 4px solid #a15c00; padding: .5rem 1rem; }
-table.claims td { white-space: normal; } table.claims td:first-child { white-space: nowrap; font-weight: bold; }
-tr.v-reproduced td:first-child { color: #1b7f2a; } tr.v-partly td:first-child { color: #a15c00; }
-tr.v-not-reproduced td:first-child { color: #b00020; } tr.v-not-measurable-here td:first-child { color: #666; }
+table.claims td { white-space: normal; min-width: 14em; } table.claims small { color: #555; }
+td.v-reproduced b { color: #1b7f2a; } td.v-partly b { color: #a15c00; } td.v-not-reproduced b { color: #b00020; }
+td.v-not-comparable b { color: #5a3e9b; } td.v-not-measurable-here b { color: #666; }
 """
 
 CHECK_IMAGES = """
@@ -150,36 +150,53 @@ def status_html(status: list[str]) -> str:
     return "".join(f"<p class='status'><b>{esc(line)}</b></p>" for line in status)
 
 
-def claims_section(verdicts: list) -> str:
-    """The paper's claims and their verdicts on this run: the first thing on the page."""
+def _subject_cell(v) -> str:
     from harness.report import claim_files, claims
 
-    if not verdicts:
+    value = "" if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE) else \
+        f" {esc(claim_files.shown(v, 'ours'))}" + (f" at {esc(v.at)}" if v.at else "")
+    return (f"<td class='v-{v.verdict.replace(' ', '-')}'><b>{claims.SYMBOLS[v.verdict]} {esc(v.verdict)}</b>{value}"
+            f"<br><small>{esc(v.why)}</small></td>")
+
+
+def claims_section(judged: list) -> str:
+    """The paper's claims and both subjects' verdicts on this run."""
+    from harness.report import claim_files, claims
+
+    if not judged:
         return ""
-    head = "".join(f"<th>{h}</th>" for h in ("Verdict", "Claim", "Where", "Paper", "Ours", "Why"))
+    heads = ("Claim", "Paper", *(s.title for s in claims.SUBJECTS))
+    head = "".join(f"<th>{esc(h)}</th>" for h in heads)
     body = "".join(
-        f"<tr class='v-{v.verdict.replace(' ', '-')}'><td>{claims.SYMBOLS[v.verdict]} {esc(v.verdict)}</td>"
-        f"<td>{esc(v.claim.claim)} <code>{esc(v.claim.id)}</code></td><td>{esc(v.claim.where)}</td>"
-        f"<td>{esc(claim_files.shown(v, 'paper'))}</td><td>{esc(claim_files.shown(v, 'ours'))}</td><td>{esc(v.why)}</td></tr>"
-        for v in verdicts)
-    return (f"<section id='claims'><h2>The paper's claims on this run</h2><p>{esc(claim_files.counts(verdicts))}. "
+        f"<tr><td>{esc(j.claim.claim)} <code>{esc(j.claim.id)}</code><br><small>{esc(j.claim.where)}</small></td>"
+        f"<td>{esc(claim_files.shown(j.ours, 'paper'))}</td>{''.join(_subject_cell(v) for v in j.verdicts())}</tr>"
+        for j in judged)
+    return (f"<section id='claims'><h2>The paper's claims on this run</h2>"
+            f"<p>{esc(claim_files.counts_both(judged))}. "
             f"<a href='claims.md'>How each verdict was computed</a> (also <a href='claims.csv'>csv</a>, "
-            f"<a href='claims.json'>json</a>).</p><p class='notes'>{esc(claim_files.HOW)}</p>"
+            f"<a href='claims.json'>json</a>).</p><p class='notes'>{esc(claim_files.SUBJECTS_TEXT)}</p>"
+            f"<p class='notes'>{esc(claim_files.HOW)}</p>"
             f"<div class='scroll'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
             f"</table></div></section>")
 
 
-def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path, verdicts: list | None = None,
-         status: list[str] | None = None) -> str:
+def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path, judged: list | None = None,
+         status: list[str] | None = None, versions: list | None = None) -> str:
     tables_html = "".join(table_html(t) for t in tables) or "<p>No trials in this run yet.</p>"
     figures_html = "".join(figure_html(f, folder) for f in figures) or "<p>No figure: no measured trials.</p>"
+    claims_html = claims_section(judged or [])
+    # What the run was for comes first: the versions side by side for a run of several environments.
+    lead = claims_html
+    if versions:
+        lead = (f"<section id='versions'><h2>Versions</h2>{''.join(table_html(t) for t in versions)}</section>"
+                + claims_html)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>burtbench report: {esc(run.run_id)}</title><style>{STYLE}</style></head>"
         "<body data-images-loaded='pending'>"
         f"<h1>burtbench report: {esc(run.run_id)}</h1>"
         "<p>BurTorch paper (arXiv 2503.13795) workloads on one CPU core: this machine's figures beside the paper's.</p>"
-        f"{status_html(status or [])}{claims_section(verdicts or [])}"
+        f"{status_html(status or [])}{lead}"
         f"{run_section(run)}{machine_section(run)}{frameworks_section(run)}{doctor_section(run)}"
         f"<section id='tables'><h2>Tables</h2>{tables_html}</section>"
         f"{authors.section_html(run)}"
@@ -188,8 +205,8 @@ def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path, ver
     )
 
 
-def write_index(run: Run, tables: list[Table], figures: list[Figure], folder: Path, verdicts: list | None = None,
-                status: list[str] | None = None) -> Path:
+def write_index(run: Run, tables: list[Table], figures: list[Figure], folder: Path, judged: list | None = None,
+                status: list[str] | None = None, versions: list | None = None) -> Path:
     path = folder / "index.html"
-    path.write_text(page(run, tables, figures, folder, verdicts, status), encoding="utf-8")
+    path.write_text(page(run, tables, figures, folder, judged, status, versions), encoding="utf-8")
     return path

@@ -13,7 +13,7 @@ from harness.store.runs import Run
 from harness.report.tables import Table
 
 
-def text(run: Run, tables: list[Table], figures: list[Figure], verdicts: list, status: list[str],
+def text(run: Run, tables: list[Table], figures: list[Figure], judged: list, status: list[str],
          folder: Path) -> str:
     m = run.manifest
     lines = [f"# burtbench report: {run.run_id}", "",
@@ -24,8 +24,8 @@ def text(run: Run, tables: list[Table], figures: list[Figure], verdicts: list, s
              ("git commit", m.get("git_commit")), ("created", m.get("created_at")),
              ("machine", claim_files.machine_text(run)), ("trials", len(run.trials))]
     lines += [" · ".join(f"{k}: {v}" for k, v in facts if v not in (None, "")), ""]
-    lines += ["## The paper's claims", "", f"{claim_files.counts(verdicts)}. How each was computed: [claims.md](claims.md).",
-              "", claim_files.markdown_table(verdicts)]
+    lines += ["## The paper's claims", "", f"{claim_files.counts_both(judged)}. How each was computed: "
+              f"[claims.md](claims.md).", "", claim_files.SUBJECTS_TEXT, "", claim_files.markdown_table(judged)]
     lines += ["## Tables", ""]
     for table in tables:
         body = formats.markdown(table).replace("## ", "### ", 1)
@@ -41,8 +41,8 @@ def text(run: Run, tables: list[Table], figures: list[Figure], verdicts: list, s
     return "\n".join(lines)
 
 
-def write(run: Run, tables: list[Table], figures: list[Figure], verdicts: list, status: list[str],
+def write(run: Run, tables: list[Table], figures: list[Figure], judged: list, status: list[str],
           folder: Path) -> Path:
     path = folder / "README.md"
-    path.write_text(text(run, tables, figures, verdicts, status, folder), encoding="utf-8")
+    path.write_text(text(run, tables, figures, judged, status, folder), encoding="utf-8")
     return path

@@ -20,7 +20,7 @@ class Rendered:
     folder: Path
     run: object  # harness.store.runs.Run
     tables: list
-    verdicts: list  # harness.report.claims.Verdict, one per claim
+    judged: list  # harness.report.claims.Judged: each claim with both subjects' verdicts
     status: list[str]  # the run did not finish, trials failed
     versions: list  # harness.report.versions.VersionTable, where the run has several environments
 
@@ -42,10 +42,10 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     for table in by_version:
         formats.write_table(table, folder / "tables")
     drawn += [f for f in (versions.figure(t, folder / "figures") for t in by_version) if f is not None]
-    verdicts = claims.evaluate(run, built)
+    judged = claims.judge(run, built)
     status = status_notes(run)
-    claim_files.write(folder, run, verdicts, status)
+    claim_files.write(folder, run, judged, status)
     authors.write_page(run, folder)
-    readme.write(run, [*by_version, *built], drawn, verdicts, status, folder)
-    html.write_index(run, [*by_version, *built], drawn, folder, verdicts, status)
-    return Rendered(folder, run, built, verdicts, status, by_version)
+    readme.write(run, [*by_version, *built], drawn, judged, status, folder)
+    html.write_index(run, built, drawn, folder, judged, status, by_version)
+    return Rendered(folder, run, built, judged, status, by_version)

@@ -18,6 +18,7 @@ from harness.envs import specs as envs
 from harness.envs.install import make_all
 
 from harness.planning import selection
+from harness.running import upstream as upstream_source
 from harness.errors import UsageError
 from engines.base import split_id
 from harness.store.lock import RunLock
@@ -60,6 +61,10 @@ def new_plan(args) -> RunPlan:
                          f"(choose {', '.join(PROFILES)})")
     workloads = selection.resolve_workloads(args.workload, all_workloads())
     engines = selection.with_floor(selection.resolve_engines(args.engine, all_engines()), workloads, all_engines())
+    if getattr(args, "no_upstream", False):  # the authors' programs left out, their source not looked for
+        if getattr(args, "upstream", None):
+            raise UsageError("--upstream and --no-upstream: give one")
+        engines = [e for e in engines if not upstream_source.is_authors(e.id)]
     environments = envs.plan_options(args)
     if environments["envs"]:
         engines = envs.variants(engines, [envs.parse_spec(text) for text in args.env], args.engine.strip() != "all")
@@ -175,7 +180,12 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
         if not set(values) <= grid:
             raise UsageError(f"the run's plan narrows '{name}' to values outside its grid: "
                              f"{', '.join(map(str, sorted(set(values) - grid, key=str)))}")
-    plan = plan_of([registry[e] for e in asked.engines], workloads, asked.profile, narrow, asked.trials, asked.timeout_s)
+    engines = [registry[e] for e in asked.engines]
+    plan = plan_of(engines, workloads, asked.profile, narrow, asked.trials, asked.timeout_s)
+    if not narrow:  # --param: the user chose the points; else the claims' points join the profile's
+        from harness.planning.claim_points import with_claim_points
+
+        plan = with_claim_points(plan, engines, workloads, asked.profile, asked.trials, asked.timeout_s)
     if asked.shard:
         from harness.planning import shard
 
@@ -232,7 +242,9 @@ def run(req: RunRequest, console: Console) -> Outcome:
                       f"the rest:", highlight=False)
         return Outcome(preview.show(left, req, estimator(req), console), None)
     environments = make_all(req.plan, req.python, planned_workloads(req.plan), console)
-    plan, unavailable = ready_engines(make_plan(req.plan, environments), console)
+    plan, no_source = upstream_source.provide(make_plan(req.plan, environments), console)
+    plan, unavailable = ready_engines(plan, console)
+    unavailable = {**no_source, **unavailable}
     if req.run_dir is not None:
         with RunLock(req.run_dir):
             return Outcome(_run_locked(req, console, req.run_dir, plan, unavailable, environments), req.run_dir)

@@ -1,0 +1,346 @@
+"""The rules that turn the report's tables into one subject's verdict on a claim (claims.py says
+what each rule means): ratio_verdict (max, min), flat_verdict, outputs_verdict. `subject` is the
+engine every factor is taken against: the authors' BurTorch or ours."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from engines.base import AUTHORS, BASELINE
+from harness.report import paper
+from harness.report.verdicts import (NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, Verdict,
+                                     fx, reach)
+from harness.report.metrics import Metric, resolve
+from harness.report.tables import Table
+from harness.store.results import params_key
+from harness.store.runs import Run
+from workloads.claims import Claim
+
+
+# ----------------------------------------------------------------------------- rows of the report's tables
+
+@dataclass
+class Row:
+    point: str  # "mlp hidden_dim=4 batch=1"
+    engine: str
+    ours: float | None
+    paper: float | None
+    in_run: bool
+    required: bool  # a row of the paper's table: the claim needs it
+    notes: list[str]
+    iterations: int | None
+    paper_iterations: int | None
+    table: Table
+    lacks: str | None = None  # the engine whose measurement at this point the run lacks
+    # For a quotient metric ("init/step_time"): the engine's own quotient and the subject's, ours and the paper's.
+    own: tuple | None = None
+
+
+def point_text(table: Table, params: dict) -> str:
+    """The point's name: the workload and the parameters that tell its paper rows apart."""
+    names = [n for n in table.declaration.point if n in params]
+    return " ".join([table.workload, *(f"{n}={params[n]}" for n in names)])
+
+
+def _matches(params: dict, points: dict) -> bool:
+    return all(params.get(name) in values for name, values in points.items())
+
+
+def _other_framework(engine: str) -> bool:
+    """A CPU engine of another framework than BurTorch (neither subject, nor its Python binding)."""
+    from engines import all_engines
+
+    return engine in all_engines() and engine.endswith("/cpu") and not engine.split("/")[0].startswith("burtorch")
+
+
+def _keys(metric_expr: str, os_name: str) -> list[Metric]:
+    return [resolve((part,), os_name)[0] for part in metric_expr.split("/")]
+
+
+def _quotient(row: dict, prefix: str, metrics: list[Metric]) -> float | None:
+    values = [row.get(f"{prefix}{m.key}") for m in metrics]
+    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
+        return None
+    result = float(values[0])
+    for v in values[1:]:
+        if not v:
+            return None
+        result /= float(v)
+    return result
+
+
+def claim_tables(claim: Claim, tables: list[Table]) -> tuple[list[Table], list[str]]:
+    """The report's tables a claim reads, and the paper tables this run has no table of."""
+    found = [t for t in tables if t.declaration.csv_name in claim.tables]
+    missing = [name for name in claim.tables if not any(t.declaration.csv_name == name for t in found)]
+    return found, missing
+
+
+def ratio_rows(claim: Claim, subject: str, run: Run, tables: list[Table]) -> list[Row]:
+    """The claim's rows of the other engines, each with its factor over the subject at its point."""
+    metrics = _keys(claim.metric, run.os)
+    rows = []
+    for table in tables:
+        for row in table.rows:
+            engine = row["engine"]
+            if not _matches(row["params"], claim.points):
+                continue
+            if claim.engines == ("*",):
+                if row["paper_row"] is None or not _other_framework(engine):
+                    continue
+            elif engine not in claim.engines:
+                continue
+            required = row["paper_row"] is not None
+            if not required and not row["in_run"]:
+                continue
+            base = _subject_row(table, row, subject)
+            mine = _quotient(row, "", metrics) if row["in_run"] else None
+            own = _quotient(base, "", metrics) if base is not None else None
+            lacks = engine if mine is None else (subject if not own else None)
+            rows.append(Row(point=point_text(table, row["params"]), engine=engine,
+                            ours=mine / own if lacks is None else None,
+                            paper=_quotient(row, "paper_rel_", metrics), in_run=row["in_run"], required=required,
+                            notes=list(row["notes"] or []), iterations=row["iterations"],
+                            paper_iterations=table.declaration.iterations, table=table, lacks=lacks,
+                            own=_own_quotients(table, row, base, metrics) if len(metrics) > 1 else None))
+    return rows
+
+
+def _subject_row(table: Table, row: dict, subject: str) -> dict | None:
+    return next((r for r in table.rows if r["engine"] == subject and r["params"] == row["params"] and r["in_run"]),
+                None)
+
+
+def _own_quotients(table: Table, row: dict, base: dict | None, metrics: list[Metric]) -> tuple:
+    """(engine's, the subject's) own quotient of the two measures at the row's point, the run's then the
+    paper's (the paper's BurTorch row stands beside both subjects)."""
+    paper_base = next((r for r in table.rows if r["engine"] == BASELINE and r["params"] == row["params"]), None)
+    return ((_quotient(row, "", metrics), _quotient(base, "", metrics) if base is not None else None),
+            tuple(_quotient(r, "paper_", metrics) if r is not None else None for r in (row, paper_base)))
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+def _aggregate(rule: str, rows: list[Row], attr: str) -> tuple[float | None, Row | None]:
+    have = [r for r in rows if getattr(r, attr) is not None]
+    if not have:
+        return None, None
+    pick = max if rule == "max" else min
+    best = pick(have, key=lambda r: getattr(r, attr))
+    return getattr(best, attr), best
+
+
+def _missing_text(rows: list[Row]) -> list[str]:
+    """'torch/eager/python/cpu at mlp hidden_dim=16 batch=1, mlp hidden_dim=32 batch=1', one entry per engine."""
+    by_engine: dict[str, list[str]] = {}
+    for r in rows:
+        measured = r.in_run if r.lacks == r.engine else False
+        points = by_engine.setdefault(r.lacks or r.engine, [])
+        if r.point + (" (no measurement)" if measured else "") not in points:
+            points.append(r.point + (" (no measurement)" if measured else ""))
+    return [f"{engine} at {', '.join(points)}" for engine, points in by_engine.items()]
+
+
+def _paper_source(tables: list[Table]) -> tuple[set[str], str]:
+    """The OSes of the paper's tables beside these report tables, and their names ('Table 12 (Linux)')."""
+    used = [t for t in tables if t.paper_os]
+    return {t.paper_os for t in used}, ", ".join(dict.fromkeys(t.paper_source for t in used)) or "no paper table"
+
+
+def ratio_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> Verdict:
+    found, absent_tables = claim_tables(claim, tables)
+    rows = ratio_rows(claim, subject, run, found)
+    verdict = Verdict(claim, NOT_MEASURABLE)
+    missing = [f"{_table_title(name)} (no trial in this run)" for name in absent_tables]
+    paper_oses, source = _paper_source([r.table for r in rows if r.paper is not None] or found)
+    verdict.paper_rows, paper_best = _aggregate(claim.rule, rows, "paper")
+    verdict.paper_rows_source = source + (f", at {paper_best.point}: {paper_best.engine}" if paper_best else "")
+    metric = _keys(claim.metric, run.os)[0]
+    # The number the run's is held to.
+    if claim.metric in OS_SPECIFIC and run.os != claim.stated_os:
+        if not found:  # the run has none of the claim's tables: say what is missing, not what the paper lacks
+            verdict.missing, verdict.why = missing, f"missing: {'; '.join(missing)}"
+            return verdict
+        if paper_oses != {run.os} or verdict.paper_rows is None:
+            verdict.why = (f"the paper's {claim.stated_text} is {_measure(claim, claim.stated_os)} memory on "
+                           f"{paper.OS_NAMES[claim.stated_os]} ({source}); it has no {paper.OS_NAMES[run.os]} table "
+                           f"of these rows to hold this run's {metric.title.lower()} to")
+            return verdict
+        verdict.paper, verdict.paper_basis = verdict.paper_rows, f"{source}, {metric.title}"
+    else:
+        verdict.paper, verdict.paper_basis = claim.stated, "as stated"
+    missing += _missing_text([r for r in rows if r.required and r.ours is None])
+    present = [r for r in rows if r.ours is not None]
+    verdict.used = [f"{r.point}: {r.engine} {fx(r.ours)}" for r in present]
+    verdict.missing = missing
+    if claim.requires == "paper_iterations":
+        short = [r for r in present if r.paper_iterations and r.iterations != r.paper_iterations]
+        if short:
+            counts = ", ".join(sorted({f"{r.iterations:,}" for r in short if r.iterations}))
+            verdict.why = (f"whole-process totals over {counts} iterations do not compare with the paper's over "
+                           f"{short[0].paper_iterations:,} (run with --profile paper)")
+            return verdict
+    if not present:
+        reasons = sorted({n for r in rows if r.in_run for n in r.notes
+                          if n.startswith(metric.title.lower()) or "trials" in n})
+        verdict.why = "; ".join(reasons) if reasons else f"missing: {'; '.join(missing) or 'every row'}"
+        return verdict
+    verdict.ours, best = _aggregate(claim.rule, present, "ours")
+    verdict.at = f"{best.point}: {best.engine}"
+    outcome = reach(verdict.ours, verdict.paper, claim.tolerance)
+    holds_anyway = (claim.rule == "max" and outcome == REPRODUCED) or (claim.rule == "min" and outcome != REPRODUCED)
+    if missing and not holds_anyway:
+        verdict.why = (f"missing: {'; '.join(missing)}; on the rows this run has, ours is {fx(verdict.ours)} "
+                       f"({verdict.at})")
+        return verdict
+    verdict.verdict = outcome
+    verdict.why = _ratio_why(claim, verdict, outcome, bool(missing))
+    if best.own and None not in best.own[0]:
+        (theirs, base), paper_own = best.own
+        verdict.why += (f" ({claim.metric} in its own terms: {best.engine} {theirs:,.0f}, {subject} {base:,.0f}" + (
+            f"; {best.table.paper_source}: {paper_own[0]:,.0f} and {paper_own[1]:,.0f}"
+            if None not in paper_own else "") + ")")
+    return verdict
+
+
+def _measure(claim: Claim, os_name: str) -> str:
+    metric = resolve((claim.metric.split("/")[0],), os_name)[0]
+    return metric.title.lower().removesuffix(" memory")
+
+
+def _table_title(csv_name: str) -> str:
+    from workloads import all_workloads
+
+    for w in all_workloads().values():
+        if w.paper is not None and w.paper.csv_name == csv_name:
+            return w.name
+    return csv_name
+
+
+def _ratio_why(claim: Claim, v: Verdict, outcome: str, rows_missing: bool) -> str:
+    where = f" at {v.at}" if v.at else ""
+    word = {"max": "largest", "min": "smallest"}.get(claim.rule, "")
+    ours = f"ours{' (' + word + ')' if word and len(v.used) > 1 else ''} {fx(v.ours)}{where}"
+    paper_number = f"the paper's {fx(v.paper)}" + ("" if v.paper_basis == "as stated" else f" ({v.paper_basis})")
+    if outcome == REPRODUCED:
+        slack = f" within {claim.tolerance:.0%}" if claim.tolerance and not _beyond(v.ours, v.paper) else ""
+        text = f"{ours} reaches {paper_number}{slack}"
+        return text + ("; rows missing from this run could only raise it" if rows_missing else "")
+    if outcome == PARTLY:
+        share = math.log(v.ours) / math.log(v.paper) if v.paper not in (None, 1) else None
+        how = f"{v.ours / v.paper:.0%} of it" if v.paper >= 1 else f"{share:.0%} of it on a log scale"
+        return f"same direction, smaller factor: {ours} against {paper_number}, {how}"
+    better = "BurTorch" if v.ours > 1 else "the other engine"
+    return f"opposite direction: {ours} ({better} better), against {paper_number}"
+
+
+def _beyond(ours: float, paper_value: float) -> bool:
+    return ours >= paper_value if paper_value >= 1 else ours <= paper_value
+
+
+def flat_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> Verdict:
+    """The subject's value over the run's points of the claim's tables: largest over smallest."""
+    found, absent_tables = claim_tables(claim, tables)
+    metric = _keys(claim.metric, run.os)[0]
+    verdict = Verdict(claim, NOT_MEASURABLE, paper=claim.stated, paper_basis="as stated")
+    ours, theirs, have = [], {}, set()
+    for table in found:
+        for row in table.rows:
+            label = point_text(table, row["params"])
+            # The paper's BurTorch row stands beside both subjects: its value once per point.
+            if row["engine"] in (subject, BASELINE) and row["paper_row"] is not None \
+                    and row.get(f"paper_{metric.key}") is not None:
+                theirs[label] = row[f"paper_{metric.key}"]
+            if row["engine"] != subject:
+                continue
+            if row["in_run"] and row.get(metric.key) is not None:
+                ours.append((row[metric.key], label))
+                have.update((name, row["params"].get(name)) for name in claim.points)
+    if theirs:
+        verdict.paper_rows = max(theirs.values()) / min(theirs.values())
+        verdict.paper_rows_source = f"{_paper_source(found)[1]}, BurTorch over its batch sizes"
+    verdict.used = [f"{label}: {subject} {value * metric.scale:,.3g} {metric.unit}" for value, label in ours]
+    verdict.missing = [f"{_table_title(name)} (no trial in this run)" for name in absent_tables]
+    verdict.missing += [f"{name}={value}: {subject}" for name, values in claim.points.items()
+                        for value in values if (name, value) not in have]
+    if verdict.missing or not ours:
+        verdict.why = f"missing: {'; '.join(verdict.missing) or 'every row'}"
+        return verdict
+    (low, low_at), (high, high_at) = min(ours), max(ours)
+    verdict.ours = high / low
+    verdict.at = ", ".join(dict.fromkeys(label for _, label in ours))
+    span = (f"{metric.title} {low * metric.scale:,.3g} → {high * metric.scale:,.3g} {metric.unit} "
+            f"over {len(ours)} points")
+    if verdict.ours <= claim.stated * (1 + claim.tolerance):
+        verdict.verdict = REPRODUCED
+        verdict.why = f"flat within {claim.tolerance:.0%}: {span} (×{verdict.ours:.3f})"
+    else:
+        verdict.verdict = NOT_REPRODUCED
+        verdict.why = f"grows ×{verdict.ours:.3g} ({span}), beyond the {claim.tolerance:.0%} allowed"
+    return verdict
+
+
+def _relative_difference(got: dict, base: dict) -> float:
+    worst = 0.0
+    for key, want in base.items():
+        value = got.get(key)
+        if not isinstance(value, (int, float)) or not isinstance(want, (int, float)):
+            return math.inf
+        if value != want:
+            worst = max(worst, abs(value - want) / max(abs(want), 1e-300))
+    return worst
+
+
+def outputs_verdict(claim: Claim, subject: str, run: Run, tables: list[Table], points: dict) -> Verdict:
+    """Every engine's outputs against the subject's, bit for bit, at every point of the claim's tables
+    (the other subject, another BurTorch, is no other framework: it is left out)."""
+    from engines import all_engines
+
+    other = ({AUTHORS, BASELINE} - {subject})
+
+    found, absent_tables = claim_tables(claim, tables)
+    verdict = Verdict(claim, NOT_MEASURABLE, paper=0.0, paper_basis="as stated: exactly the same")
+    verdict.missing = [f"{_table_title(name)} (no trial in this run)" for name in absent_tables]
+    wrong, differ, same = [], [], []
+    for workload in dict.fromkeys(t.workload for t in found):
+        at = [p for p in points.values() if p.workload == workload and _matches(p.params, claim.points)]
+        for params in dict.fromkeys(params_key(p.params) for p in at):
+            here = [p for p in at if params_key(p.params) == params and p.engine not in other]
+            base = next((p for p in here if p.engine == subject), None)
+            base_out = base.outputs() if base else None
+            if base_out is None:
+                verdict.missing.append(f"{workload}: {subject} (no outputs)")
+                continue
+            for p in here:
+                ok, worst = p.check()
+                if ok is False:
+                    err = f" (rel. error {worst:.2g} from the reference)" if worst is not None else ""
+                    wrong.append(f"{workload}: {p.engine}{err}")
+                    continue
+                if p.engine == subject or p.outputs() is None:
+                    continue
+                diff = _relative_difference(p.outputs(), base_out)
+                spec = all_engines().get(p.engine)
+                why = f", computes in {spec.precision.upper()}" if spec and spec.precision else ""
+                (same if diff == 0 else differ).append((diff, f"{workload}: {p.engine}", why))
+    verdict.used = [label for _, label, _ in same] + [f"{label} differs by {d:.2g}{why}" for d, label, why in differ]
+    compared = len(same) + len(differ)
+    if wrong:
+        verdict.verdict = NOT_REPRODUCED
+        verdict.ours = math.inf
+        verdict.why = f"results disagree beyond the check's tolerance: {'; '.join(wrong)}"
+        return verdict
+    if differ:
+        verdict.verdict = PARTLY
+        verdict.ours, verdict.at = max(d for d, _, _ in differ), max(differ)[1]
+        listed = "; ".join(f"{label} by {d:.2g}{why}" for d, label, why in sorted(differ, reverse=True))
+        verdict.why = (f"{len(same)} of {compared} engine results equal BurTorch's bit for bit, every one within the "
+                       f"check's tolerance; differ: {listed}")
+        return verdict
+    if verdict.missing or not compared:
+        verdict.why = f"missing: {'; '.join(verdict.missing) or 'engines to compare'}" + (
+            f"; the {compared} results this run has equal BurTorch's bit for bit" if compared else "")
+        return verdict
+    verdict.verdict, verdict.ours = REPRODUCED, 0.0
+    verdict.why = f"all {compared} engine results equal BurTorch's bit for bit"
+    return verdict

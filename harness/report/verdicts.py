@@ -1,0 +1,89 @@
+"""The vocabulary of the claims' verdicts (claims.py judges, claim_rules.py computes): the subjects,
+the verdict values and their symbols, Verdict, Judged, and how a factor is held to the paper's."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engines.base import AUTHORS, BASELINE
+from harness.report import cells
+from workloads.claims import Claim
+
+REPRODUCED, PARTLY, NOT_REPRODUCED = "reproduced", "partly", "not reproduced"
+NOT_COMPARABLE, NOT_MEASURABLE = "not comparable", "not measurable here"
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_COMPARABLE, NOT_MEASURABLE)
+SYMBOLS = {REPRODUCED: "✓", PARTLY: "≈", NOT_REPRODUCED: "✗", NOT_COMPARABLE: "≠", NOT_MEASURABLE: "–"}
+# Metric ids whose measure is another one on each OS.
+OS_SPECIFIC = {"paper_memory", "peak_private", "peak_resident"}
+
+
+@dataclass(frozen=True)
+class Subject:
+    key: str  # "authors" | "ours": the field of Judged and the column prefix of claims.csv
+    engine: str
+    title: str  # what the reader is told the verdict is about
+    short: str  # the summary line's label
+
+
+SUBJECTS = (Subject("authors", AUTHORS, "the authors' BurTorch (the paper's code)", "authors"),
+            Subject("ours", BASELINE, "burtbench's engine", "ours"))
+BY_KEY = {s.key: s for s in SUBJECTS}
+
+
+@dataclass
+class Verdict:
+    claim: Claim
+    verdict: str
+    subject: str = "ours"  # a key of BY_KEY
+    ours: float | None = None  # the run's number (for the subject)
+    paper: float | None = None  # the number the run's is held to
+    paper_basis: str = ""  # where that number comes from
+    paper_rows: float | None = None  # the paper's own figure over the same rows (for the reader)
+    paper_rows_source: str = ""
+    at: str = ""  # the row the run's number comes from
+    used: list[str] = field(default_factory=list)  # the run's rows it was computed from
+    missing: list[str] = field(default_factory=list)
+    why: str = ""
+
+    @property
+    def engine(self) -> str:
+        return BY_KEY[self.subject].engine
+
+    def as_dict(self) -> dict:
+        c = self.claim
+        return {"id": c.id, "subject": self.subject, "subject_engine": self.engine, "verdict": self.verdict,
+                "claim": c.claim, "where": c.where, "metric": c.metric, "engines": list(c.engines), "rule": c.rule,
+                "stated": c.stated, "stated_text": c.stated_text, "tolerance": c.tolerance, "paper": self.paper,
+                "paper_basis": self.paper_basis, "paper_rows": self.paper_rows,
+                "paper_rows_source": self.paper_rows_source, "ours": self.ours, "at": self.at, "why": self.why,
+                "used": self.used, "missing": self.missing, "note": c.note}
+
+
+@dataclass
+class Judged:
+    """A claim and its two verdicts."""
+    claim: Claim
+    authors: Verdict
+    ours: Verdict
+
+    def verdicts(self) -> list[Verdict]:
+        return [getattr(self, s.key) for s in SUBJECTS]
+
+
+def reach(ours: float, target: float, tolerance: float) -> str:
+    """Does the run's factor reach the paper's, in the paper's direction (above or below 1)?"""
+    if target >= 1:
+        if ours >= target * (1 - tolerance):
+            return REPRODUCED
+        return PARTLY if ours > 1 else NOT_REPRODUCED
+    if ours <= target / (1 - tolerance):
+        return REPRODUCED
+    return PARTLY if ours < 1 else NOT_REPRODUCED
+
+
+def fx(value: float | None) -> str:
+    """A factor as the report's tables print it."""
+    if value is None:
+        return "n/a"
+    return cells.factor(value) if value >= 1 else f"×{value:.2g}"
+
+

@@ -1,0 +1,58 @@
+"""The authors' BurTorch source for a run's burtorch-authors engines: the paper's code in the default job.
+
+Where it comes from, first found wins: `--upstream PATH` (session.use_upstream sets
+$BURTBENCH_UPSTREAM from it), then $BURTBENCH_UPSTREAM, then the checkout of an earlier fetch
+(build/upstream/checkout, engines/burtorch_authors.py DEFAULT_CHECKOUT), then a fetch of the pinned
+commit into that checkout, verified by its HEAD and kept for later runs: what `burtbench
+fetch-upstream` does. A fetch that fails (no network, no git) leaves their rows out with one line
+saying why; the run goes on, and the claims' verdicts for the authors' program read "not
+measurable here: the authors' code is not available (…)". `--no-upstream` leaves them out of the
+selection before any of this.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.markup import escape
+
+from engines.base import AUTHORS
+
+
+def is_authors(engine_id: str) -> bool:
+    return engine_id.split("/")[0] == AUTHORS.split("/")[0]
+
+
+def locate() -> tuple[Path | None, str]:
+    """(the source, how it was found) from --upstream / $BURTBENCH_UPSTREAM / an earlier fetch; (None, …) else."""
+    from engines.burtorch_authors import upstream_location
+
+    return upstream_location()
+
+
+def _fetch_pinned() -> str:
+    """Fetch the pinned commit into the default checkout; its commit, verified. Raises SourceError."""
+    from engines.authors import source
+    from engines.burtorch_authors import DEFAULT_CHECKOUT
+
+    return source.fetch(DEFAULT_CHECKOUT).commit
+
+
+def provide(plan: list, console: Console, fetch: Callable[[], str] = _fetch_pinned) -> tuple[list, dict]:
+    """The plan, and {engine id: why} for the authors' engines left out because their source cannot be had."""
+    from engines.authors.source import SourceError
+    from engines.burtorch_authors import DEFAULT_CHECKOUT
+
+    theirs = sorted({pt.engine.id for pt in plan if is_authors(pt.engine.id)})
+    if not theirs or locate()[0] is not None:
+        return plan, {}
+    try:
+        commit = fetch()
+    except SourceError as exc:
+        reason = f"no --upstream, no $BURTBENCH_UPSTREAM, no earlier fetch, and fetching it failed: {exc}"
+        console.print(f"[yellow]without the authors' programs[/]: {escape(reason)}", highlight=False)
+        return [pt for pt in plan if pt.engine.id not in theirs], {eid: reason for eid in theirs}
+    console.print(f"fetched the authors' BurTorch at {commit[:12]} (verified) into {escape(str(DEFAULT_CHECKOUT))}, "
+                  f"kept for later runs", highlight=False)
+    return plan, {}
