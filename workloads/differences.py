@@ -15,11 +15,21 @@ from workloads.timed_regions import regions
 
 @dataclass(frozen=True)
 class Difference:
+    """One way a setup differs from the paper's: ours (this list, under each workload's tables), or the
+    authors' published programs' (engines/authors/differences.py, on the report's authors page)."""
     id: str
     topic: str
-    paper: str  # what the paper's programs do
+    paper: str  # what the paper says or its programs do ("not stated" where it says nothing we know of)
     here: str  # what burtbench does
     why: str = ""
+    # For the authors' programs: the workloads it concerns, what their program does, where their code
+    # shows it (paths at the pinned commit) and the test that re-establishes it; "same" where the
+    # match itself is worth showing.
+    workloads: tuple[str, ...] = ()
+    authors: str = ""
+    evidence: tuple[str, ...] = ()
+    status: str = "differs"
+    experiment: str | None = None
 
     def note(self) -> str:
         """The line under a report table."""

@@ -50,7 +50,7 @@ workloads, with evidence (file:line of their code, runs) and the test that re-es
 """
 from engines.authors.build import BuildResult, Change, compile_against, plan_changes, variant_name
 from engines.authors.build import build as build_program  # the name `build` stays the submodule
-from engines.authors.differences import DIFFERENCES, Difference
+from engines.authors.differences import DIFFERENCES
 from engines.authors.memory import PreloadUnavailable, child_env, read_peak
 from engines.authors.programs import PROGRAMS, AuthorsProgram, Step, knob_values, merge_measures
 from engines.authors.source import (DEFAULT_URL, ENV_VAR, PINNED_COMMIT, SourceError, SourceTree, fetch,

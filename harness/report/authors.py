@@ -141,7 +141,7 @@ def json_key(compiler: dict) -> str:
 def difference_rows(workloads: set[str]) -> list[list[str]]:
     from engines.authors.differences import DIFFERENCES
 
-    return [[", ".join(d.workloads), d.aspect, d.status, d.paper, d.ours, d.authors, " | ".join(d.evidence),
+    return [[", ".join(d.workloads), d.topic, d.status, d.paper, d.here, d.authors, " | ".join(d.evidence),
              d.experiment or ""] for d in DIFFERENCES if workloads & set(d.workloads)]
 
 
