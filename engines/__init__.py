@@ -8,7 +8,10 @@ from __future__ import annotations
 import importlib
 import os
 
-from engines.base import EngineSpec
+from engines.base import BASELINE, EngineSpec
+
+# The engines of those gauging trials: our native engine and the slowest Python one, far apart.
+PROBE_ENGINES = (BASELINE, "micrograd/eager/python/cpu")
 
 ENGINE_MODULES = (
     "engines.burtorch",

@@ -12,7 +12,7 @@ from importlib import metadata
 import pytest
 
 from engines import all_engines
-from engines import libtorch
+from engines import file_lock, libtorch
 from workloads import load
 
 ENGINE = "libtorch/eager/cpp/cpu"
@@ -118,8 +118,8 @@ def test_without_torch_the_engine_is_unavailable(monkeypatch):
 
 def test_a_second_build_waits_for_the_first(scratch_build, monkeypatch, capfd):
     # Another process (another terminal's run) holds the build lock until told to let go.
-    hold = ("import sys; from pathlib import Path; from engines import libtorch\n"
-            "with libtorch.exclusive(Path(sys.argv[1]), 'unused'):\n"
+    hold = ("import sys; from pathlib import Path; from engines import file_lock\n"
+            "with file_lock.exclusive(Path(sys.argv[1]), 'unused'):\n"
             "    print('held', flush=True); sys.stdin.readline()")
     holder = subprocess.Popen([sys.executable, "-c", hold, str(libtorch.BUILD_LOCK)], cwd=libtorch.PROJECT_ROOT,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -151,7 +151,7 @@ def test_the_windows_lock_keeps_asking_and_unlocks(tmp_path, monkeypatch, capsys
 
     monkeypatch.setitem(sys.modules, "msvcrt", FakeMsvcrt)
     monkeypatch.setattr(libtorch.os, "name", "nt")
-    with libtorch.exclusive(tmp_path / "build.lock", "waiting for the other build"):
+    with file_lock.exclusive(tmp_path / "build.lock", "waiting for the other build"):
         assert calls == ["try", "lock", "lock"]
     assert calls[-1] == "unlock"
     assert "waiting for the other build" in capsys.readouterr().err

@@ -11,6 +11,9 @@ from __future__ import annotations
 import importlib
 import os
 
+# The short graphs whose trials gauge a machine (`burtbench doctor --interference`): seconds each.
+PROBE_WORKLOADS = ("tiny", "small")
+
 
 def module_paths() -> dict[str, str]:
     """name -> import path of every workload, by name."""

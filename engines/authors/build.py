@@ -18,7 +18,7 @@ changed is restored to theirs) and their CMake recompiles it and relinks; their 
 compiled once per source. The copy keeps their tree clean: their CMake writes
 burt/system/include/Version.h into the source folder it configures.
 
-One build at a time across processes (engines.libtorch.exclusive on build/upstream/build.lock). A
+One build at a time across processes (engines.file_lock.exclusive on build/upstream/build.lock). A
 finished build is remembered: a second call returns at once, for a success and for a failure alike
 (pass retry=True to try a failure again). The configure step is their defaults plus
 CMAKE_BUILD_TYPE=Release, which is what their `project_scripts.py -gr -br` does; only the target
@@ -41,6 +41,7 @@ from engines.authors.cmake import (compile_against, compiler_info, find_executab
 from engines.authors.source import PROJECT_ROOT, SourceTree
 from engines.authors.variants import (Change, changed_bytes, current_values, find_knob, plan_changes,
                                       prepare_variant_source, variant_name)
+from engines.file_lock import exclusive
 
 __all__ = ["BuildResult", "Change", "build", "compile_against", "current_values", "find_knob", "first_error",
            "plan_changes", "prepare_variant_source", "upstream_build_root", "variant_name"]
@@ -192,8 +193,6 @@ def build(tree: SourceTree, target: str, changes: tuple[Change, ...] = (), proje
     hit = remembered(_read_state(state_path))
     if hit is not None:
         return hit
-
-    from engines.libtorch import exclusive  # the project's one cross-process build lock, shared
 
     lock = upstream_build_root(project_root) / "build.lock"
     with exclusive(lock, f"burtbench: waiting for another process's build of the authors' programs (lock: {lock})"):

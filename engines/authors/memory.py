@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Mapping
 
 from engines.authors.source import PROJECT_ROOT
+from engines.file_lock import exclusive
 
 C_SOURCE = Path(__file__).resolve().parent / "peak_memory.c"
 OUT_VAR = "BURTBENCH_PEAK_OUT"
@@ -55,8 +56,6 @@ def preload_library(project_root: Path = PROJECT_ROOT) -> Path:
     lib = folder / LIB_NAME
     if lib.is_file():
         return lib
-    from engines.libtorch import exclusive  # the project's cross-process lock, shared
-
     with exclusive(folder.parent / "preload.lock", "burtbench: waiting for another process to build the preload library"):
         if lib.is_file():
             return lib

@@ -19,6 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.file_lock import exclusive
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # The commit the paper's BurTorch rows were produced with (github.com/burlachenkok/burtorch, 2025-03-27).
 PINNED_COMMIT = "b1a9d66aae60e7220e19bf9dada45416a731aa8e"
@@ -207,9 +209,6 @@ def archive_commit(archive: str | os.PathLike) -> str | None:
 
 
 def _tree_from_archive(archive: Path, cache_dir: str | os.PathLike | None) -> SourceTree:
-    # The lock lives in engines.libtorch, shared rather than copied (one build or extraction at a time).
-    from engines.libtorch import exclusive
-
     digest = sha256_of(archive)
     commit = archive_commit(archive)
     cache = Path(cache_dir) if cache_dir is not None else ARCHIVE_CACHE

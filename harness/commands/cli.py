@@ -11,12 +11,14 @@ from pathlib import Path
 
 from rich.console import Console
 
+from engines import PROBE_ENGINES
 from harness.commands.options import add_run_options, default_env_dir, non_negative_float, positive_float
 from harness.errors import EXIT_USAGE, UsageError
 from harness.store.lock import RunLocked
 from harness.store.results import ResultsError, ResultsUnreadable
 from harness.running.spawn import MemoryCapFailed
 from harness.store.runs import check_out_dir, existing_run
+from workloads import PROBE_WORKLOADS
 
 
 class Parser(argparse.ArgumentParser):
@@ -104,9 +106,9 @@ def build_parser() -> Parser:
                              "every other core of --cpus busy with the same kind of trial; prints the slow-down")
     doctor.add_argument("--cpus", metavar="LIST", help="with --interference: the cores; the reference trial runs on "
                                                        "the first (default: every allowed core)")
-    doctor.add_argument("--engine", default="burtorch/eager/cpp/cpu,micrograd/eager/python/cpu", metavar="E,...",
+    doctor.add_argument("--engine", default=",".join(PROBE_ENGINES), metavar="E,...",
                         help="with --interference: engines of the reference trials")
-    doctor.add_argument("--workload", default="tiny,small", metavar="W,...",
+    doctor.add_argument("--workload", default=",".join(PROBE_WORKLOADS), metavar="W,...",
                         help="with --interference: workloads of the reference trials")
     return parser
 
