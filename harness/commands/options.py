@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 
 from harness.planning import selection
@@ -65,7 +66,10 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--upstream", metavar="DIR|ARCHIVE",
                      help="the authors' BurTorch source (a checkout or a `git archive` tarball) for the "
                           "burtorch-authors engines (default: $BURTBENCH_UPSTREAM, else the fetch-upstream checkout)")
-    run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
+    run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results); "
+                                                                      "writes DIR/<run-id>/")
+    run.add_argument("--report-dir", default=os.environ.get("BURTBENCH_REPORTS") or "reports", metavar="DIR",
+                     help="reports folder (default: $BURTBENCH_REPORTS, else reports); writes DIR/<run-id>/")
     run.add_argument("--resume", metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
     run.add_argument("--no-report", action="store_true",
                      help="do not render reports/<run-id>/ (tables, figures, claims, index.html) at the end")
@@ -77,8 +81,14 @@ def default_env_dir() -> str:
     return str(where())
 
 
-def non_negative_float(text: str) -> float:
-    return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
+def prune_days(text: str) -> float:
+    """`envs --prune DAYS`: a number of days > 0, or 'all' (every environment, however recent)."""
+    if text.strip() == "all":
+        return 0.0
+    try:
+        return positive_float(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a number of days > 0, or 'all', got {text!r}") from None
 
 
 def positive_int(text: str) -> int:

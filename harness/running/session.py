@@ -23,6 +23,7 @@ from harness.store.lock import RunLock
 from harness.planning.resume import resumable_manifest
 from harness.store.results import ResultsUnwritable
 from harness.store.runs import check_out_dir, existing_run
+from harness.units import count
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
@@ -57,7 +58,10 @@ def plan_spec(args) -> dict:
         raise UsageError(f"--profile: unknown profile '{profile}'{selection.did_you_mean(profile, PROFILES)} "
                          f"(choose {', '.join(PROFILES)})")
     workloads = selection.resolve_workloads(args.workload, all_workloads())
-    engines = selection.with_floor(selection.resolve_engines(args.engine, all_engines()), workloads, all_engines())
+    chosen = selection.resolve_engines(args.engine, all_engines())
+    for line in selection.not_run(chosen, workloads, args.engine.strip() != "all", args.workload.strip() != "all"):
+        print(f"burtbench: note: {line}", file=sys.stderr)
+    engines = selection.with_floor(chosen, workloads, all_engines())
     environments = envs.plan_options(args)
     if environments["envs"]:
         engines = envs.variants(engines, [envs.parse_spec(text) for text in args.env], args.engine.strip() != "all")
@@ -107,7 +111,7 @@ def request(args) -> RunRequest:
         given = [o for o in PLAN_OPTIONS if getattr(args, o) not in ("all", [], None)]
         if given:
             raise UsageError("--resume runs the folder's own plan; drop "
-                             + "/".join(f"--{o.replace('_', '-')}" for o in PLAN_OPTIONS))
+                             + ", ".join(f"--{o.replace('_', '-')}" for o in given))
         manifest = resumable_manifest(run_dir)
         spec = manifest["plan"]
         if spec.get("timing", "lean") not in results.TIMINGS:
@@ -203,7 +207,9 @@ def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
         console.print(f"[yellow]skipping[/] {eid}: unavailable: {reason}", highlight=False)
     plan = [pt for pt in plan if pt.engine.id not in unavailable]
     if not plan:
-        raise UsageError("nothing to run: every selected engine is unavailable (burtbench list says why)")
+        from harness.planning.preview import NOTHING_TO_RUN
+
+        raise UsageError(NOTHING_TO_RUN)
     return plan, unavailable
 
 
@@ -289,8 +295,9 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
                          sample_private=req.sample_private, timing=req.spec.get("timing", "lean"))
     where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
         f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
-    console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile, {options.timing} timing) {where} "
-                  f"→ {run_dir}",
+    trials = count(len(plan), "trial") if req.run_dir is None else \
+        f"resuming: {len(orchestrator.pending(plan, run_dir))} of {count(len(plan), 'trial')} missing"
+    console.print(f"burtbench: {trials} ({req.spec['profile']} profile, {options.timing} timing) {where} → {run_dir}",
                   highlight=False)
     meter = energy_meter(req, plan, run_dir, manifest, console)
     spec = req.spec
