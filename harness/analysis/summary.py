@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from engines.base import BASELINE
+from harness.analysis.labels import short_ids
 from harness.analysis.points import DEFAULT_NOISE_THRESHOLD, PointKey, group
 from workloads import load
 from harness.units import mib
@@ -21,28 +22,43 @@ def format_seconds(s: float | None, missing: str = "—") -> str:
     return f"{s / 1e-9:.3g} ns"
 
 
+COLUMNS = ("workload", "engine", "ok", "time/iter", "CV", "×BurTorch", "×micrograd", "check", "peak RSS")
+
+
 def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> Table:
-    table = Table(title="Time per iteration (mean over trials)", title_justify="left")
-    for column in ("workload", "engine", "ok", "time/iter", "CV", "×BurTorch", "×micrograd", "check", "peak RSS"):
-        table.add_column(column, justify="left" if column in ("workload", "engine", "check") else "right")
+    """One row per point; engines named by what tells them apart (labels.short_ids, its legend as the
+    caption), columns with nothing to say dropped, long cells wrapped rather than cut."""
     points = group(trials, noise_threshold)
-    for key, point in points.items():
-        mean = point.time_mean()
-        ratios = []
-        for base in BASELINES:
-            base_point = points.get(PointKey(base, key.workload, key.params))
-            base_mean = base_point.time_mean() if base_point else None
-            ratios.append(f"{mean / base_mean:.3g}" if mean and base_mean else "—")
-        statuses = set(point.status_counts()) - {"ok"}
-        ok, _ = point.check()
-        check = {True: "ok", False: "wrong", None: point.check_status() or "—"}[ok]
-        rss = point.values("peak_resident_bytes")
-        cv = point.time_cv()
-        table.add_row(key.workload + _shown_params(key.workload, point.params), key.engine,
-                      f"{point.trials_ok()}/{len(point.trials)}" + (f" ({', '.join(sorted(statuses))})" if statuses else ""),
-                      format_seconds(mean), "—" if cv is None else f"{cv:.1%}" + (" [yellow]noisy[/]" if point.noisy() else ""),
-                      *ratios, check, mib(max(rss) if rss else None, "—"))
+    labels, legend = short_ids([key.engine for key in points])
+    rows = [_row(key, point, points, labels) for key, point in points.items()]
+    kept = [k for k, name in enumerate(COLUMNS) if name in ("workload", "engine") or any(r[k] != "—" for r in rows)]
+    table = Table(title="Time per iteration (mean over trials)", title_justify="left", caption=legend or None,
+                  caption_justify="left")
+    for k in kept:
+        name = COLUMNS[k]
+        table.add_column(name, justify="left" if name in ("workload", "engine", "check") else "right",
+                         overflow="fold", min_width=max((len(r[k]) for r in rows), default=0) if name == "engine" else None)
+    for row in rows:
+        table.add_row(*(row[k] for k in kept))
     return table
+
+
+def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
+    mean = point.time_mean()
+    ratios = []
+    for base in BASELINES:
+        base_point = points.get(PointKey(base, key.workload, key.params))
+        base_mean = base_point.time_mean() if base_point else None
+        ratios.append(f"{mean / base_mean:.3g}" if mean and base_mean else "—")
+    statuses = set(point.status_counts()) - {"ok"}
+    ok, _ = point.check()
+    check = {True: "ok", False: "wrong", None: point.check_status() or "—"}[ok]
+    rss = point.values("peak_resident_bytes")
+    cv = point.time_cv()
+    return [key.workload + _shown_params(key.workload, point.params), labels[key.engine],
+            f"{point.trials_ok()}/{len(point.trials)}" + (f" ({', '.join(sorted(statuses))})" if statuses else ""),
+            format_seconds(mean), "—" if cv is None else f"{cv:.1%}" + (" [yellow]noisy[/]" if point.noisy() else ""),
+            *ratios, check, mib(max(rss) if rss else None, "—")]
 
 
 def _shown_params(workload: str, params: dict) -> str:

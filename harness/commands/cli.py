@@ -145,13 +145,14 @@ def cmd_list(args, console: Console) -> int:
     from engines import all_engines
     from workloads import all_workloads
 
-    workloads = all_workloads()
+    workloads, engines = all_workloads(), all_engines()
     table = Table(title="burtbench: engines × workloads", title_justify="left")
-    table.add_column("engine")
+    # An id is what --engine takes: whole, on one line; the reasons wrap beside it.
+    table.add_column("engine", no_wrap=True, min_width=max(map(len, engines), default=6))
     for name in workloads:
         table.add_column(name, justify="center")
-    table.add_column("status")
-    for eid, spec in all_engines().items():
+    table.add_column("status", overflow="fold")
+    for eid, spec in engines.items():
         reason = spec.unavailable_reason()
         marks = ["✓" if spec.runs(w) else "·" for w in workloads.values()]
         status = "[green]available[/]" if reason is None else f"[yellow]unavailable: {reason}[/]"
