@@ -32,9 +32,24 @@ def page(tmp_path_factory) -> Path:
     run = load_run(ROOT / "results" / "reference")
     built = build_tables(run)
     folder = tmp_path_factory.mktemp("page")
-    path = html.write_index(run, built, [], folder, claims.evaluate(run, built), [])
+    path = html.write_index(run, [versions_table(), *built], [], folder, claims.evaluate(run, built), [])
     path.write_text(path.read_text(encoding="utf-8").replace("</body>", ROW_HEIGHTS + "</body>"), encoding="utf-8")
     return path
+
+
+def versions_table():
+    """A versions run's table (two environments of one engine), its intervals and verdicts long."""
+    import pandas as pd
+
+    from harness.report.versions import VersionTable
+
+    ratio = "1.132 [0.849, 1.509] no significant change"
+    shown = pd.DataFrame([{"Engine": "autograd/eager/python/cpu", "Point": "a=-41.0 b=2.0", "Version": v,
+                           "Environment": f"autograd=={v}", "Trials": "5/5", "Time/iter": "671 µs",
+                           "Time ×oldest [95% CI]": ratio, "Init": "624 ms", "Init ×oldest [95% CI]": ratio,
+                           "Peak RSS": "34.8 MiB", "Memory ×oldest [95% CI]": ratio} for v in ("1.7.0", "1.9.1")])
+    rows = [{"check_ok": True, "in_run": True} for _ in range(2)]
+    return VersionTable("versions_tiny", "Versions", "", "tiny", list(shown.columns), rows, shown)
 
 
 def body_attributes(path: Path, profile: Path) -> dict[str, str]:

@@ -1,7 +1,9 @@
 """The end-of-run summary on the terminal: one row per point (engine at a workload point)."""
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from engines.base import BASELINE
 from harness.analysis.labels import short_ids
@@ -25,22 +27,26 @@ def format_seconds(s: float | None, missing: str = "—") -> str:
 COLUMNS = ("workload", "engine", "ok", "time/iter", "CV", "×BurTorch", "×micrograd", "check", "peak RSS")
 
 
-def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> Table:
-    """One row per point; engines named by what tells them apart (labels.short_ids, its legend as the
-    caption), columns with nothing to say dropped, long cells wrapped rather than cut."""
+def factor(x: float) -> str:
+    """A ratio in three digits, without an exponent: 0.123, 13.3, 3,580."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
+
+
+def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> Group:
+    """One row per point; engines named by what tells them apart (labels.short_ids, its legend on the
+    line below), columns with nothing to say dropped, long cells wrapped rather than cut."""
     points = group(trials, noise_threshold)
     labels, legend = short_ids([key.engine for key in points])
     rows = [_row(key, point, points, labels) for key, point in points.items()]
     kept = [k for k, name in enumerate(COLUMNS) if name in ("workload", "engine") or any(r[k] != "—" for r in rows)]
-    table = Table(title="Time per iteration (mean over trials)", title_justify="left", caption=legend or None,
-                  caption_justify="left")
+    table = Table(title="Time per iteration (mean over trials)", title_justify="left")
     for k in kept:
         name = COLUMNS[k]
         table.add_column(name, justify="left" if name in ("workload", "engine", "check") else "right",
                          overflow="fold", min_width=max((len(r[k]) for r in rows), default=0) if name == "engine" else None)
     for row in rows:
         table.add_row(*(row[k] for k in kept))
-    return table
+    return Group(table, Text(legend)) if legend else Group(table)
 
 
 def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
@@ -49,7 +55,7 @@ def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
     for base in BASELINES:
         base_point = points.get(PointKey(base, key.workload, key.params))
         base_mean = base_point.time_mean() if base_point else None
-        ratios.append(f"{mean / base_mean:.3g}" if mean and base_mean else "—")
+        ratios.append(factor(mean / base_mean) if mean and base_mean else "—")
     statuses = set(point.status_counts()) - {"ok"}
     ok, _ = point.check()
     check = {True: "ok", False: "wrong", None: point.check_status() or "—"}[ok]

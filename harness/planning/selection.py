@@ -51,11 +51,10 @@ def not_run(engines: list, workloads: list, engines_named: bool, workloads_named
     for engine in engines:
         missing = [w.name for w in workloads if not engine.runs(w)]
         if missing and (engines_named or len(engines) == 1):
-            lines.append(f"{engine.id} does not run {', '.join(missing)}: left out for it "
-                         f"(burtbench list shows which engine runs which workload)")
+            lines.append(f"{engine.id} does not run {', '.join(missing)}: left out for it (see burtbench list)")
     nobody = [w.name for w in workloads if not any(e.runs(w) for e in engines)]
     if nobody and not engines_named:
-        lines.append(f"no selected engine runs {', '.join(nobody)}: left out (burtbench list shows who does)")
+        lines.append(f"no selected engine runs {', '.join(nobody)}: left out (see burtbench list)")
     return lines
 
 

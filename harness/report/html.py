@@ -142,7 +142,7 @@ WRAPPED = ("Engine", "Version (ours / paper)", "Check")
 
 
 def _cell(column: str, text) -> str:
-    if column not in WRAPPED:
+    if column not in WRAPPED and "CI]" not in column:  # a ratio's interval and verdict may wrap too
         return f"<td>{esc(text)}</td>"
     words = [f"<span class='id'>{esc(w)}</span>" if "/" in w or "-" in w else esc(w) for w in str(text).split(" ")]
     return f"<td class='wrap'>{' '.join(words)}</td>"
