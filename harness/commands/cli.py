@@ -232,6 +232,7 @@ def cmd_fetch_data(args, console: Console) -> int:
         raise UsageError(str(exc)) from None
     for path in paths:
         console.print(f"{path}: sha256 ok", highlight=False)
+    console.print(f"next: burtbench run --workload mlp,gpt --data-dir {args.data_dir}", highlight=False)
     return 0
 
 
