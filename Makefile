@@ -65,8 +65,8 @@ report: setup
 	if [ -z "$$run" ]; then echo "make report: no run in results/ yet: make bench-linux first" >&2; exit 2; fi; \
 	$(BIN)/burtbench report "$$run"
 
-# The committed report of the committed reference run: reports/reference/ (Markdown tables, PNG figures,
-# claims.md; the PDFs, LaTeX, CSVs and index.html are ignored). tests/test_reference_report.py fails while it is stale.
+# The committed report of the committed reference run: reports/reference/ (Markdown, CSV and LaTeX tables,
+# PNG figures, claims.md; the PDFs and index.html are ignored). tests/test_reference_report.py fails while it is stale.
 reference-report: setup
 	rm -rf reports/reference
 	$(BIN)/burtbench report results/reference

@@ -15,3 +15,9 @@ def worker_env(python: str) -> dict:
     if python == sys.executable:
         return {}
     return {"PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+def reports_root() -> Path:
+    """Where reports go unless --report-dir (or `report --out`) says: $BURTBENCH_REPORTS, else reports/ in
+    the working directory (the tests point the variable at a temporary folder)."""
+    return Path(os.environ.get("BURTBENCH_REPORTS") or "reports")

@@ -14,7 +14,8 @@ import pytest
 from harness.report import claims
 from harness.report.render import render_report
 from test_claims import exact_run, gpt_trials, mlp_trials, TINY, LINUX
-from test_report import chromium, make_trial, write_run
+from test_report import make_trial, write_run
+from tests_support import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 

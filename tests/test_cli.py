@@ -47,7 +47,10 @@ BAD_INPUTS = [
     (["compare", "a", "b", "--format", "xml"], "invalid choice"),
     (["compare", "a", "b", "--fail-if-slower", "x"], "a number > 0"),
     (["frobnicate"], "invalid choice"),
-    ([], "required"),
+    (["--debug"], "required"),
+    (["run", "--engnie", "burtorch"], "did you mean '--engine'? (see 'burtbench run --help')"),
+    (["envs", "--prune", "0"], "expected a number of days > 0, or 'all'"),
+    (["envs", "--prune", "abc"], "expected a number of days > 0, or 'all'"),
 ]
 
 
@@ -60,10 +63,11 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
     assert message in err
 
 
-def test_resume_refuses_a_new_plan(tmp_path, capsys):
+def test_resume_refuses_a_new_plan_and_names_the_option_given(tmp_path, capsys):
     (tmp_path / "manifest.json").write_text("{}")
     assert main(["run", "--resume", str(tmp_path), "--engine", "torch"]) == 2
-    assert "own plan" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "own plan; drop --engine\n" in err and "--workload" not in err
 
 
 def test_bad_input_from_the_shell_has_no_traceback():

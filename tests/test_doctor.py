@@ -114,8 +114,11 @@ def test_format_shows_fixes_under_warnings(tmp_path):
     text = doctor.format_findings(run_doctor(tmp_path, "sys_laptop", "proc_noisy", cpu=3))
     lines = text.splitlines()
     governor = next(i for i, line in enumerate(lines) if line.startswith("warn") and "governor" in line)
-    assert "fix: sudo cpupower" in lines[governor + 1]
-    assert lines[-1].startswith("machine not quiet")
+    fix = next(line for line in lines[governor + 1:] if "fix:" in line)
+    assert "fix: sudo cpupower" in fix and not lines[governor + 1].strip().startswith(("warn", "info", "ok"))
+    assert max(map(len, lines)) <= 120  # wrapped under its topic, to the terminal's width
+    ending = text[text.rindex("\nmachine not quiet"):]
+    assert "the fix lines above" in " ".join(ending.split()) and "burtbench doctor" not in ending  # not the command just run
 
 
 def test_findings_are_plain_data_for_the_manifest(tmp_path):

@@ -103,11 +103,11 @@ def test_two_versions_in_one_run_then_reused(fakefw, wheelhouse, tmp_path, capsy
     assert [r["engine"] for r in compared["rows"]] == [ENGINE]
     assert compared["run_b"]["frameworks"]["burtbench-fakefw"] == "2.0"
 
-    # burtbench envs lists them; --prune 0 deletes every one.
+    # burtbench envs lists them; --prune all deletes every one.
     assert main(["envs", "--env-dir", str(env_dir)]) == 0
     listed = capsys.readouterr().out
     assert OLD in listed and NEW in listed and MISSING not in listed
-    assert main(["envs", "--env-dir", str(env_dir), "--prune", "0"]) == 0
+    assert main(["envs", "--env-dir", str(env_dir), "--prune", "all"]) == 0
     assert not any(env_dir.iterdir())
 
 

@@ -9,6 +9,7 @@ in bytes from one matplotlib to another, so only their names are compared.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,31 @@ def fresh(tmp_path_factory) -> Path:
 
 
 def compared(folder: Path) -> list[str]:
-    """The files that are committed: Markdown, the claims' CSV and JSON (not index.html, PDFs, LaTeX, table CSVs)."""
+    """The files that are committed: Markdown, the claims' CSV and JSON, the tables' CSV and LaTeX
+    (not index.html, PDFs)."""
     names = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
-    return sorted(n for n in names if n.endswith(".md") or n in ("claims.csv", "claims.json"))
+    return sorted(n for n in names if n.endswith(".md") or n in ("claims.csv", "claims.json")
+                  or re.fullmatch(r"tables/[^/]+\.(csv|tex)", n))
+
+
+def committed(path: Path) -> bool:
+    done = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--error-unmatch", str(path)], capture_output=True)
+    return done.returncode == 0
+
+
+def test_every_link_of_the_reference_report_resolves_to_a_committed_file():
+    """A reader on a code host follows these links: each must name a file in the repository."""
+    if not committed(COMMITTED / "README.md"):
+        pytest.skip("not a git checkout")
+    broken = []
+    for page in sorted(COMMITTED.glob("*.md")):
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue  # a web address or an anchor of the page itself
+            path = (page.parent / target.split("#")[0]).resolve()
+            if not (path.is_file() and committed(path)):
+                broken.append(f"{page.name}: {target}")
+    assert not broken, f"links to files that are not committed: {broken}"
 
 
 def test_reference_report_is_committed_and_small():

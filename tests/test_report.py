@@ -10,8 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from harness.report.render import render
 from harness.store.runs import load_run
 from harness.report.tables import build_tables
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
+from tests_support import chromium
 
 PAPER_CSV = Path(__file__).resolve().parents[1] / "harness" / "report" / "paper_results.csv"
 MB = 2**20
@@ -308,20 +307,6 @@ def test_latex_is_booktabs_and_escaped(linux_report):
 
 
 # ----------------------------------------------------------------------------- a real browser
-
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-
-
-def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
-    binary = next(filter(None, map(shutil.which, CHROMIUM_NAMES)), None)
-    if binary is None:
-        pytest.skip("no Chromium binary on PATH (Debian: apt-get install chromium); "
-                    "the HTML check needs a real browser")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--virtual-time-budget=10000"]
-    return subprocess.run([binary, *flags, *args], capture_output=True, text=True, timeout=120)
-
 
 def test_index_html_renders_in_chromium_with_every_figure(linux_report, tmp_path):
     url = (linux_report / "index.html").resolve().as_uri()

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,3 +88,17 @@ def check_outcome(code: int, err: str, argv: list[str]) -> None:
     if code == 2:
         errors = [line for line in err.splitlines() if line.startswith("burtbench: error:")]
         assert len(errors) == 1 and err.strip().splitlines()[-1] == errors[0], (argv, err)
+
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
+    binary = next(filter(None, map(shutil.which, CHROMIUM_NAMES)), None)
+    if binary is None:
+        pytest.skip("no Chromium binary on PATH (Debian: apt-get install chromium); "
+                    "the HTML check needs a real browser")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={profile}", "--virtual-time-budget=10000"]
+    return subprocess.run([binary, *flags, *args], capture_output=True, text=True, timeout=120)

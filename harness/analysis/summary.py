@@ -1,9 +1,12 @@
 """The end-of-run summary on the terminal: one row per point (engine at a workload point)."""
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from engines.base import BASELINE
+from harness.analysis.labels import short_ids
 from harness.analysis.points import PointKey, group
 from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
 from workloads import load
@@ -22,28 +25,47 @@ def format_seconds(s: float | None, missing: str = "—") -> str:
     return f"{s / 1e-9:.3g} ns"
 
 
-def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> Table:
-    table = Table(title="Time per iteration (mean over trials)", title_justify="left")
-    for column in ("workload", "engine", "ok", "time/iter", "CV", "×BurTorch", "×micrograd", "check", "peak RSS"):
-        table.add_column(column, justify="left" if column in ("workload", "engine", "check") else "right")
+COLUMNS = ("workload", "engine", "ok", "time/iter", "CV", "×BurTorch", "×micrograd", "check", "peak RSS")
+
+
+def factor(x: float) -> str:
+    """A ratio in three digits, without an exponent: 0.123, 13.3, 3,580."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
+
+
+def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> Group:
+    """One row per point; engines named by what tells them apart (labels.short_ids, its legend on the
+    line below), columns with nothing to say dropped, long cells wrapped rather than cut."""
     points = group(trials, noise_threshold)
-    for key, point in points.items():
-        mean = point.time_mean()
-        ratios = []
-        for base in BASELINES:
-            base_point = points.get(PointKey(base, key.workload, key.params))
-            base_mean = base_point.time_mean() if base_point else None
-            ratios.append(f"{mean / base_mean:.3g}" if mean and base_mean else "—")
-        statuses = set(point.status_counts()) - {"ok"}
-        ok, _ = point.check()
-        check = {True: "ok", False: "wrong", None: point.check_status() or "—"}[ok]
-        rss = point.values("peak_resident_bytes")
-        cv = point.time_cv()
-        table.add_row(key.workload + _shown_params(key.workload, point.params), key.engine,
-                      f"{point.trials_ok()}/{len(point.trials)}" + (f" ({', '.join(sorted(statuses))})" if statuses else ""),
-                      format_seconds(mean), "—" if cv is None else f"{cv:.1%}" + (" [yellow]noisy[/]" if point.noisy() else ""),
-                      *ratios, check, mib(max(rss) if rss else None, "—"))
-    return table
+    labels, legend = short_ids([key.engine for key in points])
+    rows = [_row(key, point, points, labels) for key, point in points.items()]
+    kept = [k for k, name in enumerate(COLUMNS) if name in ("workload", "engine") or any(r[k] != "—" for r in rows)]
+    table = Table(title="Time per iteration (mean over trials)", title_justify="left")
+    for k in kept:
+        name = COLUMNS[k]
+        table.add_column(name, justify="left" if name in ("workload", "engine", "check") else "right",
+                         overflow="fold", min_width=max((len(r[k]) for r in rows), default=0) if name == "engine" else None)
+    for row in rows:
+        table.add_row(*(row[k] for k in kept))
+    return Group(table, Text(legend)) if legend else Group(table)
+
+
+def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
+    mean = point.time_mean()
+    ratios = []
+    for base in BASELINES:
+        base_point = points.get(PointKey(base, key.workload, key.params))
+        base_mean = base_point.time_mean() if base_point else None
+        ratios.append(factor(mean / base_mean) if mean and base_mean else "—")
+    statuses = set(point.status_counts()) - {"ok"}
+    ok, _ = point.check()
+    check = {True: "ok", False: "wrong", None: point.check_status() or "—"}[ok]
+    rss = point.values("peak_resident_bytes")
+    cv = point.time_cv()
+    return [key.workload + _shown_params(key.workload, point.params), labels[key.engine],
+            f"{point.trials_ok()}/{len(point.trials)}" + (f" ({', '.join(sorted(statuses))})" if statuses else ""),
+            format_seconds(mean), "—" if cv is None else f"{cv:.1%}" + (" [yellow]noisy[/]" if point.noisy() else ""),
+            *ratios, check, mib(max(rss) if rss else None, "—")]
 
 
 def _shown_params(workload: str, params: dict) -> str:

@@ -12,8 +12,11 @@ from pathlib import Path
 from rich.console import Console
 
 from engines import PROBE_ENGINES
-from harness.commands.options import add_run_options, default_env_dir, non_negative_float, positive_float
+from harness.commands.helptext import describe
+from harness.commands.options import add_run_options, default_env_dir, positive_float, prune_days
+from harness.planning import selection
 from harness.errors import EXIT_USAGE, UsageError
+from harness.paths import reports_root
 from harness.store.lock import RunLocked
 from harness.store.results import ResultsError, ResultsUnreadable
 from harness.running.spawn import MemoryCapFailed
@@ -24,6 +27,16 @@ from workloads import PROBE_WORKLOADS
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line instead of usage + message
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def parse_args(self, args=None, namespace=None):
+        """An unknown option is named with the subcommand's closest one, and that subcommand's help."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            where = getattr(self, "commands", {}).get(getattr(parsed, "command", None), self)
+            known = [o for action in where._actions for o in action.option_strings]
+            guess = selection.did_you_mean(extra[0].split("=")[0], known) if extra[0].startswith("-") else ""
+            where.error(f"unrecognized argument{'s' if len(extra) > 1 else ''}: {' '.join(extra)}{guess}")
+        return parsed
 
 
 EXAMPLES = """examples:
@@ -55,20 +68,21 @@ def build_parser() -> Parser:
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true",
                         help="print the traceback of an unexpected error (also: BURTBENCH_DEBUG=1)")
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    parser.commands = sub.choices  # for an unknown option's did-you-mean
 
-    sub.add_parser("list", help="support matrix: engine × workload, unavailable engines with the reason")
+    describe(sub, "list", "support matrix: engine × workload, unavailable engines with the reason")
 
-    run = sub.add_parser("run", help="run trials and write results/<run-id>/",
-                         description="Plan engine × workload × params × trial, run each trial in a fresh "
-                                     "process pinned to one core, append it to trials.jsonl.")
+    run = describe(sub, "run", "run trials and write results/<run-id>/")
     add_run_options(run)
 
-    report = sub.add_parser("report", help="render a run's tables, figures and index.html beside the paper's numbers")
+    report = describe(sub, "report", "render a run's tables, figures and index.html beside the paper's numbers")
     report.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by burtbench run")
-    report.add_argument("--out", default="reports", metavar="DIR", help="reports folder (default: reports); writes DIR/<run-id>/")
+    report.add_argument("--out", default=str(reports_root()), metavar="DIR",
+                        help="reports folder (default: $BURTBENCH_REPORTS, else reports); writes DIR/<run-id>/")
 
-    compare = sub.add_parser("compare", help="ratio B/A of time and memory per engine and workload, with a 95%% interval")
+    compare = describe(sub, "compare", "ratio B/A of time and memory per engine and workload, with a 95%% interval")
     compare.add_argument("run_a", metavar="RUN_A", help="a run folder, or RUN@SPEC: one environment (--env SPEC) of it")
     compare.add_argument("run_b", metavar="RUN_B", help="likewise (RUN@SPEC with the same RUN compares two versions)")
     compare.add_argument("--format", default="table", choices=("table", "md", "json"), help="output format (default: table)")
@@ -76,31 +90,28 @@ def build_parser() -> Parser:
                          help="exit with status 1 if any (engine, workload, params) is slower in RUN_B than in RUN_A "
                               "by more than PCT percent and significantly so (its 95%% interval of B/A lies above 1)")
 
-    fetch = sub.add_parser("fetch-data", help="download names.txt and input.txt from their public origins (sha256-checked)")
+    fetch = describe(sub, "fetch-data", "download names.txt and input.txt from their public origins (sha256-checked)")
     fetch.add_argument("--data-dir", default="data", metavar="DIR", help="where to put them (default: data)")
 
-    upstream = sub.add_parser("fetch-upstream", help="clone the authors' BurTorch at a pinned commit and verify it "
-                                                     "(the source of the burtorch-authors engines)")
+    upstream = describe(sub, "fetch-upstream", "clone the authors' BurTorch at a pinned commit and verify it "
+                                               "(the source of the burtorch-authors engines)")
     upstream.add_argument("--dir", metavar="DIR", help="where to clone (default: build/upstream/checkout, "
                                                        "where the engines look when given no --upstream)")
     upstream.add_argument("--commit", metavar="C", help="a 40-digit commit (default: the one behind the paper's rows)")
     upstream.add_argument("--url", metavar="URL", help="another copy of their repository (default: their GitHub)")
 
-    envs = sub.add_parser("envs", help="the environments --env made: SPEC, Python, size, last use")
+    envs = describe(sub, "envs", "the environments --env made: SPEC, Python, size, last use")
     envs.add_argument("--env-dir", metavar="DIR", help=f"where they are kept (default: {default_env_dir()})")
-    envs.add_argument("--prune", nargs="?", const=30.0, type=non_negative_float, metavar="DAYS",
-                      help="delete those unused for DAYS days (default 30; 0: all)")
+    envs.add_argument("--prune", nargs="?", const=30.0, type=prune_days, metavar="DAYS",
+                      help="delete those unused for DAYS days (default 30; 'all': every one)")
 
-    merge = sub.add_parser("merge", help="join the runs of a plan's shards (--shard K/N) into one run",
-                           description="Join shards into one run folder that report and compare accept. Refuses "
-                                       "runs of different plans, repeated trials, and runs whose machines differ "
-                                       "in CPU model, profile or framework versions (unless --allow-mixed).")
+    merge = describe(sub, "merge", "join the runs of a plan's shards (--shard K/N) into one run")
     merge.add_argument("runs", nargs="+", metavar="RUN_DIR")
     merge.add_argument("--out", required=True, metavar="DIR", help="the merged run's folder (new or empty)")
     merge.add_argument("--allow-mixed", action="store_true",
                        help="merge runs from different CPU models or framework versions (the report says so)")
 
-    doctor = sub.add_parser("doctor", help="what on this machine will make numbers noisy, and which measures are unavailable")
+    doctor = describe(sub, "doctor", "what on this machine will make numbers noisy, and which measures are unavailable")
     doctor.add_argument("--interference", action="store_true",
                         help="measure what running trials in parallel costs: a reference trial alone, then with "
                              "every other core of --cpus busy with the same kind of trial; prints the slow-down")
@@ -113,19 +124,33 @@ def build_parser() -> Parser:
     return parser
 
 
+def version_text() -> str:
+    """`burtbench --version`: the package's version and the commit of the code that runs."""
+    from importlib import metadata
+
+    from harness.store.manifest import git_commit
+
+    try:
+        version = metadata.version("burtbench")
+    except metadata.PackageNotFoundError:
+        version = "unknown (not installed: pip install -e .)"
+    return f"burtbench {version} (git commit {git_commit() or 'unknown: not a git checkout'})"
+
+
 def cmd_list(args, console: Console) -> int:
     from rich.table import Table
 
     from engines import all_engines
     from workloads import all_workloads
 
-    workloads = all_workloads()
+    workloads, engines = all_workloads(), all_engines()
     table = Table(title="burtbench: engines × workloads", title_justify="left")
-    table.add_column("engine")
+    # An id is what --engine takes: whole, on one line; the reasons wrap beside it.
+    table.add_column("engine", no_wrap=True, min_width=max(map(len, engines), default=6))
     for name in workloads:
         table.add_column(name, justify="center")
-    table.add_column("status")
-    for eid, spec in all_engines().items():
+    table.add_column("status", overflow="fold")
+    for eid, spec in engines.items():
         reason = spec.unavailable_reason()
         marks = ["✓" if spec.runs(w) else "·" for w in workloads.values()]
         status = "[green]available[/]" if reason is None else f"[yellow]unavailable: {reason}[/]"
@@ -142,7 +167,8 @@ def cmd_doctor(args, console: Console) -> int:
 
     if args.interference:
         return doctor_interference(args, console)
-    console.print(doctor.format_findings(doctor.diagnose(affinity.default_cpu())), highlight=False)
+    console.print(doctor.format_findings(doctor.diagnose(affinity.default_cpu()), console.width), highlight=False,
+                  soft_wrap=True)
     return 0
 
 
@@ -204,6 +230,7 @@ def cmd_fetch_data(args, console: Console) -> int:
         raise UsageError(str(exc)) from None
     for path in paths:
         console.print(f"{path}: sha256 ok", highlight=False)
+    console.print(f"next: burtbench run --workload mlp,gpt --data-dir {args.data_dir}", highlight=False)
     return 0
 
 
@@ -244,8 +271,12 @@ def cmd_run(args, console: Console) -> int:
     outcome = session.run(session.request(args), console)
     # The report is the run's last stage, above it: the command joins the two.
     if outcome.run_dir is not None and not args.no_report:
-        after_run(outcome.run_dir, console)
+        after_run(outcome.run_dir, console, Path(args.report_dir))
     return outcome.code
+
+
+# Wider than any table or line the commands print, and small enough for rich to lay out a table in.
+PIPED_WIDTH = 1000
 
 
 class ReportUnwritable(Exception):
@@ -260,10 +291,14 @@ COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": c
 def main(argv: list[str] | None = None) -> int:
     """Every command's one error path: one line on stderr and an exit code, a traceback only with --debug."""
     console = Console(highlight=False)
-    if not console.is_terminal:
-        console.width = max(console.width, 170)
+    if not console.is_terminal:  # piped or in a file: nothing is cut or wrapped to a guessed width
+        console.width = PIPED_WIDTH
     debug = os.environ.get("BURTBENCH_DEBUG") == "1" or "--debug" in (sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
     try:
+        if not argv:  # a bare `burtbench`: what it can do (exit 0: nothing went wrong)
+            build_parser().print_help()
+            return 0
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args, console)
     except (UsageError, RunLocked) as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from harness.paths import reports_root
 from harness.planning import selection
 from harness.store.run_plan import DEFAULT_TIMING, TIMINGS
 from workloads.base import PROFILES
@@ -69,7 +70,10 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "fetch-upstream, else the run fetches the pinned commit once)")
     run.add_argument("--no-upstream", action="store_true",
                      help="leave the authors' programs (burtorch-authors) out: no source looked for, no fetch")
-    run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results)")
+    run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results); "
+                                                                      "writes DIR/<run-id>/")
+    run.add_argument("--report-dir", default=str(reports_root()), metavar="DIR",
+                     help="reports folder (default: $BURTBENCH_REPORTS, else reports); writes DIR/<run-id>/")
     run.add_argument("--resume", metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
     run.add_argument("--no-report", action="store_true",
                      help="do not render reports/<run-id>/ (tables, figures, claims, index.html) at the end")
@@ -81,8 +85,14 @@ def default_env_dir() -> str:
     return str(where())
 
 
-def non_negative_float(text: str) -> float:
-    return 0.0 if text.strip() in ("0", "0.0") else positive_float(text)
+def prune_days(text: str) -> float:
+    """`envs --prune DAYS`: a number of days > 0, or 'all' (every environment, however recent)."""
+    if text.strip() == "all":
+        return 0.0
+    try:
+        return positive_float(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a number of days > 0, or 'all', got {text!r}") from None
 
 
 def positive_int(text: str) -> int:

@@ -77,9 +77,15 @@ def show(folder: Path, prune_days: float | None, console) -> None:
     if prune_days is not None:
         for gone in prune(folder, prune_days):
             console.print(f"deleted {gone.path} ({mib(gone.size_bytes)})", highlight=False)
+    found = cached(folder)
+    if not found:
+        console.print(f"no environments in {folder}: `burtbench run --env SPEC` makes one "
+                      f"(e.g. --env autograd==1.7.0) and keeps it here for later runs", highlight=False)
+        return
     table = Table("SPEC", "Python", "size", "last used", "folder", title=f"burtbench environments in {folder}",
                   title_justify="left")
-    for c in cached(folder):
+    table.columns[0].overflow = table.columns[-1].overflow = "fold"  # long specs and names wrap, never cut
+    for c in found:
         table.add_row(c.record.get("spec") or "(unfinished)", c.record.get("python_version") or "",
                       mib(c.size_bytes), datetime.fromtimestamp(c.last_used).strftime("%Y-%m-%d %H:%M"),
                       c.path.name)

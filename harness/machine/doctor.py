@@ -200,20 +200,27 @@ def psutil_core_finding(cpu: int, watch_s: float) -> Finding:
 
 # ---- output --------------------------------------------------------------------------------------
 
-def format_findings(findings: list[Finding]) -> str:
-    width = max((len(finding.topic) for finding in findings), default=0)
+def format_findings(findings: list[Finding], width: int = 120) -> str:
+    """One finding a paragraph, its message and fix wrapped under the topic to fit `width` columns."""
+    import textwrap
+
+    topic_width = max((len(finding.topic) for finding in findings), default=0)
+    indent = " " * (4 + 2 + topic_width + 2)
     lines = []
     for finding in findings:
-        lines.append(f"{finding.level:<4}  {finding.topic:<{width}}  {finding.message}")
+        head = f"{finding.level:<4}  {finding.topic:<{topic_width}}  "
+        lines += textwrap.wrap(finding.message, width, initial_indent=head, subsequent_indent=indent)
         if finding.fix:
-            lines.append(f"{'':<4}  {'':<{width}}  fix: {finding.fix}")
-    lines.append(summary(findings) or "quiet: nothing found that should add noise")
+            lines += textwrap.wrap(f"fix: {finding.fix}", width, initial_indent=indent, subsequent_indent=indent + "     ")
+    line = summary(findings)
+    lines += textwrap.wrap(f"{line}: numbers measured now may be noisy; the fix lines above say what to change",
+                           width) if line else ["quiet: nothing found that should add noise"]
     return "\n".join(lines)
 
 
 def summary(findings: list[Finding]) -> str | None:
-    """One line for `run` to print when the machine is not quiet, else None."""
+    """'machine not quiet (its warnings' topics)', or None on a quiet machine."""
     topics = [finding.topic for finding in findings if finding.level == "warn"]
     if not topics:
         return None
-    return f"machine not quiet ({', '.join(topics)}): see `burtbench doctor`"
+    return f"machine not quiet ({', '.join(topics)})"

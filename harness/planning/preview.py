@@ -6,8 +6,14 @@ from datetime import timedelta
 from rich.console import Console
 from rich.table import Table
 
+from harness.errors import UsageError
 from harness.planning.claim_points import added_points
 from harness.planning.estimate import wall_s
+from harness.units import count
+
+# Said by the run and by its --dry-run alike (both exit 2).
+NOTHING_TO_RUN = ("nothing to run: every selected engine is unavailable here (the lines above say why; "
+                  "burtbench list shows the engines that are)")
 
 
 def duration(seconds: float) -> str:
@@ -23,9 +29,11 @@ def show(plan: list, req, estimator, console: Console) -> int:
         if reason:
             console.print(f"[yellow]would skip[/] {eid}: unavailable: {reason}", highlight=False)
     plan = [pt for pt in plan if not unavailable[pt.engine.id]]
+    if not plan and req.run_dir is None:
+        raise UsageError(NOTHING_TO_RUN)
     workers = len(req.cpus) or 1
     table = Table(title=f"burtbench run --dry-run: {req.plan.profile} profile, "
-                        f"{workers} worker core{'s' if workers > 1 else ''}", title_justify="left")
+                        f"{count(workers, 'worker core')}", title_justify="left")
     for name in ("workload", "points", "engines", "trials", "core time", "ETA", "estimated from"):
         table.add_column(name, justify="left" if name in ("workload", "estimated from") else "right")
     for workload in dict.fromkeys(pt.workload.name for pt in plan):

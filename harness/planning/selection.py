@@ -42,6 +42,22 @@ def resolve_engines(text: str, registry: dict) -> list:
     return chosen
 
 
+def not_run(engines: list, workloads: list, engines_named: bool, workloads_named: bool) -> list[str]:
+    """One line per named engine that cannot run some of the workloads (named or all): what is left out,
+    so that nothing is dropped silently. Nothing to say when neither was named (every engine × every workload)."""
+    if not (engines_named or workloads_named):
+        return []
+    lines = []
+    for engine in engines:
+        missing = [w.name for w in workloads if not engine.runs(w)]
+        if missing and (engines_named or len(engines) == 1):
+            lines.append(f"{engine.id} does not run {', '.join(missing)}: left out for it (see burtbench list)")
+    nobody = [w.name for w in workloads if not any(e.runs(w) for e in engines)]
+    if nobody and not engines_named:
+        lines.append(f"no selected engine runs {', '.join(nobody)}: left out (see burtbench list)")
+    return lines
+
+
 def with_floor(engines: list, workloads: list, registry: dict) -> list:
     """The engines, plus the harness's floor row where a selected workload reports memory and a
     selected Python engine runs it: a memory table shows what of each row is the worker itself."""

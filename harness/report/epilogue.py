@@ -8,7 +8,6 @@ the run's exit status: the trials are safe in the run folder and `burtbench repo
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from rich.console import Console
@@ -23,16 +22,9 @@ STYLES = {"reproduced": "green", "partly": "yellow", "not reproduced": "red", "n
           "not measurable here": "dim"}
 
 
-def reports_root() -> Path:
-    """Where a run's report goes: reports/ in the working directory, as for `burtbench report`
-    (BURTBENCH_REPORTS names another folder; the tests point it at a temporary one)."""
-    return Path(os.environ.get("BURTBENCH_REPORTS") or "reports")
-
-
-def after_run(run_dir: Path, console: Console, out_root: Path | None = None) -> None:
+def after_run(run_dir: Path, console: Console, out_root: Path) -> None:
     from harness.report.render import render_report
 
-    out_root = out_root if out_root is not None else reports_root()
     try:
         rendered = render_report(run_dir, out_root)
     except Exception as exc:  # noqa: BLE001 - the run's results stand whatever the report does

@@ -1,6 +1,7 @@
 """index.html: one self-contained page (figures embedded as data URIs): the run's status, the
-paper's claims with their verdicts, the manifest summary, every table and every figure. A small script marks on <body> how many images decoded, so a
-headless browser can check the page (data-images-loaded="N/M").
+paper's claims with their verdicts, the manifest summary, every table and every figure. A small script marks on <body> how many images decoded and how
+wide the widest table is, so a headless browser can check the page (data-images-loaded="N/M",
+data-widest-table="PX SECTION", data-page-width="PX").
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2r
 h1 { font-size: 1.5rem; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2rem; margin-top: 2rem; }
 table { border-collapse: collapse; font-size: .8rem; margin: .5rem 0; }
 th, td { border-bottom: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-td { white-space: nowrap; } td:last-child { white-space: normal; min-width: 18rem; }
+td { white-space: nowrap; } td.wrap { white-space: normal; } .id { white-space: nowrap; }
+#authors td { overflow-wrap: anywhere; } p.part { font-size: .8rem; color: #444; margin: .8rem 0 0; }
+table.kv td:last-child { white-space: normal; }
 th { background: #f3f3f3; }
 tr.failed td { background: #fde8e8; }
 tr.absent td { color: #888; font-style: italic; }
@@ -41,6 +44,13 @@ window.addEventListener("load", function () {
   var images = Array.prototype.slice.call(document.images);
   var loaded = images.filter(function (img) { return img.complete && img.naturalWidth > 0; });
   document.body.setAttribute("data-images-loaded", loaded.length + "/" + images.length);
+  // How wide the widest table is against the page: a headless browser reads it back (tests).
+  var widths = Array.prototype.map.call(document.querySelectorAll("table"), function (t) {
+    return Math.ceil(t.getBoundingClientRect().width) + " " + ((t.closest("[id]") || {}).id || "");
+  }).sort(function (a, b) { return parseInt(b) - parseInt(a); });
+  document.body.setAttribute("data-page-width", document.documentElement.clientWidth);
+  document.body.setAttribute("data-widest-table", widths.length ? widths[0] : "0");
+  document.body.setAttribute("data-table-widths", widths.join(", "));
 });
 """
 
@@ -127,16 +137,83 @@ def _row_class(row: dict) -> str:
     return "" if row["in_run"] else " class='absent'"
 
 
+# Columns whose cells may wrap, at spaces: an engine id or a version in them is kept whole.
+WRAPPED = ("Engine", "Version (ours / paper)", "Check")
+
+
+def _cell(column: str, text) -> str:
+    if column not in WRAPPED and "CI]" not in column:  # a ratio's interval and verdict may wrap too
+        return f"<td>{esc(text)}</td>"
+    words = [f"<span class='id'>{esc(w)}</span>" if "/" in w or "-" in w else esc(w) for w in str(text).split(" ")]
+    return f"<td class='wrap'>{' '.join(words)}</td>"
+
+
+# The measures of one part of a split table: ours and the paper's of two measures fit 1,400 px.
+PART_COLUMNS = 4
+
+
+def parts(columns: list[str]) -> tuple[list[str], list[list[str]]]:
+    """(the columns every part repeats, the parts' measure columns): measures of time and clocks
+    apart from those of memory, each kind in parts of at most PART_COLUMNS, a measure's ours and
+    paper's columns together."""
+    lead = [c for c in columns if not c.endswith((", ours", ", paper")) and c != "Notes"]
+    families: dict[str, list[str]] = {}
+    for c in columns:
+        if c.endswith((", ours", ", paper")):
+            families.setdefault(c.rsplit(", ", 1)[0], []).append(c)
+    split = []
+    for memory in (False, True):
+        part: list[str] = []
+        for family, members in families.items():
+            if ("(MiB)" in family) != memory:
+                continue
+            if part and len(part) + len(members) > PART_COLUMNS:
+                split.append(part)
+                part = []
+            part += members
+        if part:
+            split.append(part)
+    return lead, split or [[]]
+
+
+def footnotes(table: Table) -> tuple[list[str], list[str]]:
+    """(each row's note references, the distinct notes in order): a row's notes go under the table,
+    so that one long note does not widen the table or make its row tall."""
+    texts: list[str] = []
+    refs = []
+    for row in table.rows:
+        numbers = []
+        for note in row.get("notes") or []:
+            if note not in texts:
+                texts.append(note)
+            numbers.append(texts.index(note) + 1)
+        refs.append(",".join(f"<a href='#{esc(table.name)}-note-{n}'>{n}</a>" for n in sorted(numbers)))
+    return refs, texts
+
+
 def table_html(table: Table) -> str:
-    head = "".join(f"<th>{esc(title)}</th>" for title in table.shown.columns)
-    body = "".join(
-        f"<tr{_row_class(row)}>" + "".join(f"<td>{esc(cell)}</td>" for cell in cells) + "</tr>"
-        for row, cells in zip(table.rows, table.shown.itertuples(index=False)))
+    columns = list(table.shown.columns)
+    lead, split = parts(columns)
+    refs, texts = footnotes(table)
+    rows = [dict(zip(columns, cells)) for cells in table.shown.itertuples(index=False)]
+    blocks = []
+    for k, measures in enumerate(split):
+        shown = lead + measures
+        head = "".join(f"<th>{esc(title)}</th>" for title in shown) + ("<th>Notes</th>" if texts else "")
+        body = "".join(
+            f"<tr{_row_class(row)}>" + "".join(_cell(c, cells[c]) for c in shown)
+            + (f"<td class='refs'>{ref}</td>" if texts else "") + "</tr>"
+            for row, cells, ref in zip(table.rows, rows, refs))
+        label = (f"<p class='part'>Part {k + 1} of {len(split)}: "
+                 f"{esc(', '.join(dict.fromkeys(c.rsplit(', ', 1)[0] for c in measures)))}</p>") if len(split) > 1 else ""
+        blocks.append(f"{label}<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+                      f"</table></div>")
+    row_notes = "".join(f"<li id='{esc(table.name)}-note-{n}'>{esc(text)}</li>" for n, text in enumerate(texts, 1))
     notes = "".join(f"<li>{esc(n)}</li>" for n in table.notes)
     links = " · ".join(f"<a href='tables/{table.name}.{ext}'>{ext}</a>" for ext in ("md", "tex", "csv"))
     return (f"<article id='table-{esc(table.name)}'><h3>{esc(table.title)}</h3><p>{esc(table.caption)}</p>"
-            f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-            f"<ul class='notes'>{notes}</ul><p class='notes'>Download: {links}</p></article>")
+            f"{''.join(blocks)}" + (f"<p class='notes'>Notes on rows:</p><ol class='notes'>{row_notes}</ol>" if texts else "")
+            + f"<ul class='notes'>{notes}</ul><p class='notes'>Download: {links}</p></article>")
 
 
 def figure_html(figure: Figure, folder: Path) -> str:

@@ -26,6 +26,7 @@ from harness.planning.resume import resumable_manifest
 from harness.store.results import ResultsUnwritable
 from harness.store.run_plan import DEFAULT_PROFILE, DEFAULT_TIMING, RunPlan
 from harness.store.runs import check_out_dir, existing_run
+from harness.units import count
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
@@ -60,7 +61,10 @@ def new_plan(args) -> RunPlan:
         raise UsageError(f"--profile: unknown profile '{profile}'{selection.did_you_mean(profile, PROFILES)} "
                          f"(choose {', '.join(PROFILES)})")
     workloads = selection.resolve_workloads(args.workload, all_workloads())
-    engines = selection.with_floor(selection.resolve_engines(args.engine, all_engines()), workloads, all_engines())
+    chosen = selection.resolve_engines(args.engine, all_engines())
+    for line in selection.not_run(chosen, workloads, args.engine.strip() != "all", args.workload.strip() != "all"):
+        print(f"burtbench: note: {line}", file=sys.stderr)
+    engines = selection.with_floor(chosen, workloads, all_engines())
     if getattr(args, "no_upstream", False):  # the authors' programs left out, their source not looked for
         if getattr(args, "upstream", None):
             raise UsageError("--upstream and --no-upstream: give one")
@@ -112,7 +116,7 @@ def request(args) -> RunRequest:
         given = [o for o in PLAN_OPTIONS if getattr(args, o) not in ("all", [], None)]
         if given:
             raise UsageError("--resume runs the folder's own plan; drop "
-                             + "/".join(f"--{o.replace('_', '-')}" for o in PLAN_OPTIONS))
+                             + ", ".join(f"--{o.replace('_', '-')}" for o in given))
         manifest, plan = resumable_manifest(run_dir)
         selection.use_data_dir(plan.data_dir, planned_workloads(plan))
         use_upstream(plan.upstream)
@@ -208,7 +212,9 @@ def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
         console.print(f"[yellow]skipping[/] {eid}: unavailable: {reason}", highlight=False)
     plan = [pt for pt in plan if pt.engine.id not in unavailable]
     if not plan:
-        raise UsageError("nothing to run: every selected engine is unavailable (burtbench list says why)")
+        from harness.planning.preview import NOTHING_TO_RUN
+
+        raise UsageError(NOTHING_TO_RUN)
     return plan, unavailable
 
 
@@ -296,8 +302,9 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
                          sample_private=req.sample_private, timing=req.plan.timing)
     where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
         f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
-    console.print(f"burtbench: {len(plan)} trials ({req.plan.profile} profile, {options.timing} timing) {where} "
-                  f"→ {run_dir}",
+    trials = count(len(plan), "trial") if req.run_dir is None else \
+        f"resuming: {len(orchestrator.pending(plan, run_dir))} of {count(len(plan), 'trial')} missing"
+    console.print(f"burtbench: {trials} ({req.plan.profile} profile, {options.timing} timing) {where} → {run_dir}",
                   highlight=False)
     meter = energy_meter(req, plan, run_dir, manifest, console)
     adaptive = req.plan.adaptive_max_trials and orchestrator.Adaptive(req.plan.adaptive_max_trials, req.plan.noise_threshold)

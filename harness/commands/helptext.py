@@ -1,0 +1,79 @@
+"""What `burtbench CMD --help` says besides the options: a description and examples per subcommand.
+
+Kept apart from the parser (cli.py) so that the words can be read and changed in one place.
+"""
+from __future__ import annotations
+
+import argparse
+
+# (description, examples) per subcommand.
+HELP = {
+    "run": ("Plan engine × workload × params × trial, run each trial in a fresh process pinned to one core, "
+            "append it to RESULTS/<run-id>/trials.jsonl, then render REPORTS/<run-id>/ and print a verdict per "
+            "paper claim.",
+            """  burtbench run                                   quick profile, every workload, every available engine
+  burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
+  burtbench run --engine torch/eager --profile paper --trials 5
+  burtbench run --profile paper --dry-run         the plan and its estimated time, nothing run
+  burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
+  burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
+  burtbench run --cpus 2-15                       14 trials at once, each on its own core
+  burtbench run --out /tmp/results --report-dir /tmp/reports
+  burtbench run --resume results/20261121-101500-quick      the trials an interrupted run still lacks"""),
+    "list": ("Which engine runs which workload (✓), and for each engine whether it is available here; an "
+             "unavailable one says why (a framework not installed, no upstream source, no GPU).",
+             """  burtbench list
+  burtbench list | grep unavailable              the engines this machine cannot run, and why"""),
+    "report": ("Render a run's report: one table per paper table (Markdown, LaTeX, CSV) beside the paper's "
+               "figures, the figures (PNG, PDF), claims.md with a verdict per paper claim, README.md and a "
+               "self-contained index.html. `burtbench run` does this itself when it ends.",
+               """  burtbench report results/20261121-101500-quick               writes reports/20261121-101500-quick/
+  burtbench report results/reference --out /tmp/reports        elsewhere than ./reports"""),
+    "compare": ("Compare two runs, or two environments of one versions run: per engine, workload and "
+                "parameters, the ratio B/A of time and memory with a 95% interval.",
+                """  burtbench compare results/RUN_A results/RUN_B
+  burtbench compare "results/RUN@autograd==1.7.0" "results/RUN@autograd==1.9.1"
+  burtbench compare RUN_A RUN_B --fail-if-slower 10               exit 1 on a significant slow-down over 10%
+  burtbench compare RUN_A RUN_B --format md > comparison.md"""),
+    "fetch-data": ("Download makemore's names.txt and tiny-shakespeare's input.txt from their public origins "
+                   "and check their sha256; `run --data-dir DIR` then trains mlp and gpt on them (the default "
+                   "is a synthetic corpus with the same alphabets).",
+                   """  burtbench fetch-data --data-dir data
+  burtbench run --workload mlp,gpt --data-dir data"""),
+    "fetch-upstream": ("Clone the authors' BurTorch at the commit behind the paper's rows and verify it: the "
+                       "source the burtorch-authors engines build from.",
+                       """  burtbench fetch-upstream
+  burtbench fetch-upstream --dir /tmp/burtorch     then: burtbench run --upstream /tmp/burtorch ..."""),
+    "envs": ("The Python environments `run --env SPEC` made and keeps for later runs: their SPEC, Python, "
+             "size and last use. --prune deletes those unused for DAYS days.",
+             """  burtbench envs
+  burtbench envs --prune                          delete those unused for 30 days
+  burtbench envs --prune 7
+  burtbench envs --prune all                      delete every one"""),
+    "merge": ("Join shards into one run folder that report and compare accept. Refuses runs of different "
+              "plans, repeated trials, and runs whose machines differ in CPU model, profile or framework "
+              "versions (unless --allow-mixed).",
+              """  burtbench run --profile paper --shard 1/2      on machine 1 (and --shard 2/2 on machine 2)
+  burtbench merge results/SHARD_1 results/SHARD_2 --out results/paper
+  burtbench report results/paper"""),
+    "doctor": ("What on this machine will make numbers noisy (load, other work on the pinned core, governor, "
+               "turbo, SMT, isolation), each with its fix, and which measures the machine cannot take.",
+               """  burtbench doctor
+  burtbench doctor --interference --cpus 0-7      what running 8 trials at once costs here"""),
+}
+
+
+class Formatter(argparse.HelpFormatter):
+    """Wraps a one-paragraph description; keeps the lines of the examples as written."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def describe(sub, name: str, summary: str) -> argparse.ArgumentParser:
+    """A subcommand with its one-line summary (for `burtbench --help`), description and examples."""
+    description, examples = HELP[name]
+    return sub.add_parser(name, help=summary, description=description, epilog=f"examples:\n{examples}\n",
+                          formatter_class=Formatter)
