@@ -11,8 +11,15 @@ import pytest
 from engines.authors import build as builder
 from engines.authors import programs
 from engines.authors.programs import PROGRAMS, knob_values
-from engines.authors.run import run_program
-from engines.authors.source import PINNED_COMMIT, SourceTree
+from engines import all_engines
+from engines.authors.source import ENV_VAR, PINNED_COMMIT, SourceTree
+from engines.base import AUTHORS
+from harness.measure import affinity
+from harness.measure.tsc import tsc_rate_hz
+from harness.planning.plan import PlannedTrial
+from harness.running.runner import measure, prepare_inputs
+from harness.running.spawn import ChildSpawner, RunOptions
+from workloads import load
 from tests_support import shared_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,18 +30,21 @@ MiB = 1024 * 1024
 def upstream() -> SourceTree:
     tree = shared_upstream()
     assert tree.commit == PINNED_COMMIT
-    return tree
+    with pytest.MonkeyPatch.context() as patch:  # the engine finds their source as a user's run would
+        patch.setenv(ENV_VAR, tree.origin)
+        yield tree
 
 
-def built(tree: SourceTree, workload: str, params: dict | None = None, iterations: int | None = None) -> dict:
-    program = PROGRAMS[workload]
-    executables = {}
-    for step in program.steps:
-        values = knob_values(workload, params or {}, iterations)[step.target] if iterations else {}
-        result = builder.build(tree, step.target, builder.plan_changes(tree, step, values))
-        assert result.ok, result.reason
-        executables[step.target] = result.executable
-    return executables
+def run_program(workload: str, iterations: int, workdir: Path, params: dict | None = None, cpu: int | None = None) -> dict:
+    """Their program run as a trial runs it: the burtorch-authors engine builds it for `iterations` and
+    the runner's own spawner runs it pinned (timeout, wait4 CPU time); the trial, as a dict."""
+    engine, declared = all_engines()[AUTHORS], load(workload)
+    point = next(p for p in declared.points(profile="paper") if p.items() >= (params or {}).items())
+    pt = PlannedTrial(engine, declared, point, 0, iterations, 0, 600, with_init=False)
+    assert engine.prepare([pt]) is None
+    spawner = ChildSpawner(RunOptions(cpu=affinity.default_cpu() if cpu is None else cpu))
+    trial = measure(pt, spawner, tsc_rate_hz(), prepare_inputs(pt, workdir))
+    return {**trial.extra, **{k: v for k, v in trial.__dict__.items() if k != "extra"}}
 
 
 def assert_own_memory(result: dict) -> None:
@@ -45,7 +55,7 @@ def assert_own_memory(result: dict) -> None:
 
 
 def test_tiny(upstream, tmp_path):
-    result = run_program(PROGRAMS["tiny"], built(upstream, "tiny"), tmp_path, timeout_s=300)
+    result = run_program("tiny", 100_000, tmp_path)
     assert result["status"] == "ok", result.get("reason")
     assert result["iterations"] == 100_000
     assert 0 < result["per_iter_s"]["mean"] < 1e-4
@@ -57,13 +67,13 @@ def test_tiny(upstream, tmp_path):
     # Their only record of the values is test.txt, printed to 6 significant digits: they agree with
     # 612.5 / -35 / 1050, but a 1e-12 agreement cannot be read from them.
     check = result["check"]
-    assert result["outputs"] == {"g": 612.5, "dg_da": -35.0, "dg_db": 1050.0}
+    assert result["check"]["got"] == {"g": 612.5, "dg_da": -35.0, "dg_db": 1050.0}
     assert check["status"] == "agrees_to_printed_digits" and check["ok"] is None
     assert check["max_rel_err"] == 0.0
 
 
 def test_small_prints_the_gradients_of_a_relu_whose_backward_multiplies_by_its_output(upstream, tmp_path):
-    result = run_program(PROGRAMS["small"], built(upstream, "small"), tmp_path, timeout_s=300)
+    result = run_program("small", 20_000, tmp_path)
     assert result["status"] == "ok", result.get("reason")
     assert result["iterations"] == 20_000 and 0 < result["per_iter_s"]["mean"] < 1e-3
     assert_own_memory(result)
@@ -72,8 +82,8 @@ def test_small_prints_the_gradients_of_a_relu_whose_backward_multiplies_by_its_o
     assert check["ok"] is False and check["status"] == "mismatch"
     assert check["per_output"] == {"g": "agrees_to_printed_digits", "dg_da": "mismatch", "dg_db": "mismatch"}
     # Exactly what micrograd's graph gives when relu'(x) is taken as relu(x) (their eRelu backward).
-    assert result["outputs"]["dg_da"] == pytest.approx(104.12536443148689, abs=5e-4)
-    assert result["outputs"]["dg_db"] == pytest.approx(680.2857142857143, abs=5e-4)
+    assert result["check"]["got"]["dg_da"] == pytest.approx(104.12536443148689, abs=5e-4)
+    assert result["check"]["got"]["dg_db"] == pytest.approx(680.2857142857143, abs=5e-4)
 
 
 def test_a_variant_runs_the_changed_iteration_count(upstream, tmp_path):
@@ -83,13 +93,13 @@ def test_a_variant_runs_the_changed_iteration_count(upstream, tmp_path):
     assert result.ok, result.reason
     assert result.variant == "bin_small_example.kIterations=100"
     assert [c.as_record() for c in result.changes] == [c.as_record() for c in changes]
-    run = run_program(PROGRAMS["small"], {step.target: result.executable}, tmp_path, timeout_s=300)
+    run = run_program("small", 100, tmp_path)
     assert run["status"] == "ok" and run["iterations"] == 100
     assert builder.build(upstream, step.target, changes).cached
 
 
 def test_energy(upstream, tmp_path):
-    result = run_program(PROGRAMS["energy"], built(upstream, "energy"), tmp_path, timeout_s=300)
+    result = run_program("energy", 200_000, tmp_path)
     assert result["status"] == "ok", result.get("reason")
     assert result["iterations"] == 200_000 and result["per_iter_s"]["mean"] > 0
     assert result["check"]["status"] == "mismatch"   # the same program as small
@@ -97,15 +107,15 @@ def test_energy(upstream, tmp_path):
 
 
 def test_save_load(upstream, tmp_path):
-    result = run_program(PROGRAMS["save_load"], built(upstream, "save_load"), tmp_path, timeout_s=300)
+    result = run_program("save_load", 5000, tmp_path)
     assert result["status"] == "ok", result.get("reason")
     assert result["iterations"] == 5000 and result["save_s"] > 0 and result["load_s"] > 0
     assert result["per_iter_s"]["mean"] == pytest.approx((result["save_s"] + result["load_s"]) / 5000)
     assert result["file_size_bytes"] == 56
     check = result["check"]
     assert check["ok"] is True, check["reason"]
-    assert result["saved_file_values"] == programs.SAVE_LOAD_REFERENCE
-    assert len(result["steps"]) == 2
+    assert check["got"] == check["expected"]
+    assert len(result["program"]) == 2  # their save program, then their load program
     assert_own_memory(result)
 
 
@@ -196,23 +206,21 @@ def test_differences_cite_lines_that_exist(upstream):
 
 @pytest.mark.slow
 def test_gpt_variant_runs_pinned_to_core_1(upstream, tmp_path):
-    executables = built(upstream, "gpt", {"batch": 1}, 4)
-    result = run_program(PROGRAMS["gpt"], executables, tmp_path, data_dir=upstream.datasets_dir, timeout_s=600)
+    result = run_program("gpt", 4, tmp_path, {"batch": 1}, cpu=0)
     assert result["status"] == "ok", result.get("reason")
     assert result["iterations"] == 4 and result["printed"]["batch"] == 1 and result["param_count"] == 46289
-    assert result["per_iter_s"]["mean"] > 0 and len(result["outputs"]["losses"]) == 1
+    assert result["per_iter_s"]["mean"] > 0 and len(result["check"]["got"]["losses"]) == 1
     assert result["check"]["status"] == "not comparable" and result["check"]["ok"] is None
     if len(os.sched_getaffinity(0)) > 1:
-        assert result["ran_on_cpu"] == [1] and result["cpus_allowed"] == ["1"]
+        assert result["ran_on_cpu"] == 1 and result["cpus_allowed"] == ["1"]
 
 
 @pytest.mark.slow
 def test_makemore_variant(upstream, tmp_path):
-    executables = built(upstream, "mlp", {"batch": 1, "hidden_dim": 4}, 4)
-    result = run_program(PROGRAMS["mlp"], executables, tmp_path, data_dir=upstream.datasets_dir, timeout_s=600)
+    result = run_program("mlp", 4, tmp_path, {"batch": 1, "hidden_dim": 4}, cpu=0)
     assert result["status"] == "ok", result.get("reason")
     assert result["iterations"] == 4 and result["param_count"] == 1755 + 1052 * 4
     assert result["printed"]["batch"] == 1 and result["printed"]["hidden_dim"] == 4
     assert result["check"]["status"] == "not comparable"
     if len(os.sched_getaffinity(0)) > 1:
-        assert result["ran_on_cpu"] == [1]
+        assert result["ran_on_cpu"] == 1
