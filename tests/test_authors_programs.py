@@ -10,7 +10,7 @@ import pytest
 
 from engines.authors import build as builder
 from engines.authors import programs
-from engines.authors.programs import PROGRAMS, knob_values
+from engines.authors.programs import PROGRAMS
 from engines import all_engines
 from engines.authors.source import ENV_VAR, PINNED_COMMIT, SourceTree
 from engines.base import AUTHORS
