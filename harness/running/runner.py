@@ -1,8 +1,9 @@
 """The parent side of a run: spawn one pinned child per trial, collect, validate, append.
 
 The runner imports no framework (a parent that had imported one would also inflate what its
-children report), holds a lock on the run folder, and writes every finished trial to disk
-before starting the next, so a crash, a hang or Ctrl-C loses at most the trial in flight.
+children report). It measures; the orchestrator writes every finished trial to disk before the
+next starts (in a run folder the session has locked), so a crash, a hang or Ctrl-C loses at most
+the trials in flight.
 """
 from __future__ import annotations
 
