@@ -25,8 +25,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from engines.base import EngineSpec
-from engines.base import finite
+from engines.base import EngineSpec, finite
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Where `burtbench fetch-upstream` clones to when given no --dir, and where the engine looks last.

@@ -23,8 +23,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from engines.file_lock import exclusive
 from engines.base import EngineSpec
+from engines.file_lock import exclusive
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = Path(__file__).resolve().parent / "libtorch_driver"

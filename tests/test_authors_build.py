@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests_support import shared_upstream
 
 from engines.authors import build as builder
 from engines.authors.programs import PROGRAMS, knob_values, print_every_for
 from engines.authors.source import PINNED_COMMIT, SourceTree
-from tests_support import shared_upstream
 
 
 @pytest.fixture(scope="module")

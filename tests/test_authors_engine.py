@@ -12,17 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from engines import all_engines
-from engines import burtorch_authors
+from engines import all_engines, burtorch_authors
 from engines.authors.source import ENV_VAR
-from harness.store import results
-from harness.commands.cli import main
 from harness.analysis.points import group
-from harness.report.render import render
-from harness.store.runs import load_run
-from harness.report.tables import build_tables
-from harness.store.results import MANIFEST_FILE, Trial, append_trial
+from harness.commands.cli import main
 from harness.planning.selection import resolve_engines
+from harness.report.render import render
+from harness.report.tables import build_tables
+from harness.store import results
+from harness.store.results import MANIFEST_FILE, Trial, append_trial
+from harness.store.runs import load_run
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests_support import shared_upstream
 
 from engines.authors import build as builder
-from tests_support import shared_upstream
 
 EXPERIMENT = r"""
 // burtbench experiment: losses sharing a node, one backward per loss vs one backward of their sum

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from engines.authors.source import ENV_VAR
-from harness.store import results
 from harness.commands.cli import main
+from harness.store import results
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "upstream" / "burtorch-b1a9d66.tar.gz"

@@ -7,11 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
+from tests_support import shared_upstream
 
+from engines import all_engines
 from engines.authors import build as builder
 from engines.authors import programs
 from engines.authors.programs import PROGRAMS
-from engines import all_engines
 from engines.authors.source import ENV_VAR, PINNED_COMMIT, SourceTree
 from engines.base import AUTHORS
 from harness.measure import affinity
@@ -20,7 +21,6 @@ from harness.planning.plan import PlannedTrial
 from harness.running.runner import measure, prepare_inputs
 from harness.running.spawn import ChildSpawner, RunOptions
 from workloads import load
-from tests_support import shared_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024

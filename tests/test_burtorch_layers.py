@@ -6,7 +6,6 @@ import math
 import random
 
 import pytest
-
 from test_burtorch_module import bt, torch, weighted  # noqa: F401  (bt and torch: module-scoped fixtures)
 
 

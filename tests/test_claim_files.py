@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_claims import LINUX, TINY, exact_run, gpt_trials, mlp_trials
+from test_report import make_trial, write_run
+from tests_support import chromium
 
 from harness.report import claims
 from harness.report.render import render_report
-from test_claims import exact_run, gpt_trials, mlp_trials, TINY, LINUX
-from test_report import make_trial, write_run
-from tests_support import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 

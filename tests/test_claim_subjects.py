@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from test_claims import EXACT, GPT_TIME, LINUX, MB, PT, exact_run, outputs_trial
+from test_report import make_trial, write_run
 
 from engines.base import AUTHORS, BASELINE
 from harness.report import claims
 from harness.report.tables import build_tables
 from harness.store.runs import load_run
-from test_claims import EXACT, GPT_TIME, LINUX, MB, PT, exact_run, outputs_trial
-from test_report import make_trial, write_run
 from workloads.claims import NOT_COMPARABLE, load_claims
 
 B64 = ("b64,PyTorch ×1.4 faster at b=64,Sec. 2.5,step_time,gpt,batch=64,torch/eager/python/cpu,max,0.7,"

@@ -10,13 +10,13 @@ import csv
 from pathlib import Path
 
 import pytest
+from test_report import make_trial, write_run
 
 from harness.report import claims, paper
 from harness.report.metrics import METRICS
-from harness.store.runs import load_run
 from harness.report.tables import build_tables
 from harness.store.results import Trial
-from test_report import make_trial, write_run
+from harness.store.runs import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 2**20

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.machine import doctor, host as machine, other_os as machine_other
+from harness.machine import doctor
+from harness.machine import host as machine
+from harness.machine import other_os as machine_other
 from harness.measure import clocks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machine"

@@ -5,14 +5,13 @@ import os
 from pathlib import Path
 
 import pytest
+from tests_support import build_wheel
 
 from engines.base import split_id
+from harness.commands.cli import main
 from harness.paths import ROOT, worker_env
 from harness.report.render import render
-
 from harness.store import results
-from harness.commands.cli import main
-from tests_support import build_wheel
 
 ENGINE = "fakefw/eager/python/cpu"
 OLD, NEW, MISSING = "burtbench-fakefw==1.0", "burtbench-fakefw==2.0", "burtbench-fakefw==9.9"

@@ -6,17 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.planning import estimate
-
-from harness.store import results
+from engines.none import FLOOR
 from harness.commands.cli import main
 from harness.machine.host import describe
+from harness.planning import estimate
+from harness.planning.preview import duration
 from harness.running.orchestrator import Eta
 from harness.running.probe import probe_floor
-from harness.store.run_plan import RunPlan
-from harness.planning.preview import duration
 from harness.running.session import make_plan
-from engines.none import FLOOR
+from harness.store import results
+from harness.store.run_plan import RunPlan
 from workloads import load
 
 STARTUP_S, PER_ITER_S = 2.0, 1e-3

@@ -3,11 +3,11 @@ reports memory, its check undecided rather than failed, and lighter than any fra
 from __future__ import annotations
 
 from engines import all_engines
-from harness.store import results
 from harness.commands import versus
 from harness.commands.cli import main
-from harness.report.epilogue import speed_lines
 from harness.planning.selection import with_floor
+from harness.report.epilogue import speed_lines
+from harness.store import results
 from workloads import load
 
 FLOOR = "none/empty/python/cpu"

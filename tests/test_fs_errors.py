@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import results
 from harness.commands.cli import main
+from harness.store import results
 
 ERRNOS = (errno.ENOSPC, errno.EROFS, errno.EIO, errno.EACCES)
 RUN = ["run", "--engine", "fake/ok", "--workload", "tiny,small", "--profile", "smoke", "--no-report"]

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests_support import check_outcome, fault_engines_env
 
 from harness.commands.cli import main
-from tests_support import check_outcome, fault_engines_env
 
 RUN_EXAMPLES, REPORT_EXAMPLES, COMPARE_EXAMPLES, FETCH_EXAMPLES = 90, 40, 50, 30
 FUZZ = settings(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

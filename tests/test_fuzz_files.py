@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests_support import check_outcome, fault_engines_env
 
-from harness.store import results
 from harness.commands.cli import main
 from harness.running.session import make_plan
+from harness.store import results
 from harness.store.run_plan import read_plan
-from tests_support import check_outcome, fault_engines_env
 
 REPORT_EXAMPLES, RESUME_EXAMPLES = 25, 30  # a report renders its figures: ~3 s each
 FUZZ = settings(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

@@ -11,8 +11,7 @@ from importlib import metadata
 
 import pytest
 
-from engines import all_engines
-from engines import file_lock, libtorch
+from engines import all_engines, file_lock, libtorch
 from workloads import load
 
 ENGINE = "libtorch/eager/cpp/cpu"

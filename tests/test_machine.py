@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.machine import host as machine, other_os as machine_other
+from harness.machine import host as machine
+from harness.machine import other_os as machine_other
 
 FIXTURES = Path(__file__).parent / "fixtures" / "machine"
 CPU = "devices/system/cpu"

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from workloads import inputs, load, training
-from workloads.catalog import gpt, mlp
 from workloads.array_ops import autograd_ops
 from workloads.base import relative_error
+from workloads.catalog import gpt, mlp
 
 
 @pytest.fixture

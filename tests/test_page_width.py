@@ -6,11 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
+from tests_support import chromium
 
 from harness.report import claims, html
 from harness.report.tables import build_tables
 from harness.store.runs import load_run
-from tests_support import chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOW = 1400

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from engines.none import FLOOR
-from harness.store import results
 from harness.commands.cli import main
 from harness.running.session import make_plan
+from harness.store import results
 from harness.store.run_plan import read_plan
 
 ROOT = Path(__file__).resolve().parent.parent

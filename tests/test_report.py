@@ -13,12 +13,12 @@ import re
 from pathlib import Path
 
 import pytest
+from tests_support import chromium
 
 from harness.report.render import render
-from harness.store.runs import load_run
 from harness.report.tables import build_tables
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
-from tests_support import chromium
+from harness.store.runs import load_run
 
 PAPER_CSV = Path(__file__).resolve().parents[1] / "harness" / "report" / "paper_results.csv"
 MB = 2**20

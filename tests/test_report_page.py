@@ -3,13 +3,13 @@ and runs with nothing to compare (test_report.py holds the tables)."""
 from __future__ import annotations
 
 import pytest
+# linux_report is a module-scoped fixture: imported, pytest finds it here too.
+from test_report import (graph_trials, linux_report, make_trial, paper_value, rows_by_engine,  # noqa: F401
+                         windows_trials, write_run)
 
 from harness.report.render import render
 from harness.report.tables import build_tables
 from harness.store.runs import load_run
-# linux_report is a module-scoped fixture: imported, pytest finds it here too.
-from test_report import graph_trials, linux_report, make_trial, paper_value, rows_by_engine, windows_trials, write_run  # noqa: F401
-
 
 # ----------------------------------------------------------------------------- figures and the page
 

@@ -14,14 +14,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from harness.running import orchestrator
-
-from harness.store import results
-from harness.commands.cli import main
-from harness.running.session import make_plan
-from harness.store.run_plan import read_plan
 from tests_support import fault_engines_env
+
+from harness.commands.cli import main
+from harness.running import orchestrator
+from harness.running.session import make_plan
+from harness.store import results
+from harness.store.run_plan import read_plan
 
 PLAN = ["--engine", "fake/ok", "--workload", "tiny,small", "--profile", "smoke", "--trials", "2", "--no-report"]
 

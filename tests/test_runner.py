@@ -7,9 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-
-from harness.store import results
 from harness.commands.cli import main
+from harness.store import results
 from tests.tests_support import worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from engines import all_engines
-from workloads.graphs import small, small_activations
 from harness.planning.plan import PlannedTrial
 from harness.running.runner import child_command, parse_payload
 from harness.running.spawn import RunOptions
 from workloads import load
+from workloads.graphs import small, small_activations
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOAD = load("save_load")

@@ -6,19 +6,19 @@ import json
 from pathlib import Path
 
 import pytest
+from tests_support import fault_engines_env
 
 from engines import all_engines
-from harness.store import results
-from harness.planning import shard
-from harness.commands.cli import main
 from harness.analysis.compare import compare_runs
+from harness.commands.cli import main
+from harness.planning import shard
 from harness.planning.estimate import Estimator
 from harness.planning.plan import make_plan
 from harness.report.run import status_notes
-from harness.store.runs import load_run
 from harness.running.session import make_plan as plan_of_spec
+from harness.store import results
 from harness.store.run_plan import read_plan
-from tests_support import fault_engines_env
+from harness.store.runs import load_run
 from workloads import all_workloads
 
 PLAN = ["--engine", "fake/ok,fake/wrong", "--workload", "tiny,small", "--profile", "smoke", "--trials", "2",

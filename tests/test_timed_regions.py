@@ -8,13 +8,13 @@ import pytest
 
 from engines import all_engines, module_of
 from engines.base import find_executable
-from harness.store import results
-from harness.store.run_plan import TIMINGS
 from harness.commands.cli import main
 from harness.planning.plan import PlannedTrial
 from harness.report import paper
 from harness.running.runner import child_command
 from harness.running.spawn import RunOptions
+from harness.store import results
+from harness.store.run_plan import TIMINGS
 from tests.tests_support import worker_argv
 from workloads import all_workloads, load
 from workloads.catalog import gpt

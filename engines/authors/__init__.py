@@ -48,13 +48,13 @@ engines/burtorch_authors.py, an engine of kind "program".
 differences.py: DIFFERENCES, the ways each program differs from the paper's text and from our
 workloads, with evidence (file:line of their code, runs) and the test that re-establishes it.
 """
-from engines.authors.build import BuildResult, Change, compile_against, plan_changes, variant_name
+from engines.authors.build import BuildResult, Change
 from engines.authors.build import build as build_program  # the name `build` stays the submodule
+from engines.authors.build import compile_against, plan_changes, variant_name
 from engines.authors.differences import DIFFERENCES
 from engines.authors.memory import PreloadUnavailable, child_env, read_peak
 from engines.authors.programs import PROGRAMS, AuthorsProgram, Step, knob_values, merge_measures
-from engines.authors.source import (DEFAULT_URL, ENV_VAR, PINNED_COMMIT, SourceError, SourceTree, fetch,
-                                    open_source)
+from engines.authors.source import DEFAULT_URL, ENV_VAR, PINNED_COMMIT, SourceError, SourceTree, fetch, open_source
 
 __all__ = [
     "BuildResult", "Change", "build_program", "compile_against", "plan_changes", "variant_name",

@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engines.authors.cmake import (compile_against, compiler_info, find_executable, first_error, generator,
-                                   log_tail, nice, run_logged)
+from engines.authors.cmake import (compile_against, compiler_info, find_executable, first_error, generator, log_tail,
+                                   nice, run_logged)
 from engines.authors.source import PROJECT_ROOT, SourceTree
 from engines.authors.variants import (Change, changed_bytes, current_values, find_knob, plan_changes,
                                       prepare_variant_source, variant_name)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from workloads.differences import Difference
 
-
 _RUN_TEST = "tests/test_authors_programs.py"
 _GPT_TEST = "tests/test_authors_gpt_backward.py"
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from engines.authors.checks import (NOT_COMPARABLE, SAVE_LOAD_REFERENCE, SMALL_REFERENCE, TINY_REFERENCE,
-                                    check_printed, check_save_load, check_small, check_tiny, check_training)
-from engines.authors.output import (SAVED_FILE, ParseError, parse_energy, parse_gpt, parse_loading,
-                                    parse_makemore, parse_saving, parse_small, parse_tiny, summary)
+from engines.authors.checks import (NOT_COMPARABLE, SAVE_LOAD_REFERENCE, SMALL_REFERENCE, TINY_REFERENCE, check_printed,
+                                    check_save_load, check_small, check_tiny, check_training)
+from engines.authors.output import (SAVED_FILE, ParseError, parse_energy, parse_gpt, parse_loading, parse_makemore,
+                                    parse_saving, parse_small, parse_tiny, summary)
 
 # Re-exported: the reading and checking of each program's output live in output.py and checks.py.
 __all__ = ["NOT_COMPARABLE", "SAVE_LOAD_REFERENCE", "SMALL_REFERENCE", "TINY_REFERENCE", "SAVED_FILE", "ParseError",

@@ -26,15 +26,15 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from engines.base import split_id
-from harness.errors import UsageError
+from engines.base import finite, split_id
 from harness.analysis.points import Point, group
-from engines.base import finite
-from harness.store.run_plan import read_plan
-from harness.store.runs import load_run
 from harness.analysis.stats import CONFIDENCE, t_quantile
 from harness.analysis.summary import format_seconds
+from harness.errors import UsageError
+from harness.store.run_plan import read_plan
+from harness.store.runs import load_run
 from harness.units import mib
+
 MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor", "CPU governor"))
 # Peak memory repeats to within a few pages, so a tiny but consistent difference is
 # "significant" without meaning anything: memory changes under 1% are no change.

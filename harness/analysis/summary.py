@@ -9,8 +9,8 @@ from engines.base import BASELINE
 from harness.analysis.labels import short_ids
 from harness.analysis.points import PointKey, group
 from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
-from workloads import load
 from harness.units import mib
+from workloads import load
 
 # Relative columns: our engine, as the paper's tables, and micrograd, the smallest Python engine.
 BASELINES = (BASELINE, "micrograd/eager/python/cpu")

@@ -14,12 +14,12 @@ from rich.console import Console
 from engines import PROBE_ENGINES
 from harness.commands.helptext import describe
 from harness.commands.options import add_run_options, default_env_dir, positive_float, prune_days
-from harness.planning import selection
 from harness.errors import EXIT_USAGE, UsageError
 from harness.paths import reports_root
+from harness.planning import selection
+from harness.running.spawn import MemoryCapFailed
 from harness.store.lock import RunLocked
 from harness.store.results import ResultsError, ResultsUnreadable
-from harness.running.spawn import MemoryCapFailed
 from harness.store.runs import check_out_dir, existing_run
 from workloads import PROBE_WORKLOADS
 
@@ -174,9 +174,9 @@ def cmd_doctor(args, console: Console) -> int:
 
 def doctor_interference(args, console: Console) -> int:
     from engines import all_engines
-    from harness.running import interference
-    from harness.planning import selection
     from harness.measure import affinity
+    from harness.planning import selection
+    from harness.running import interference
     from workloads import all_workloads
 
     # By default the reference trial runs where a one-core run would (the last core), the rest beside it.
@@ -210,7 +210,6 @@ def cmd_report(args, console: Console) -> int:
 
 def cmd_compare(args, console: Console) -> int:
     from harness.analysis import compare
-
     from harness.envs.specs import run_side
 
     (run_a, env_a), (run_b, env_b) = run_side(args.run_a, "RUN_A"), run_side(args.run_b, "RUN_B")

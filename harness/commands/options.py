@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from harness.envs.cache import default_env_dir as where
 from harness.paths import reports_root
 from harness.planning import selection
 from harness.store.run_plan import DEFAULT_TIMING, TIMINGS
@@ -80,8 +81,6 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
 
 
 def default_env_dir() -> str:
-    from harness.envs.cache import default_env_dir as where
-
     return str(where())
 
 

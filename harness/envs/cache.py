@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.store.runs import check_out_dir
 from harness.units import mib
 
 RECORD = "burtbench-env.json"
@@ -28,8 +29,6 @@ def default_env_dir() -> Path:
 
 
 def env_dir(option: str | None) -> Path:
-    from harness.store.runs import check_out_dir
-
     folder = Path(option).expanduser() if option else default_env_dir()
     check_out_dir(folder, "environments folder", "--env-dir")
     return folder.absolute()

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from harness.envs.cache import RECORD, read_record
 from harness.envs.specs import EnvSpec, parse_spec
+from harness.store.results import write_json_atomic
+from workloads.base import WORKER_NEEDS
 
 INSTALL_TIMEOUT_S = 1800
 REASON_CHARS = 300
@@ -42,7 +44,6 @@ class Environment:
 
 class InstallFailed(Exception):
     """The installer refused (no such version, no wheel for this Python, no network): one line."""
-
 
 def python_version(python: str) -> str:
     """'CPython 3.11.7' of an interpreter (part of an environment's key)."""
@@ -170,15 +171,12 @@ def _name(tool: str | None) -> str:
 
 
 def _write(folder: Path, record: dict) -> None:
-    from harness.store.results import write_json_atomic
-
     write_json_atomic(folder / RECORD, record)
 
 
 def make_all(plan, python: str, workloads: list, console) -> dict:
     """The plan's environments, each made or reused before the first trial, with what the worker
     needs for the planned workloads."""
-    from workloads.base import WORKER_NEEDS
 
     needs = tuple(sorted({n for w in workloads for n in WORKER_NEEDS[w.kind]}))
     made = {}

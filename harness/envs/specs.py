@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.envs.cache import env_dir
-from harness.store.run_plan import read_plan
 from harness.errors import UsageError
-
+from harness.store import results
+from harness.store.run_plan import read_plan
+from harness.store.runs import existing_run
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,6 @@ def bind(engines: dict, environments: dict) -> dict:
 
 def run_side(text: str, what: str) -> tuple[Path, str | None]:
     """RUN, or RUN@SPEC: the trials of one environment (--env SPEC) of a run."""
-    from harness.store import results
-    from harness.store.runs import existing_run
 
     if results.is_run_dir(Path(text)) or "@" not in text:
         return existing_run(text, what), None

@@ -9,7 +9,6 @@ import platform
 import re
 import subprocess
 
-
 # ---- macOS --------------------------------------------------------------------------------
 
 def macos_facts() -> dict:

@@ -19,10 +19,13 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.none import FLOOR
+from harness.machine.host import describe
 from harness.paths import ROOT
+from harness.planning.plan import PlannedTrial
 from harness.store import results
 from harness.store.results import params_key
-from harness.planning.plan import PlannedTrial
+from workloads import all_workloads
 
 REFERENCE_RUN = ROOT / "results" / "reference"
 # The last resort for an engine no run has measured: a Python framework's start-up, and a slow
@@ -68,8 +71,6 @@ def costs_of(trials: list[dict]) -> dict[tuple, Cost]:
 
 def floor_trials(trials: list[dict]) -> list[dict]:
     """The finished trials of the harness's floor row on workloads that need no inputs folder."""
-    from engines.none import FLOOR
-    from workloads import all_workloads
 
     workloads = all_workloads()
     return [t for t in trials
@@ -142,7 +143,6 @@ def wall_s(plan: list[PlannedTrial], estimator: Estimator, workers: int) -> floa
 
 def newest_compatible_run(out: Path) -> Path | None:
     """The newest run under `out` made on a CPU of this machine's model, with trials."""
-    from harness.machine.host import describe
 
     model = describe().get("cpu_model")
     found = []

@@ -11,8 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from engines.none import FLOOR
 from harness.errors import UsageError
+from harness.measure import affinity
 from harness.paths import worker_env
+from workloads import data
 
 
 def did_you_mean(word: str, choices) -> str:
@@ -61,7 +64,6 @@ def not_run(engines: list, workloads: list, engines_named: bool, workloads_named
 def with_floor(engines: list, workloads: list, registry: dict) -> list:
     """The engines, plus the harness's floor row where a selected workload reports memory and a
     selected Python engine runs it: a memory table shows what of each row is the worker itself."""
-    from engines.none import FLOOR
 
     floor = registry[FLOOR]
     wanted = any(floor.runs(w) and any(e.kind == "python" and e.runs(w) for e in engines) for w in workloads)
@@ -154,8 +156,6 @@ def check_plan_size(trials: int) -> None:
 
 
 def check_cpu(cpu: int | None) -> int:
-    from harness.measure import affinity
-
     if cpu is None:
         return affinity.default_cpu()
     problem = affinity.validate_cpu(cpu)
@@ -166,7 +166,6 @@ def check_cpu(cpu: int | None) -> int:
 
 def check_cpus(text: str) -> tuple[int, ...]:
     """--cpus 2-15 / 0,1: distinct cores this process may pin to, in the order given."""
-    from harness.measure import affinity
 
     try:
         cpus = affinity.parse_cpus(text)
@@ -204,7 +203,6 @@ def check_python(path: str | None) -> str:
 
 def use_data_dir(folder: str | None, workloads: list = ()) -> None:
     """Read the real data sets from `folder`, after checking they can serve every workload given."""
-    from workloads import data
 
     try:
         data.set_data_dir(folder)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from harness.errors import UsageError
+from harness.planning.estimate import Estimator
 from harness.planning.plan import PlannedTrial
 from harness.store.results import params_key
 
@@ -49,7 +50,6 @@ def only(plan: list[PlannedTrial], points: list[list]) -> list[PlannedTrial]:
 
 def spec(plan: list[PlannedTrial], text: str, estimate_from) -> dict:
     """The manifest's record of shard `text` (K/N) of the plan: its points and what balanced them."""
-    from harness.planning.estimate import Estimator
 
     index, count = parse(text)
     # Unscaled: a speed gauged on each machine would differ between machines and so would their splits

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from engines.authors.differences import DIFFERENCES
 from engines.base import BASELINE
 from harness.analysis.points import Point, group
 from harness.store.runs import Run
@@ -139,8 +140,6 @@ def json_key(compiler: dict) -> str:
 
 
 def difference_rows(workloads: set[str]) -> list[list[str]]:
-    from engines.authors.differences import DIFFERENCES
-
     return [[", ".join(d.workloads), d.topic, d.status, d.paper, d.here, d.authors, " | ".join(d.evidence),
              d.experiment or ""] for d in DIFFERENCES if workloads & set(d.workloads)]
 

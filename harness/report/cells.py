@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from engines import all_engines
 from harness.report.metrics import Metric
 
 
@@ -55,8 +56,6 @@ def theirs(metric: Metric, row: dict) -> str:
 
 @lru_cache(maxsize=1)
 def labels() -> dict[str, str]:
-    from engines import all_engines
-
     return {eid: spec.label for eid, spec in all_engines().items() if spec.label}
 
 

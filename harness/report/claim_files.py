@@ -8,10 +8,10 @@ import json
 import math
 from pathlib import Path
 
+from engines.base import finite
 from harness.report import claims, paper
 from harness.report.claims import Judged, Verdict
 from harness.store.runs import Run
-from engines.base import finite
 
 SUBJECTS_TEXT = ("Each claim is judged twice: for the authors' BurTorch (their published programs, built from "
                  "their source: the code the paper measured) and for burtbench's engine (our re-implementation). "

@@ -6,16 +6,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from engines import all_engines
 from engines.base import AUTHORS, BASELINE
 from harness.report import paper
-from harness.report.verdicts import (NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, Verdict,
-                                     fx, reach)
 from harness.report.metrics import Metric, resolve
 from harness.report.tables import Table
+from harness.report.verdicts import NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, Verdict, fx, reach
 from harness.store.results import params_key
 from harness.store.runs import Run
+from workloads import all_workloads
 from workloads.claims import Claim
-
 
 # ----------------------------------------------------------------------------- rows of the report's tables
 
@@ -48,7 +48,6 @@ def _matches(params: dict, points: dict) -> bool:
 
 def _other_framework(engine: str) -> bool:
     """A CPU engine of another framework than BurTorch (neither subject, nor its Python binding)."""
-    from engines import all_engines
 
     return engine in all_engines() and engine.endswith("/cpu") and not engine.split("/")[0].startswith("burtorch")
 
@@ -209,8 +208,6 @@ def _measure(claim: Claim, os_name: str) -> str:
 
 
 def _table_title(csv_name: str) -> str:
-    from workloads import all_workloads
-
     for w in all_workloads().values():
         if w.paper is not None and w.paper.csv_name == csv_name:
             return w.name
@@ -294,7 +291,6 @@ def _relative_difference(got: dict, base: dict) -> float:
 def outputs_verdict(claim: Claim, subject: str, run: Run, tables: list[Table], points: dict) -> Verdict:
     """Every engine's outputs against the subject's, bit for bit, at every point of the claim's tables
     (the other subject, another BurTorch, is no other framework: it is left out)."""
-    from engines import all_engines
 
     other = ({AUTHORS, BASELINE} - {subject})
 

@@ -35,7 +35,8 @@ from harness.report.tables import Table
 from harness.report.verdicts import (BY_KEY, NOT_COMPARABLE, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY,
                                      REPRODUCED, SUBJECTS, SYMBOLS, VERDICTS, Judged, Subject, Verdict, fx, reach)
 from harness.store.runs import Run
-from workloads.claims import NOT_COMPARABLE as AUTHORS_NOT_COMPARABLE, Claim, load_claims, parse_claims
+from workloads.claims import NOT_COMPARABLE as AUTHORS_NOT_COMPARABLE
+from workloads.claims import Claim, load_claims, parse_claims
 
 # What the pages, the summary and the tests read from here, defined in verdicts.py and workloads/claims.py.
 __all__ = ["BY_KEY", "NOT_COMPARABLE", "NOT_MEASURABLE", "NOT_REPRODUCED", "OS_SPECIFIC", "PARTLY", "REPRODUCED",

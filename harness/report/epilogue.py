@@ -14,17 +14,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from engines.none import FLOOR
 from harness.analysis.labels import short_ids
 from harness.analysis.points import group
 from harness.analysis.summary import _shown_params, format_seconds
+from harness.report import claim_files, claims, versions
+from harness.report.render import render_report
 
 STYLES = {"reproduced": "green", "partly": "yellow", "not reproduced": "red", "not comparable": "magenta",
           "not measurable here": "dim"}
 
 
 def after_run(run_dir: Path, console: Console, out_root: Path) -> None:
-    from harness.report.render import render_report
-
     try:
         rendered = render_report(run_dir, out_root)
     except Exception as exc:  # noqa: BLE001 - the run's results stand whatever the report does
@@ -40,7 +41,6 @@ WIDTH = 120  # the summary fits a 120-column terminal
 
 def _subject_text(v) -> tuple[str, str]:
     """(plain text, styled text) of one subject's verdict: symbol, verdict, number."""
-    from harness.report import claim_files, claims
 
     value = "" if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE) else f" {claim_files.shown(v, 'ours')}"
     head = f"{claims.SYMBOLS[v.verdict]} {v.verdict}"
@@ -52,7 +52,6 @@ COLUMNS = (30, 32)  # each subject's verdict column: 2 + 23 + 14 + 11 + 30 + 8 +
 
 def claim_line(judged) -> str:
     """One claim in one line of at most WIDTH columns: its id, the paper's number, both subjects' verdicts."""
-    from harness.report import claims
 
     line = f"  {escape(judged.claim.id):<23} paper {escape(_paper_number(judged)):<8}"
     for subject, v, width in zip(claims.SUBJECTS, judged.verdicts(), COLUMNS):
@@ -65,8 +64,6 @@ def claim_line(judged) -> str:
 
 
 def _paper_number(judged) -> str:
-    from harness.report import claims
-
     c = judged.claim
     if c.rule == "same_outputs":
         return "equal"
@@ -78,7 +75,6 @@ def _paper_number(judged) -> str:
 
 def judgeable(judged) -> bool:
     """A claim with a number for at least one subject."""
-    from harness.report import claims
 
     return any(v.verdict in (claims.REPRODUCED, claims.PARTLY, claims.NOT_REPRODUCED) for v in judged.verdicts())
 
@@ -87,14 +83,11 @@ LEGEND = "✓ reproduced, ≈ partly, ✗ not reproduced, ≠ not comparable, �
 
 
 def _tally(judged: list, key: str) -> dict:
-    from harness.report import claims
-
     return {claims.SYMBOLS[name]: sum(getattr(j, key).verdict == name for j in judged) for name in claims.VERDICTS}
 
 
 def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
     """The claims this run could judge, one line each, then one line for the rest."""
-    from harness.report import claims
 
     where = escape(str(folder / "claims.md"))
     shown = [j for j in judged_all if judgeable(j)]
@@ -116,8 +109,6 @@ def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
 
 def speed_lines(trials: list[dict]) -> list[str]:
     """At each workload point, the fastest engine and how much faster than the slowest it ran."""
-    from engines.none import FLOOR
-    from harness.report import claims
 
     by_point: dict[tuple, list] = {}
     for point in group(trials).values():
@@ -140,8 +131,6 @@ def speed_lines(trials: list[dict]) -> list[str]:
 
 
 def summary_lines(rendered) -> list[str]:
-    from harness.report import versions
-
     folder = Path(rendered.folder).resolve()
     lines = [""] + [f"[yellow]{escape(s)}[/]" for s in rendered.status]
     lines += claim_lines(rendered.judged, rendered.run, folder)

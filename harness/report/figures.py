@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines import all_engines
 from engines.base import AUTHORS, BASELINE, split_id
 from engines.none import FLOOR
 from harness.report.cells import factor
 from harness.report.metrics import METRICS, PAPER_MEMORY
-from harness.units import MIB, MIB_LABEL
 from harness.report.tables import Table
+from harness.units import MIB, MIB_LABEL
 
 FAILED_COLOR = "#d62728"
 # Both BurTorch rows stand out: their own colours and markers, thicker lines, drawn on top.
@@ -30,7 +31,6 @@ MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">", "h", "p", "d", "8")
 
 def engine_style(engine: str) -> tuple[str, str]:
     """(colour, marker) of an engine, stable across figures and runs."""
-    from engines import all_engines
 
     base = split_id(engine)[0]
     if base in BURTORCH_STYLES:

@@ -10,10 +10,10 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from harness.report import authors
+from harness.report import authors, claim_files, claims
 from harness.report.figures import Figure
-from harness.store.runs import Run
 from harness.report.tables import Table
+from harness.store.runs import Run
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1500px;
@@ -228,8 +228,6 @@ def status_html(status: list[str]) -> str:
 
 
 def _subject_cell(v) -> str:
-    from harness.report import claim_files, claims
-
     value = "" if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE) else \
         f" {esc(claim_files.shown(v, 'ours'))}" + (f" at {esc(v.at)}" if v.at else "")
     return (f"<td class='v-{v.verdict.replace(' ', '-')}'><b>{claims.SYMBOLS[v.verdict]} {esc(v.verdict)}</b>{value}"
@@ -238,7 +236,6 @@ def _subject_cell(v) -> str:
 
 def claims_section(judged: list) -> str:
     """The paper's claims and both subjects' verdicts on this run."""
-    from harness.report import claim_files, claims
 
     if not judged:
         return ""

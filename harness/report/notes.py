@@ -5,6 +5,7 @@ from harness.analysis.points import Point
 from harness.report import paper
 from harness.report.metrics import Metric
 from workloads import theory
+from workloads.timed_regions import regions
 
 RELATIVE_NOTE = ("(×N) = relative to BurTorch ({baseline}) at the same point, in this run and "
                  "in the paper (the paper's printed factor where it prints one).")
@@ -13,7 +14,6 @@ RELATIVE_NOTE = ("(×N) = relative to BurTorch ({baseline}) at the same point, i
 def timed_region_notes(points: list[Point], workload: str, timing: str) -> list[str]:
     """One line per engine with a paper row: what its trials timed per iteration, flagged where that
     is not what the authors' script for its row times."""
-    from workloads.timed_regions import regions
 
     table = regions()
     rows = [table[(e, workload)] for e in dict.fromkeys(p.engine for p in points) if (e, workload) in table]

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from engines import all_engines
+
 OS_NAMES = {"windows": "Windows", "linux": "Linux", "macos": "macOS"}
 
 _FRAMEWORK_NAMES = {
@@ -64,7 +66,6 @@ class PaperRow:
 @lru_cache(maxsize=1)
 def engine_of_row() -> dict[tuple, tuple[str, ...]]:
     """(paper row key, variant) -> our engine ids, from the engines' own declarations (EngineSpec.paper_row)."""
-    from engines import all_engines
 
     rows: dict[tuple, tuple[str, ...]] = {}
     for spec in all_engines().values():

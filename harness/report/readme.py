@@ -9,8 +9,8 @@ from pathlib import Path
 
 from harness.report import claim_files, formats
 from harness.report.figures import Figure
-from harness.store.runs import Run
 from harness.report.tables import Table
+from harness.store.runs import Run
 
 
 def text(run: Run, tables: list[Table], figures: list[Figure], judged: list, status: list[str],

@@ -17,9 +17,9 @@ import pandas as pd
 
 from engines.base import BASELINE
 from harness.analysis.points import Point, group
-from harness.store.results import params_key
 from harness.report import cells, notes, paper
 from harness.report.metrics import Metric, memory_note, resolve
+from harness.store.results import params_key
 from harness.store.runs import Run
 from workloads import all_workloads, differences
 from workloads.base import PaperTable, Workload

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.analysis import compare
 from engines.base import split_id
+from harness.analysis import compare
 from harness.analysis.points import Point, group
+from harness.analysis.summary import format_seconds
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
-from harness.analysis.summary import format_seconds
 
 FIELDS = ["engine", "params", "version", "env", "trials_ok", "trials", "check_ok",
           "time_per_iter_s", "time_ratio", "time_ci_low", "time_ci_high", "time_verdict",

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.measure import affinity, tsc
-from harness.running.orchestrator import runner_cores, runner_off
 from harness.planning.plan import make_plan
+from harness.running.orchestrator import runner_cores, runner_off
 from harness.running.runner import measure, prepare_inputs
 from harness.running.spawn import ChildSpawner, Interrupted, RunOptions
 

@@ -18,14 +18,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from harness.store import manifest as manifest_mod
-from harness.store import results
+from harness.analysis.points import group
 from harness.measure import affinity
 from harness.planning.plan import PlannedTrial
 from harness.planning.preview import duration
 from harness.running.runner import measure, prepare_inputs
 from harness.running.spawn import ChildSpawner, Interrupted, RunOptions
-from harness.analysis.points import group
+from harness.store import manifest as manifest_mod
+from harness.store import results
 
 EXIT_INTERRUPTED = 130
 

@@ -15,13 +15,13 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.measure.tsc import estimate_cycles
-from harness.planning.plan import PlannedTrial
-from harness.store.results import ResultsUnwritable, Trial
-from harness.paths import worker_env
-from harness.running.spawn import ChildRun, ChildSpawner, RunOptions
 from harness.analysis.stats import summarize
+from harness.measure.tsc import estimate_cycles
+from harness.paths import worker_env
+from harness.planning.plan import PlannedTrial
+from harness.running.spawn import ChildRun, ChildSpawner, RunOptions
 from harness.running.worker import EXIT_UNAVAILABLE, parse_value
+from harness.store.results import ResultsUnwritable, Trial
 from harness.store.run_plan import DEFAULT_TIMING
 
 WORKER = Path(__file__).resolve().parent / "worker.py"

@@ -14,19 +14,34 @@ from pathlib import Path
 
 from rich.console import Console
 
+from engines import all_engines
+from engines.authors.source import ENV_VAR
+from engines.base import split_id
+from harness.analysis import summary
 from harness.envs import specs as envs
 from harness.envs.install import make_all
-
-from harness.planning import selection
-from harness.running import upstream as upstream_source
 from harness.errors import UsageError
-from engines.base import split_id
-from harness.store.lock import RunLock
+from harness.measure import affinity, energy, tsc
+from harness.planning import preview, selection, shard
+from harness.planning.claim_points import with_claim_points
+from harness.planning.estimate import Estimator, newest_compatible_run
+from harness.planning.plan import make_plan as plan_of
+from harness.planning.plan import narrow_for
+from harness.planning.preview import NOTHING_TO_RUN
 from harness.planning.resume import resumable_manifest
+from harness.running import orchestrator
+from harness.running import upstream as upstream_source
+from harness.running.orchestrator import pending
+from harness.running.probe import probe_floor
+from harness.running.spawn import RunOptions
+from harness.store import manifest as manifest_mod
+from harness.store import results
+from harness.store.lock import RunLock
 from harness.store.results import ResultsUnwritable
 from harness.store.run_plan import DEFAULT_PROFILE, DEFAULT_TIMING, RunPlan
 from harness.store.runs import check_out_dir, existing_run
 from harness.units import count
+from workloads import all_workloads, load
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
@@ -53,8 +68,6 @@ class RunRequest:
 
 def new_plan(args) -> RunPlan:
     """The plan of a new run from the parsed options, every value checked."""
-    from engines import all_engines
-    from workloads import all_workloads
 
     profile = args.profile or DEFAULT_PROFILE
     if profile not in PROFILES:
@@ -82,7 +95,6 @@ def new_plan(args) -> RunPlan:
     use_upstream(upstream)
     if args.adaptive and args.trials and args.max_trials < args.trials:
         raise UsageError(f"--max-trials {args.max_trials} is below --trials {args.trials}")
-    from harness.planning.plan import narrow_for
 
     per_point = args.max_trials if args.adaptive else None
     selection.check_plan_size(sum((per_point or args.trials or w.trials[profile])
@@ -102,7 +114,6 @@ def new_plan(args) -> RunPlan:
 def shard_of(plan: RunPlan, args) -> dict:
     """--shard K/N: this shard's points. The split is balanced by estimates every machine computes
     alike: --estimate-from's run (give every machine the same one), else the built-in figures."""
-    from harness.planning import shard
 
     source = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
     return shard.spec(make_plan(plan), args.shard, source)
@@ -134,7 +145,6 @@ def request(args) -> RunRequest:
         raise UsageError("--cpu and --cpus: give one (--cpus 3 pins every trial to core 3 too)")
     estimate_from = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
     if estimate_from is None:
-        from harness.planning.estimate import newest_compatible_run
 
         estimate_from = newest_compatible_run(Path(args.out))
     return RunRequest(plan, run_dir, Path(args.out), cpus[0] if cpus else cpu, python, args.mem_limit,
@@ -146,7 +156,6 @@ def use_upstream(path: str | None) -> None:
     """--upstream: the authors' BurTorch source for the burtorch-authors engines (and their builds)."""
     if path is None:
         return
-    from engines.authors.source import ENV_VAR
 
     if not Path(path).exists():
         raise UsageError(f"--upstream {path}: no such file or folder (a checkout or a `git archive` tarball;"
@@ -155,8 +164,6 @@ def use_upstream(path: str | None) -> None:
 
 
 def planned_workloads(plan: RunPlan) -> list:
-    from workloads import load
-
     try:
         return [load(w) for w in plan.workloads]
     except KeyError as exc:
@@ -164,9 +171,6 @@ def planned_workloads(plan: RunPlan) -> list:
 
 
 def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
-    from engines import all_engines
-    from harness.planning.plan import make_plan as plan_of
-
     registry = all_engines()
     # An engine run in an environment: the registry's engine, bound to the environment's interpreter.
     for eid in asked.engines:
@@ -187,11 +191,9 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
     engines = [registry[e] for e in asked.engines]
     plan = plan_of(engines, workloads, asked.profile, narrow, asked.trials, asked.timeout_s)
     if not narrow:  # --param: the user chose the points; else the claims' points join the profile's
-        from harness.planning.claim_points import with_claim_points
 
         plan = with_claim_points(plan, engines, workloads, asked.profile, asked.trials, asked.timeout_s)
     if asked.shard:
-        from harness.planning import shard
 
         plan = shard.only(plan, asked.shard["points"])
     return plan
@@ -212,7 +214,6 @@ def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
         console.print(f"[yellow]skipping[/] {eid}: unavailable: {reason}", highlight=False)
     plan = [pt for pt in plan if pt.engine.id not in unavailable]
     if not plan:
-        from harness.planning.preview import NOTHING_TO_RUN
 
         raise UsageError(NOTHING_TO_RUN)
     return plan, unavailable
@@ -236,12 +237,10 @@ class Outcome:
 
 def run(req: RunRequest, console: Console) -> Outcome:
     if req.dry_run:
-        from harness.planning import preview
 
         plan = make_plan(req.plan)
         if req.run_dir is None:
             return Outcome(preview.show(plan, req, estimator(req), console), None)
-        from harness.running.orchestrator import pending
 
         left = pending(plan, req.run_dir)
         console.print(f"resuming {req.run_dir}: {len(plan) - len(left)} of {len(plan)} planned trials are done; "
@@ -265,12 +264,6 @@ def run(req: RunRequest, console: Console) -> Outcome:
 
 def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, unavailable: dict,
                 environments: dict) -> int:
-    from harness.store import manifest as manifest_mod
-    from harness.running import orchestrator
-    from harness.store import results
-    from harness.analysis import summary
-    from harness.measure import affinity, tsc
-    from harness.running.spawn import RunOptions
 
     if req.run_dir is not None:
         manifest, _ = resumable_manifest(run_dir)
@@ -318,8 +311,6 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
 
 def estimator(req: RunRequest):
     """The plan's time estimates, scaled to this machine's speed now by re-running a floor trial."""
-    from harness.planning.estimate import Estimator
-    from harness.running.probe import probe_floor
 
     return Estimator(req.estimate_from, probe=probe_floor)
 
@@ -328,8 +319,6 @@ def energy_meter(req: RunRequest, plan: list, run_dir: Path, manifest: dict, con
     """The suite's energy meter, its idle power measured now, where a planned workload measures energy."""
     if not any(pt.workload.measures_energy for pt in plan):
         return None
-    from harness.store import manifest as manifest_mod
-    from harness.measure import energy
 
     meter, manifest["energy"] = energy.suite_meter(req.energy, req.idle_seconds)
     manifest_mod.save(run_dir, manifest)

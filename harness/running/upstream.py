@@ -17,7 +17,10 @@ from typing import Callable
 from rich.console import Console
 from rich.markup import escape
 
+from engines.authors import source
+from engines.authors.source import SourceError
 from engines.base import AUTHORS
+from engines.burtorch_authors import DEFAULT_CHECKOUT, upstream_location
 
 
 def is_authors(engine_id: str) -> bool:
@@ -26,23 +29,18 @@ def is_authors(engine_id: str) -> bool:
 
 def locate() -> tuple[Path | None, str]:
     """(the source, how it was found) from --upstream / $BURTBENCH_UPSTREAM / an earlier fetch; (None, …) else."""
-    from engines.burtorch_authors import upstream_location
 
     return upstream_location()
 
 
 def _fetch_pinned() -> str:
     """Fetch the pinned commit into the default checkout; its commit, verified. Raises SourceError."""
-    from engines.authors import source
-    from engines.burtorch_authors import DEFAULT_CHECKOUT
 
     return source.fetch(DEFAULT_CHECKOUT).commit
 
 
 def provide(plan: list, console: Console, fetch: Callable[[], str] = _fetch_pinned) -> tuple[list, dict]:
     """The plan, and {engine id: why} for the authors' engines left out because their source cannot be had."""
-    from engines.authors.source import SourceError
-    from engines.burtorch_authors import DEFAULT_CHECKOUT
 
     theirs = sorted({pt.engine.id for pt in plan if is_authors(pt.engine.id)})
     if not theirs or locate()[0] is not None:

@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from harness.store.results import ResultsUnwritable
+
 LOCK_FILE = ".lock"
 
 
@@ -41,8 +43,6 @@ class RunLock:
         self.release()
 
     def acquire(self) -> None:
-        from harness.store.results import ResultsUnwritable
-
         try:
             self._take()
         except OSError as exc:

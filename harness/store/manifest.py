@@ -13,13 +13,14 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from engines.base import find_executable
 from harness import __version__
-
-from harness.machine import doctor, host as machine
+from harness.machine import doctor
+from harness.machine import host as machine
 from harness.measure import tsc
 from harness.paths import ROOT
+from harness.store.results import MANIFEST_FILE, write_json_atomic
 from harness.store.run_plan import RunPlan
-from harness.store.results import write_json_atomic, MANIFEST_FILE
 
 FRAMEWORK_DISTRIBUTIONS = ("torch", "tensorflow", "jax", "jaxlib", "autograd", "micrograd", "mlx",
                            "ai-edge-litert", "numpy", "pybind11", "burtbench")
@@ -65,7 +66,6 @@ def git_commit() -> str | None:
 
 def native_build_info() -> dict | None:
     """Compiler and flags the native driver reports about itself, if it is installed."""
-    from engines.base import find_executable
 
     exe = find_executable("burtorch-bench")
     if exe is None:

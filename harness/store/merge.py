@@ -12,9 +12,9 @@ import json
 import os
 from pathlib import Path
 
+from harness.errors import UsageError
 from harness.store import manifest as manifest_mod
 from harness.store import results
-from harness.errors import UsageError
 from harness.store.run_plan import RunPlan, read_plan
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from engines.base import EngineSpec
 
+
 class Unbuildable(RuntimeError):
     pass
 
