@@ -15,6 +15,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from engines.base import find_executable
 from harness.analysis.stats import summarize
 from harness.measure.tsc import estimate_cycles
 from harness.paths import worker_env
@@ -36,8 +37,6 @@ def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOp
               "--blocks", str(pt.workload.timing_blocks(iterations))]
     shared = ["--inputs", str(inputs)] if inputs else []
     if pt.engine.kind == "native":
-        from engines.base import find_executable
-
         cmd = [find_executable(pt.engine.executable) or pt.engine.executable, pt.workload.name, *counts,
                "--timing", options.timing, *shared]
         return cmd + param_args(pt.params)

@@ -74,7 +74,7 @@ class WorkloadView:
         self.name, self.kind, self.precision, self.graph = name, kind, precision, graph
 
     def __getattr__(self, attribute: str):
-        from workloads import load
+        from workloads import load  # the declaration only when a builder asks for more: it costs peak memory
 
         return getattr(load(self.name), attribute)
 
