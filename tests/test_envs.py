@@ -141,7 +141,8 @@ def test_only_python_engines_run_in_an_environment(capsys, tmp_path):
 def test_compare_names_an_environment_the_run_has(fakefw, tmp_path, capsys):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    results.write_json_atomic(run_dir / results.MANIFEST_FILE, {"plan": {"envs": [OLD]}})
+    results.write_json_atomic(run_dir / results.MANIFEST_FILE,
+                              {"plan": {"profile": "smoke", "engines": [], "workloads": [], "envs": [OLD]}})
     assert main(["compare", f"{run_dir}@{OLD}", f"{run_dir}@burtbench-fakefw==3.0"]) == 2
     assert "has no environment burtbench-fakefw==3.0 (it has: burtbench-fakefw==1.0)" in capsys.readouterr().err
 

@@ -199,3 +199,15 @@ def group(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) 
         key = PointKey.of(trial)
         points.setdefault(key, Point(key, noise_threshold=noise_threshold)).trials.append(trial)
     return points
+
+
+_grouped: tuple = (None, {})  # (the run last grouped, its points): a report groups its run once
+
+
+def run_points(run) -> dict[PointKey, Point]:
+    """A run's points (a store.runs.Run), grouped with its own --noise-threshold: every part of its
+    report (tables, claims, versions, the authors' page, the closing lines) reads these."""
+    global _grouped
+    if _grouped[0] is not run:
+        _grouped = (run, group(run.trials, run.plan.noise_threshold))
+    return _grouped[1]

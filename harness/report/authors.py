@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engines.authors.differences import DIFFERENCES
 from engines.base import BASELINE
-from harness.analysis.points import Point, group
+from harness.analysis.points import Point, run_points
 from harness.store.runs import Run
 from harness.units import mib
 
@@ -22,7 +22,7 @@ AUTHORS = "burtorch-authors"
 
 
 def authors_points(run: Run) -> list[Point]:
-    return [p for p in group(run.trials).values() if p.engine.split("/")[0] == AUTHORS]
+    return [p for p in run_points(run).values() if p.engine.split("/")[0] == AUTHORS]
 
 
 def _time(value: float | None) -> str:
@@ -61,7 +61,7 @@ def _as_list(value) -> list:
 
 def comparison_rows(run: Run) -> list[list[str]]:
     """One row per point of the authors' engine, with this project's engine at the same point."""
-    points = group(run.trials)
+    points = run_points(run)
     rows = []
     for theirs in authors_points(run):
         ours = next((p for k, p in points.items() if k.engine == BASELINE and k.workload == theirs.workload

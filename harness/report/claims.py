@@ -29,7 +29,7 @@ for that OS.
 from __future__ import annotations
 
 from engines.base import AUTHORS
-from harness.analysis.points import group
+from harness.analysis.points import run_points
 from harness.report import claim_rules
 from harness.report.tables import Table
 from harness.report.verdicts import (BY_KEY, NOT_COMPARABLE, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY,
@@ -73,7 +73,7 @@ def verdict_for(claim: Claim, subject: Subject, run: Run, tables: list[Table], p
 
 def judge(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None) -> list[Judged]:
     """Both subjects' verdicts on every claim, from the report's tables and the run's points."""
-    points = group(run.trials)
+    points = run_points(run)
     absent = {s.key: absent_subject(run, s) for s in SUBJECTS}
     return [Judged(claim, *(verdict_for(claim, s, run, tables, points, absent[s.key]) for s in SUBJECTS))
             for claim in (claims if claims is not None else load_claims())]

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from engines.none import FLOOR
 from harness.analysis.labels import short_ids
-from harness.analysis.points import group
+from harness.analysis.points import run_points
 from harness.analysis.summary import _shown_params, format_seconds
 from harness.report import claim_files, claims, versions
 from harness.report.render import render_report
@@ -107,11 +107,10 @@ def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
     return lines
 
 
-def speed_lines(trials: list[dict]) -> list[str]:
+def speed_lines(run) -> list[str]:
     """At each workload point, the fastest engine and how much faster than the slowest it ran."""
-
     by_point: dict[tuple, list] = {}
-    for point in group(trials).values():
+    for point in run_points(run).values():
         if point.time_mean() is not None and point.engine != FLOOR:  # the harness's floor is no framework
             by_point.setdefault((point.workload, point.key.params), []).append(point)
     labels, _ = short_ids([p.engine for points in by_point.values() for p in points])
@@ -134,7 +133,7 @@ def summary_lines(rendered) -> list[str]:
     folder = Path(rendered.folder).resolve()
     lines = [""] + [f"[yellow]{escape(s)}[/]" for s in rendered.status]
     lines += claim_lines(rendered.judged, rendered.run, folder)
-    speeds = speed_lines(rendered.run.trials)
+    speeds = speed_lines(rendered.run)
     if speeds:
         lines += ["", "[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step):"]
         lines += speeds

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from engines.base import BASELINE
-from harness.analysis.points import Point, group
+from harness.analysis.points import Point, run_points
 from harness.report import cells, notes, paper
 from harness.report.metrics import Metric, memory_note, resolve
 from harness.store.results import params_key
@@ -51,9 +51,8 @@ def default_declaration(workload: Workload) -> PaperTable:
 
 def build_tables(run: Run) -> list[Table]:
     """Every table whose workload has trials in the run, in the paper's order."""
-    threshold = run.plan.noise_threshold
     by_workload: dict[str, list[Point]] = {}
-    for point in group(run.trials, threshold).values():
+    for point in run_points(run).values():
         by_workload.setdefault(point.workload, []).append(point)
     known = all_workloads()
     declared = [(known[name], known[name].paper or default_declaration(known[name]))

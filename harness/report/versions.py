@@ -15,7 +15,7 @@ import pandas as pd
 
 from engines.base import split_id
 from harness.analysis import compare
-from harness.analysis.points import Point, group
+from harness.analysis.points import Point, run_points
 from harness.analysis.summary import format_seconds
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
@@ -89,7 +89,7 @@ def _shown(rows: list[dict]) -> pd.DataFrame:
 def build(run: Run) -> list[VersionTable]:
     """A table per workload where some engine ran in two environments or more."""
     by_workload: dict[str, dict[tuple, dict[str, Point]]] = {}
-    for key, point in group(run.trials).items():
+    for key, point in run_points(run).items():
         base, env = split_id(key.engine)
         if env:
             by_workload.setdefault(key.workload, {}).setdefault((base, key.params), {})[env] = point
