@@ -8,40 +8,7 @@
 #include <cstddef>
 
 #include "burtorch/config.hpp"
-
-#if defined(__AVX__)
-#include <immintrin.h>
-#define BURTORCH_AVX 1
-#else
-#define BURTORCH_AVX 0
-#endif
-// AVX-512 widens the block products' registers only (gemm.hpp); the kernels here stay 256-bit.
-#if defined(__AVX512F__)
-#define BURTORCH_AVX512 1
-#else
-#define BURTORCH_AVX512 0
-#endif
-#if defined(__SSE2__) || defined(_M_X64)
-#include <emmintrin.h>
-#define BURTORCH_SSE 1
-#else
-#define BURTORCH_SSE 0
-#endif
-#if BURTORCH_AVX512
-#define BURTORCH_KERNELS "avx512"
-#elif BURTORCH_AVX
-#define BURTORCH_KERNELS "avx"
-#elif BURTORCH_SSE
-#define BURTORCH_KERNELS "sse2"
-#else
-#define BURTORCH_KERNELS "portable"
-#endif
-
-#if defined(_MSC_VER) && !defined(__clang__)
-#define BURTORCH_RESTRICT __restrict
-#else
-#define BURTORCH_RESTRICT __restrict__
-#endif
+#include "burtorch/simd.hpp"
 
 namespace burtorch::kernels {
 
@@ -194,16 +161,6 @@ BURTORCH_INLINE void dotRows(const float* x, const float* w, std::size_t n, std:
   for (; j < rows; ++j) out[j] = dot(x, w + j * n, n);
 }
 
-// One vector register of floats, for the elementwise kernels below.
-struct FloatRegister {
-  using V = __m256;
-  static constexpr std::size_t kWidth = 8;
-  static BURTORCH_INLINE V load(const float* p) noexcept { return _mm256_loadu_ps(p); }
-  static BURTORCH_INLINE void store(float* p, V v) noexcept { _mm256_storeu_ps(p, v); }
-  static BURTORCH_INLINE V broadcast(float a) noexcept { return _mm256_set1_ps(a); }
-  static BURTORCH_INLINE V add(V a, V b) noexcept { return _mm256_add_ps(a, b); }
-  static BURTORCH_INLINE V mul(V a, V b) noexcept { return _mm256_mul_ps(a, b); }
-};
 #elif BURTORCH_SSE
 // The same sums for float, written out in SSE registers: GCC spills the lanes to scalars after
 // the wide loop and runs the short rows (24 values in the GPT) one value at a time. Separate
@@ -226,24 +183,17 @@ BURTORCH_INLINE float dot(const float* BURTORCH_RESTRICT x, const float* BURTORC
   return (_mm_cvtss_f32(a0) + _mm_cvtss_f32(_mm_shuffle_ps(a0, a0, 1))) + tail;
 }
 
-// One vector register of floats, for the elementwise kernels below.
-struct FloatRegister {
-  using V = __m128;
-  static constexpr std::size_t kWidth = 4;
-  static BURTORCH_INLINE V load(const float* p) noexcept { return _mm_loadu_ps(p); }
-  static BURTORCH_INLINE void store(float* p, V v) noexcept { _mm_storeu_ps(p, v); }
-  static BURTORCH_INLINE V broadcast(float a) noexcept { return _mm_set1_ps(a); }
-  static BURTORCH_INLINE V add(V a, V b) noexcept { return _mm_add_ps(a, b); }
-  static BURTORCH_INLINE V mul(V a, V b) noexcept { return _mm_mul_ps(a, b); }
-};
 #endif
 
 #if BURTORCH_AVX || BURTORCH_SSE
+// One vector register of floats, for the elementwise kernels below.
+using FloatRegister = Register<float, kElementwise<float>>;
+
 // Elementwise, so any register width gives the same bits.
 template <>
 BURTORCH_INLINE void axpy(float* BURTORCH_RESTRICT y, float a, const float* BURTORCH_RESTRICT x, std::size_t n) noexcept {
   using R = FloatRegister;
-  const R::V av = R::broadcast(a);
+  const R::V av = R::broadcast(&a);
   std::size_t k = 0;
   for (; k + R::kWidth <= n; k += R::kWidth) R::store(y + k, R::add(R::load(y + k), R::mul(av, R::load(x + k))));
   for (; k < n; ++k) y[k] += a * x[k];
@@ -265,7 +215,7 @@ BURTORCH_INLINE void axpyBlock(float* const* y, const float* const* a, const flo
     R::V xs[regs];
     for (std::size_t q = 0; q < regs; ++q) xs[q] = R::load(x[r] + k + q * w);
     for (std::size_t i = 0; i < outputs; ++i) {
-      const R::V ai = R::broadcast(a[i][r]);
+      const R::V ai = R::broadcast(&a[i][r]);
       for (std::size_t q = 0; q < regs; ++q) sum[i][q] = R::add(sum[i][q], R::mul(ai, xs[q]));
     }
   }

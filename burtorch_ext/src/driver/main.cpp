@@ -61,6 +61,7 @@ const char* const burtorch::driver::kProgram = "burtorch-bench";
 int main(int argc, char** argv) {
   using namespace burtorch::driver;
   if (argc == 2 && std::string_view(argv[1]) == "--peak") return printPeak();
+  const std::string version = "burtorch " BURTORCH_VERSION " (" BURTORCH_KERNELS " kernels; " + burtorch::kernels::describe(burtorch::kernels::kernelChoice()) + ")";
   return runDriver(argc, argv,
                    "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]\n"
                    "                      [--param NAME=VALUE ...] [--inputs DIR]\n"
@@ -70,5 +71,5 @@ int main(int argc, char** argv) {
                    "(leaves made every step; save_load memory-maps its file, not on Windows); lean: ours. The line's\n"
                    "timed_as says which ran (workloads/timed_regions.csv).\n"
                    "mlp and gpt train on the shared-inputs folder DIR that the workload's prepare() wrote.\n",
-                   "burtorch " BURTORCH_VERSION " (" BURTORCH_KERNELS " kernels)", kWorkloads);
+                   version, kWorkloads);
 }

@@ -1,0 +1,132 @@
+// The block products' micro-kernel (gemm.hpp): a kMR x kNR tile of C from packed panels of A
+// (kMR rows, k along the panel) and B (kNR columns), in registers of `lanes` values of T, and
+// what the tile's products do to C (WriteBack).
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include "burtorch/simd.hpp"
+
+namespace burtorch::kernels {
+
+// The tile of C one micro-kernel call computes: kMR rows of two registers each, so that the
+// accumulators (2 kMR) and B's two registers fit the register file.
+template <class T, std::size_t lanes>
+struct Tile {
+  using R = Register<T, lanes>;
+  static constexpr std::size_t kMR = lanes * sizeof(T) == 64 ? 8 : 6;  // rows of A per panel
+  static constexpr std::size_t kNR = 2 * lanes;                        // columns of B per panel
+};
+
+// What a tile's products do to C: C = products (kStore), C += products (kAdd), or, where C holds
+// gradients (grads[i] the gradient of values[i]), the SGD step that follows the product:
+// v -= step (C + products), then C = 0 (kDescend). The step rounds as sgdStepAndZeroGrad's loop
+// (optim.hpp): a multiply, then a subtraction.
+template <class T>
+struct WriteBack {
+  enum Kind { kAdd, kStore, kDescend };
+  Kind kind = kAdd;
+  T* values = nullptr;
+  const T* grads = nullptr;
+  T step = 0;
+
+  T* valueOf(const T* grad) const noexcept { return values + (grad - grads); }
+};
+
+namespace detail {
+
+// f(0), f(1), ..., f(N - 1), each index a compile-time constant: the micro-kernels' accumulators
+// are then named, not indexed, and stay in registers (with a loop over the rows, GCC keeps them
+// in a stack array and stores every one of them on every step of k).
+template <std::size_t N, class F>
+BURTORCH_INLINE void forEachRow(F f) noexcept {
+  [&]<std::size_t... I>(std::index_sequence<I...>) BURTORCH_INLINE_LAMBDA { (f(std::integral_constant<std::size_t, I>{}), ...); }(std::make_index_sequence<N>{});
+}
+
+// acc (regs registers of row i of the tile) into C's rows c[i] as `write` says. Every row is
+// read before any is written (rows of C at a multiple of 4 KiB from each other would otherwise
+// wait on each other's stores): the caller guarantees the rows are distinct.
+template <class T, std::size_t lanes, std::size_t mr, std::size_t regs>
+BURTORCH_INLINE void writeTile(typename Register<T, lanes>::V (&acc)[mr][regs], T* const* c, const WriteBack<T>& write) noexcept {
+  using R = Register<T, lanes>;
+  if (write.kind != WriteBack<T>::kStore)
+    forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
+      for (std::size_t q = 0; q < regs; ++q) acc[i][q] = R::add(R::load(c[i] + q * lanes), acc[i][q]);
+    });
+  if (write.kind == WriteBack<T>::kDescend) {
+    const typename R::V step = R::broadcast(&write.step), zero = R::zero();
+    forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
+      T* const v = write.valueOf(c[i]);
+      for (std::size_t q = 0; q < regs; ++q) {
+        R::store(v + q * lanes, R::sub(R::load(v + q * lanes), R::mul(step, acc[i][q])));
+        R::store(c[i] + q * lanes, zero);
+      }
+    });
+    return;
+  }
+  forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
+    for (std::size_t q = 0; q < regs; ++q) R::store(c[i] + q * lanes, acc[i][q]);
+  });
+}
+
+// C tile (kMR x kNR) (+)= a (kc x kMR panel) x b (kc x kNR panel); c[i]: row i of the tile, kNR
+// values, no two overlapping.
+template <class T, std::size_t lanes>
+BURTORCH_INLINE void microKernel(std::size_t kc, const T* BURTORCH_RESTRICT a, const T* BURTORCH_RESTRICT b, T* const* c, const WriteBack<T>& write) noexcept {
+  using R = Register<T, lanes>;
+  constexpr std::size_t mr = Tile<T, lanes>::kMR, w = lanes;
+  typename R::V acc[mr][2];
+  forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = acc[i][1] = R::zero(); });
+  for (std::size_t k = 0; k < kc; ++k) {
+    const typename R::V b0 = R::load(b), b1 = R::load(b + w);
+    forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
+      const typename R::V ai = R::broadcast(a + i);
+      acc[i][0] = R::mulAdd(ai, b0, acc[i][0]);
+      acc[i][1] = R::mulAdd(ai, b1, acc[i][1]);
+    });
+    a += mr;
+    b += 2 * w;
+  }
+  writeTile<T, lanes>(acc, c, write);
+}
+
+// The same over the first half of the panel of b (one register per row of the tile): the last
+// panel of a narrow C (24 columns in AVX registers: 16 + 8), without multiplying the panel's
+// zeros or going through a buffer. The same chains, so the same bits.
+template <class T, std::size_t lanes>
+BURTORCH_INLINE void microKernelHalf(std::size_t kc, const T* BURTORCH_RESTRICT a, const T* BURTORCH_RESTRICT b, T* const* c, const WriteBack<T>& write) noexcept {
+  using R = Register<T, lanes>;
+  constexpr std::size_t mr = Tile<T, lanes>::kMR, w = lanes;
+  typename R::V acc[mr][1];
+  forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = R::zero(); });
+  for (std::size_t k = 0; k < kc; ++k) {
+    const typename R::V b0 = R::load(b);
+    forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = R::mulAdd(R::broadcast(a + i), b0, acc[i][0]); });
+    a += mr;
+    b += 2 * w;
+  }
+  writeTile<T, lanes>(acc, c, write);
+}
+
+// One element of C through the same write-back, for tiles that go through a buffer.
+template <class T>
+BURTORCH_INLINE void writeOne(T& c, T product, const WriteBack<T>& write) noexcept {
+  if (write.kind == WriteBack<T>::kStore) {
+    c = product;
+    return;
+  }
+  const T sum = c + product;
+  if (write.kind == WriteBack<T>::kAdd) {
+    c = sum;
+    return;
+  }
+  T& v = *write.valueOf(&c);
+  v = v - write.step * sum;
+  c = T(0);
+}
+
+}  // namespace detail
+
+}  // namespace burtorch::kernels

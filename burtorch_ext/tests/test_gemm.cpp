@@ -1,0 +1,123 @@
+// The block products (gemm.hpp) against a plain loop, in every register width and every kind
+// of block the runtime choice (cpu.hpp) can make, at shapes off the tiles and blocks.
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "burtorch/gemm.hpp"
+#include "check.hpp"
+
+using namespace burtorch::kernels;
+
+namespace {
+
+// Every register width the build can run, with the extremes and the middle of the blocks.
+std::vector<KernelChoice> everyChoice() {
+  std::vector<KernelChoice> out;
+  for (const std::size_t bits : {kWidestBits, std::size_t{256}}) {
+    if (bits > kWidestBits || (bits == 256 && kWidestBits != 512)) continue;
+    for (const std::size_t kBytes : {256, 512, 1024})
+      for (const auto& [mPanels, nColumns] : {std::array<std::size_t, 2>{4, 64}, {7, 256}, {16, 1024}})
+        out.push_back({bits, kBytes, mPanels, nColumns});
+  }
+  return out;
+}
+
+template <class T>
+struct Operands {
+  std::size_t m, n, k, stride;
+  std::vector<T> a, at, b, bt;
+
+  Operands(std::size_t m_, std::size_t n_, std::size_t k_) : m(m_), n(n_), k(k_), stride(n_ + 3), a(m * k), at(k * m), b(k * n), bt(n * k) {
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t q = 0; q < k; ++q) a[i * k + q] = at[q * m + i] = static_cast<T>(std::sin(0.37 * static_cast<double>(i * k + q) + 0.1));
+    for (std::size_t q = 0; q < k; ++q)
+      for (std::size_t j = 0; j < n; ++j) b[q * n + j] = bt[j * k + q] = static_cast<T>(std::cos(0.23 * static_cast<double>(q * n + j)));
+  }
+
+  // Whether c (rows `stride` apart: longer than n) holds initial + A B, within rounding.
+  bool holds(const std::vector<T>& c, T initial) const {
+    bool ok = true;
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        double want = static_cast<double>(initial), scale = 1;
+        for (std::size_t q = 0; q < k; ++q) {
+          want += static_cast<double>(a[i * k + q]) * static_cast<double>(b[q * n + j]);
+          scale += std::abs(static_cast<double>(a[i * k + q]) * static_cast<double>(b[q * n + j]));
+        }
+        ok = ok && std::abs(static_cast<double>(c[i * stride + j]) - want) <= 1e-5 * scale;
+      }
+    return ok;
+  }
+};
+
+template <class T>
+bool checkGemm(const KernelChoice& choice, std::size_t m, std::size_t n, std::size_t k) {
+  using W = WriteBack<T>;
+  const Operands<T> x(m, n, k);
+  const StridedRows<T> aRows{const_cast<T*>(x.a.data()), k}, atRows{const_cast<T*>(x.at.data()), m};
+  const StridedRows<T> bRows{const_cast<T*>(x.b.data()), n}, btRows{const_cast<T*>(x.bt.data()), k};
+  std::vector<T> c(m * x.stride, T(0.5));
+  const StridedRows<T> cRows{c.data(), x.stride};
+  bool ok = true;
+  gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromColumns<StridedRows<T>>{btRows, n}, cRows, W{W::kStore});
+  ok = ok && x.holds(c, T(0));
+  gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromRows<StridedRows<T>>{bRows, n}, cRows, W{W::kStore});
+  ok = ok && x.holds(c, T(0));
+  std::fill(c.begin(), c.end(), T(0.5));
+  gemm<T>(choice, m, n, k, AFromColumns<StridedRows<T>>{atRows, m}, BFromRows<StridedRows<T>>{bRows, n}, cRows, W{W::kAdd});
+  ok = ok && x.holds(c, T(0.5));
+  return ok;
+}
+
+// The SGD step fused into the product: v -= step (C + A B), C = 0, values and gradients in
+// arrays of their own, as the pool keeps them.
+template <class T>
+bool checkDescend(const KernelChoice& choice, std::size_t m, std::size_t n, std::size_t k) {
+  using W = WriteBack<T>;
+  const Operands<T> x(m, n, k);
+  const std::size_t size = m * x.stride;
+  std::vector<T> grads(size, T(0.25)), values(size, T(2)), sums(size, T(0.25));
+  const StridedRows<T> aRows{const_cast<T*>(x.a.data()), k}, bRows{const_cast<T*>(x.b.data()), n};
+  const T step = T(0.125);
+  gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromRows<StridedRows<T>>{bRows, n}, StridedRows<T>{sums.data(), x.stride}, W{W::kAdd});
+  gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromRows<StridedRows<T>>{bRows, n}, StridedRows<T>{grads.data(), x.stride},
+          W{W::kDescend, values.data(), grads.data(), step});
+  bool ok = true;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::size_t at = i * x.stride + j;
+      ok = ok && grads[at] == T(0) && values[at] == T(2) - step * sums[at];  // the same sums: the same bits
+    }
+  return ok;
+}
+
+constexpr std::array<std::array<std::size_t, 3>, 6> kShapes{{{1, 1, 1}, {7, 33, 17}, {13, 70, 300}, {64, 40, 520}, {100, 24, 96}, {9, 1100, 8}}};
+
+}  // namespace
+
+TEST_CASE("gemm: agrees with a plain loop for each packing, register width and block choice, at shapes off the tiles") {
+  for (const KernelChoice& choice : everyChoice())
+    for (const auto& [m, n, k] : kShapes) {
+      const bool ok = checkGemm<float>(choice, m, n, k) && checkGemm<double>(choice, m, n, k);
+      if (!ok) std::printf("    %s at %zu x %zu x %zu\n", describe(choice).c_str(), m, n, k);
+      CHECK(ok);
+    }
+}
+
+TEST_CASE("gemm: the SGD write-back leaves v - step (C + A B) and zero gradients, in every choice") {
+  for (const KernelChoice& choice : everyChoice())
+    for (const auto& [m, n, k] : kShapes) {
+      const bool ok = checkDescend<float>(choice, m, n, k) && checkDescend<double>(choice, m, n, k);
+      if (!ok) std::printf("    %s at %zu x %zu x %zu\n", describe(choice).c_str(), m, n, k);
+      CHECK(ok);
+    }
+}
+
+TEST_CASE("gemm: the default choice is the running CPU's") {
+  const KernelChoice& c = kernelChoice();
+  const KernelChoice want = chooseKernel(readCpuInfo());
+  CHECK(c.registerBits == want.registerBits && c.kBytes == want.kBytes && c.mPanels == want.mPanels && c.nColumns == want.nColumns);
+}
