@@ -152,3 +152,51 @@ TEST_CASE("blocks: a batch of one is built as before, with the same bits") {
   const BothPaths g = bothPaths<Gpt<float>>(gpt, 1, 41);
   CHECK(g.blockLosses == g.sampleLosses && g.blockGrads == g.sampleGrads);
 }
+
+namespace {
+
+// The parameters after trainer.step(), and after the same graphs' sweeps followed by one SGD
+// pass over every parameter: the step the sweep takes for the blocks' weights must not change a bit.
+template <class Model>
+bool sweepStepsAsAPassWould(const typename Model::Shape& shape, std::size_t batch, std::size_t samplesPerGraph, std::uint64_t seed) {
+  Pool<float>& pool = Pool<float>::local();
+  pool.rewind(Mark{});
+  constexpr double kRate = 0.5;
+  Trainer<Model> trainer(shape, batch, kRate, samplesPerGraph);
+  const NodeRange<float> params = trainer.parameters();
+  randomize(params, seed);
+  std::vector<float> initial;
+  for (std::size_t k = 0; k < params.size(); ++k) initial.push_back(params[k].data());
+  const std::vector<std::uint8_t> rows = sampleRows(batch, shape.sampleWidth(), shape.vocab, seed + 1);
+  const Mark mark = pool.mark();
+  for (std::size_t first = 0; first < batch; first += samplesPerGraph) {
+    pool.rewind(mark);
+    const auto losses = trainer.model().losses(rows.data() + first * shape.sampleWidth(), std::min(samplesPerGraph, batch - first));
+    backward(losses.size() == 1 ? losses[0] : reduceSum(losses));
+  }
+  pool.rewind(mark);
+  sgdStepAndZeroGrad(params, static_cast<float>(kRate / static_cast<double>(batch)));
+  std::vector<float> expected;
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    expected.push_back(params[k].data());
+    params[k].setData(initial[k]);
+  }
+  trainer.step(rows.data());
+  bool same = true;
+  for (std::size_t k = 0; k < params.size(); ++k) same = same && params[k].data() == expected[k] && params[k].grad() == 0.0f;
+  pool.rewind(Mark{});
+  return same;
+}
+
+}  // namespace
+
+TEST_CASE("blocks: the SGD step the last graph's sweep takes for the blocks' weights has the bits of a pass after it") {
+  MlpShape mlp;
+  mlp.hidden = 72;  // w1: 72 x 1024, above kSweepStepWeights
+  CHECK(mlp.hidden * mlp.context * mlp.embedding >= burtorch::detail::kSweepStepWeights);
+  CHECK(sweepStepsAsAPassWould<Mlp<float>>(mlp, 64, 64, 51));
+  CHECK(sweepStepsAsAPassWould<Mlp<float>>(mlp, 64, 16, 52));  // four graphs, the last steps
+  const GptShape gpt{2, 3, 8, 12, 11};
+  CHECK(sweepStepsAsAPassWould<Gpt<float>>(gpt, 24, 8, 53));  // layers too small: all after the sweep
+  CHECK(sweepStepsAsAPassWould<Gpt<float>>(gpt, 1, 1, 55));   // no block
+}

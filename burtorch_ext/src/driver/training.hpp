@@ -8,8 +8,10 @@
 // takes the step
 //   p <- p - learning_rate * (sum of the samples' gradients) / batch,
 // the gradient of the batch's mean loss, as the Python engines define it; gradients are zeroed
-// in the same pass. Graphs of fewer samples sum the gradients in another order: FP32 results
-// then differ in the last digits (within 1e-6 relative), FP64 ones within 1e-13.
+// in the same pass. The weights of layers computed as blocks take that step in the last graph's
+// backward sweep, as their product of gradients ends (optim.hpp's SgdInBackward). Graphs of
+// fewer samples sum the gradients in another order: FP32 results then differ in the last
+// digits (within 1e-6 relative), FP64 ones within 1e-13.
 #pragma once
 
 #include <algorithm>
@@ -57,15 +59,19 @@ class Trainer {
   // before the update.
   double step(const std::uint8_t* rows) noexcept {
     double total = 0;
+    SgdInBackward<T>& sgd = SgdInBackward<T>::local();
     for (std::size_t first = 0; first < batch_; first += samplesPerGraph_) {
       pool_.rewind(mark_);
       const std::span<const Value<T>> losses = model_->losses(rows + first * width_, std::min(samplesPerGraph_, batch_ - first));
       for (const Value<T>& loss : losses) total += loss.data();
+      // The last graph's sweep finishes the weights' gradients, layer by layer: it steps them.
+      // The models share no weight between layers (SgdInBackward's promise).
+      if (first + samplesPerGraph_ >= batch_) sgd.open(step_);
       // A graph of one sample backpropagates from its loss itself, as the paper's graph has no sum node.
       backwardWithScratch(losses.size() == 1 ? losses[0] : reduceSum(losses), scratch_);
     }
     pool_.rewind(mark_);
-    sgdStepAndZeroGrad(params_, step_);
+    sgd.stepRest(params_, step_);
     return total / static_cast<double>(batch_);
   }
 
