@@ -85,11 +85,17 @@ bool checkDescend(const KernelChoice& choice, std::size_t m, std::size_t n, std:
   gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromRows<StridedRows<T>>{bRows, n}, StridedRows<T>{sums.data(), x.stride}, W{W::kAdd});
   gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromRows<StridedRows<T>>{bRows, n}, StridedRows<T>{grads.data(), x.stride},
           W{W::kDescend, values.data(), grads.data(), step});
+  // On gradients known to be zero: v -= step A B, the gradients neither read nor written.
+  std::vector<T> zeros(size, T(0)), products(size, T(0)), fromZeros(size, T(2));
+  gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromRows<StridedRows<T>>{bRows, n}, StridedRows<T>{products.data(), x.stride}, W{W::kAdd});
+  gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromRows<StridedRows<T>>{bRows, n}, StridedRows<T>{zeros.data(), x.stride},
+          W{W::kDescendOnZeros, fromZeros.data(), zeros.data(), step});
   bool ok = true;
   for (std::size_t i = 0; i < m; ++i)
     for (std::size_t j = 0; j < n; ++j) {
       const std::size_t at = i * x.stride + j;
       ok = ok && grads[at] == T(0) && values[at] == T(2) - step * sums[at];  // the same sums: the same bits
+      ok = ok && zeros[at] == T(0) && fromZeros[at] == T(2) - step * products[at];
     }
   return ok;
 }
@@ -107,7 +113,7 @@ TEST_CASE("gemm: agrees with a plain loop for each packing, register width and b
     }
 }
 
-TEST_CASE("gemm: the SGD write-back leaves v - step (C + A B) and zero gradients, in every choice") {
+TEST_CASE("gemm: the SGD write-backs leave v - step (C + A B) and zero gradients, in every choice") {
   for (const KernelChoice& choice : everyChoice())
     for (const auto& [m, n, k] : kShapes) {
       const bool ok = checkDescend<float>(choice, m, n, k) && checkDescend<double>(choice, m, n, k);

@@ -187,6 +187,17 @@ Blocks blocksFor(const KernelChoice& choice) noexcept {
 
 namespace detail {
 
+// What a block of k does to C, for what the whole product does: only the first block stores
+// (or finds zeros), only the last one descends.
+template <class T>
+WriteBack<T> forBlockOfK(WriteBack<T> write, bool first, bool last) noexcept {
+  using W = WriteBack<T>;
+  if (write.kind == W::kStore && !first) write.kind = W::kAdd;
+  if (write.kind == W::kDescendOnZeros && !(first && last)) write.kind = first ? W::kStore : W::kDescend;
+  if (write.kind == W::kDescend && !last) write.kind = W::kAdd;
+  return write;
+}
+
 // C (m x n) (+)= A (m x k) B (k x n), in registers of `lanes` values: see gemm() below.
 template <class T, std::size_t lanes, class PackA, class PackB, class CRows>
 void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t k, const PackA& packA, const PackB& packB, const CRows& cRows, const WriteBack<T>& write) noexcept {
@@ -231,10 +242,7 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
   const bool oneBlockOfA = m <= blocks.mc;
   for (std::size_t pc = 0; pc < k; pc += blocks.kc) {
     const std::size_t kc = std::min(blocks.kc, k - pc);
-    // The first block of k stores or adds as asked; the last one descends where asked.
-    WriteBack<T> to = write;
-    if (pc != 0 && to.kind == WriteBack<T>::kStore) to.kind = WriteBack<T>::kAdd;
-    if (pc + kc != k && to.kind == WriteBack<T>::kDescend) to.kind = WriteBack<T>::kAdd;
+    const WriteBack<T> to = forBlockOfK(write, pc == 0, pc + kc == k);
     // Panels one cache line further apart than their size: at a power-of-two distance,
     // packing B row by row would write every panel's line to the same set of L1.
     const std::size_t bStride = kc * nr + nr;
@@ -281,7 +289,7 @@ BURTORCH_INLINE void withLanes(std::size_t bits, F f) noexcept {
 template <class T, class PackA, class PackB, class CRows>
 void gemm(const KernelChoice& choice, std::size_t m, std::size_t n, std::size_t k, const PackA& packA, const PackB& packB, const CRows& cRows, const WriteBack<T>& write) noexcept {
   if (m == 0 || n == 0) return;
-  BURTORCH_ASSERT(k > 0 || write.kind != WriteBack<T>::kDescend);
+  BURTORCH_ASSERT(k > 0 || write.kind == WriteBack<T>::kStore || write.kind == WriteBack<T>::kAdd);
   if (k == 0) {
     if (write.kind == WriteBack<T>::kStore)
       for (std::size_t i = 0; i < m; ++i)

@@ -42,7 +42,8 @@ BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer,
   using Write = kernels::WriteBack<T>;
   SgdInBackward<T>& sgd = SgdInBackward<T>::local();
   const bool step = sgd.isOpen() && rows * n >= kSweepStepWeights;
-  const Write write = step ? Write{Write::kDescend, const_cast<T*>(s.v), s.g, sgd.step()} : Write{Write::kAdd};
+  const auto descend = sgd.gradientsAreZero() ? Write::kDescendOnZeros : Write::kDescend;
+  const Write write = step ? Write{descend, const_cast<T*>(s.v), s.g, sgd.step()} : Write{Write::kAdd};
   kernels::gemm<T>(kernels::kernelChoice(), rows, n, tokens, kernels::AFromColumns<StridedRows<T>>{g, rows}, kernels::BFromRows<InputRows<T>>{x, n}, dw, write);
   if (step) sgd.stepped({layer.firstWeight, static_cast<Index>(rows * n)});
   s.reach(layer.firstWeight, rows * n);

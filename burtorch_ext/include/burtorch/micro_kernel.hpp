@@ -22,11 +22,12 @@ struct Tile {
 
 // What a tile's products do to C: C = products (kStore), C += products (kAdd), or, where C holds
 // gradients (grads[i] the gradient of values[i]), the SGD step that follows the product:
-// v -= step (C + products), then C = 0 (kDescend). The step rounds as sgdStepAndZeroGrad's loop
-// (optim.hpp): a multiply, then a subtraction.
+// v -= step (C + products), then C = 0 (kDescend); where C holds zeros, v -= step products, and C
+// is neither read nor written (kDescendOnZeros: half the memory traffic of the gradients). The
+// step rounds as sgdStepAndZeroGrad's loop (optim.hpp): a multiply, then a subtraction.
 template <class T>
 struct WriteBack {
-  enum Kind { kAdd, kStore, kDescend };
+  enum Kind { kAdd, kStore, kDescend, kDescendOnZeros };
   Kind kind = kAdd;
   T* values = nullptr;
   const T* grads = nullptr;
@@ -51,17 +52,19 @@ BURTORCH_INLINE void forEachRow(F f) noexcept {
 template <class T, std::size_t lanes, std::size_t mr, std::size_t regs>
 BURTORCH_INLINE void writeTile(typename Register<T, lanes>::V (&acc)[mr][regs], T* const* c, const WriteBack<T>& write) noexcept {
   using R = Register<T, lanes>;
-  if (write.kind != WriteBack<T>::kStore)
+  using W = WriteBack<T>;
+  if (write.kind == W::kAdd || write.kind == W::kDescend)
     forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
       for (std::size_t q = 0; q < regs; ++q) acc[i][q] = R::add(R::load(c[i] + q * lanes), acc[i][q]);
     });
-  if (write.kind == WriteBack<T>::kDescend) {
+  if (write.kind == W::kDescend || write.kind == W::kDescendOnZeros) {
     const typename R::V step = R::broadcast(&write.step), zero = R::zero();
+    const bool zeroC = write.kind == W::kDescend;
     forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
       T* const v = write.valueOf(c[i]);
       for (std::size_t q = 0; q < regs; ++q) {
         R::store(v + q * lanes, R::sub(R::load(v + q * lanes), R::mul(step, acc[i][q])));
-        R::store(c[i] + q * lanes, zero);
+        if (zeroC) R::store(c[i] + q * lanes, zero);
       }
     });
     return;
@@ -117,12 +120,16 @@ BURTORCH_INLINE void writeOne(T& c, T product, const WriteBack<T>& write) noexce
     c = product;
     return;
   }
+  T& v = *write.valueOf(&c);
+  if (write.kind == WriteBack<T>::kDescendOnZeros) {
+    v = v - write.step * product;
+    return;
+  }
   const T sum = c + product;
   if (write.kind == WriteBack<T>::kAdd) {
     c = sum;
     return;
   }
-  T& v = *write.valueOf(&c);
   v = v - write.step * sum;
   c = T(0);
 }

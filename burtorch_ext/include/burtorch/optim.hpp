@@ -39,11 +39,15 @@ class SgdInBackward {
     return sgd;
   }
 
-  void open(ScalarOf<T> step) noexcept {
+  // gradientsAreZero: the parameters' gradients are zero until the sweep's products (a batch
+  // in one graph), so those products need not read them, nor zero them again.
+  void open(ScalarOf<T> step, bool gradientsAreZero) noexcept {
     step_ = step;
+    zeros_ = gradientsAreZero;
     open_ = true;
   }
   bool isOpen() const noexcept { return open_; }
+  bool gradientsAreZero() const noexcept { return zeros_; }
   ScalarOf<T> step() const noexcept { return step_; }
   void stepped(NodeRange<T> range) { stepped_.push_back(range); }
 
@@ -62,7 +66,7 @@ class SgdInBackward {
 
  private:
   ScalarOf<T> step_ = 0;
-  bool open_ = false;
+  bool zeros_ = false, open_ = false;
   std::vector<NodeRange<T>> stepped_;
 };
 

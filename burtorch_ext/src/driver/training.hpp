@@ -65,8 +65,9 @@ class Trainer {
       const std::span<const Value<T>> losses = model_->losses(rows + first * width_, std::min(samplesPerGraph_, batch_ - first));
       for (const Value<T>& loss : losses) total += loss.data();
       // The last graph's sweep finishes the weights' gradients, layer by layer: it steps them.
-      // The models share no weight between layers (SgdInBackward's promise).
-      if (first + samplesPerGraph_ >= batch_) sgd.open(step_);
+      // The models share no weight between layers (SgdInBackward's promise), and the last step
+      // left every gradient zero.
+      if (first + samplesPerGraph_ >= batch_) sgd.open(step_, first == 0);
       // A graph of one sample backpropagates from its loss itself, as the paper's graph has no sum node.
       backwardWithScratch(losses.size() == 1 ? losses[0] : reduceSum(losses), scratch_);
     }
