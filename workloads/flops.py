@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from workloads.catalog import gpt, mlp
+
 # Forward, the weights' gradient, the input's gradient.
 PASSES = 3
 EMBEDDINGS = ("wte", "wpe")
@@ -24,14 +26,10 @@ def linear_macs_per_row(shapes) -> int:
 
 
 def mlp_step_flops(hidden_dim: int, batch: int) -> int:
-    from workloads.catalog import mlp
-
     return 2 * PASSES * batch * linear_macs_per_row(mlp.param_shapes(hidden_dim))
 
 
 def gpt_step_flops(batch: int) -> int:
-    from workloads.catalog import gpt
-
     tokens = gpt.BLOCK_SIZE
     pairs = tokens * (tokens + 1) // 2  # causal: position t sees t + 1 positions
     attention_macs = gpt.LAYERS * gpt.HEADS * 2 * pairs * gpt.HEAD_SIZE  # scores, then weighted values

@@ -1,17 +1,24 @@
 """`python -m harness.commands.versus RUN_DIR... [--engine ENGINE]`: at each point of the runs, ENGINE's time
 per iteration against the fastest engine of another framework (its peer), and the ratio (peer /
 ENGINE: above 1, ENGINE is faster). Only trials that finished and passed their check count.
-`make perf-grid` prints this.
+Beside ENGINE's time at the training points: its GFLOP/s (workloads/flops.py's count of a step)
+and their share of this core's peak FP32 rate, as `burtorch-bench --peak` measures it (or
+--peak-gflops). `make perf-grid` prints this.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 from pathlib import Path
 
+from engines.base import find_executable
 from engines.none import FLOOR
 from harness.analysis.points import group
 from harness.store.results import read_trials
 from harness.units import MIB
+from workloads.flops import step_flops
 
 
 def rows(trials: list[dict], engine: str) -> list[tuple]:
@@ -35,6 +42,34 @@ def rows(trials: list[dict], engine: str) -> list[tuple]:
     return out
 
 
+def step_gflops(workload: str, params: str, seconds: float) -> float | None:
+    """GFLOP/s of a step of `seconds` at a point (params: its params_key); None where no count."""
+    flops = step_flops(workload, json.loads(params))
+    return None if flops is None else flops / seconds / 1e9
+
+
+def measured_peak(driver: str | None = None) -> float | None:
+    """This core's peak FP32 GFLOP/s from `burtorch-bench --peak`, pinned to one core of this
+    process's affinity as the runs are; None without the driver."""
+    driver = driver or find_executable("burtorch-bench")
+    if driver is None:
+        return None
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    pin = ["taskset", "-c", str(cpus[-1])] if cpus and find_executable("taskset") else []
+    try:
+        out = subprocess.run([*pin, driver, "--peak"], capture_output=True, text=True, timeout=60, check=True)
+        return float(json.loads(out.stdout)["peak_gflops_fp32"])
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
+        return None
+
+
+def _rate(gflops: float | None, peak: float | None) -> str:
+    if gflops is None:
+        return ""
+    share = f" {100 * gflops / peak:3.0f}%" if peak else ""
+    return f"{gflops:6.1f}{share}"
+
+
 def _time(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
 
@@ -47,13 +82,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.commands.versus", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--engine", default="burtorch/eager/cpp/cpu")
+    parser.add_argument("--peak-gflops", type=float, help="this core's peak FP32 GFLOP/s (default: burtorch-bench --peak)")
     args = parser.parse_args(argv)
     table = rows([t for run in args.runs for t in read_trials(run)], args.engine)
+    peak = args.peak_gflops or measured_peak()
     print(f"{args.engine} against the fastest engine of another framework (ratio = peer / ours: above 1, ours is faster)")
-    print(f"{'workload':8} {'point':32} {'ours':>10} {'best peer':30} {'peer':>10} {'ratio':>6} {'RSS MiB ours/peer':>18}")
+    print(f"GFLOP/s: a training step's products (workloads/flops.py); % of this core's peak, "
+          f"{f'{peak:.1f} GFLOP/s' if peak else 'not measured (no burtorch-bench)'}")
+    print(f"{'workload':8} {'point':32} {'ours':>10} {'GFLOP/s %peak':>13} {'best peer':30} {'peer':>10} {'ratio':>6} "
+          f"{'RSS MiB ours/peer':>18}")
     for workload, params, ours, peer, peer_time, ratio, rss, peer_rss in table:
-        print(f"{workload:8} {params:32} {_time(ours):>10} {peer:30} {_time(peer_time):>10} {ratio:6.2f} "
-              f"{_mib(rss):>8} / {_mib(peer_rss):<8}")
+        print(f"{workload:8} {params:32} {_time(ours):>10} {_rate(step_gflops(workload, params, ours), peak):>13} "
+              f"{peer:30} {_time(peer_time):>10} {ratio:6.2f} {_mib(rss):>8} / {_mib(peer_rss):<8}")
     return 0
 
 
