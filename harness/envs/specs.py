@@ -14,6 +14,9 @@ from pathlib import Path
 from harness.envs.cache import env_dir
 from harness.errors import UsageError
 
+# The mark of an A/A copy (--aa): `<id>@<SPEC>#2` runs exactly as `<id>@<SPEC>`, `<id>@#2` as `<id>`,
+# as a variant of its own, so that the noise floor is measured as any comparison is.
+AA_COPY = "#2"
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,9 @@ def plan_options(args) -> dict:
         return {"envs": [], "env_dir": None, "pip_args": []}
     specs = [parse_spec(text).text for text in texts]
     twice = sorted({s for s in specs if specs.count(s) > 1})
-    if twice:
-        raise UsageError(f"--env {twice[0]} is given twice")
+    if twice and not getattr(args, "aa", None):
+        raise UsageError(f"--env {twice[0]} is given twice (to measure the noise floor, an A/A run, add --aa)")
+    specs = list(dict.fromkeys(specs))
     return {"envs": specs, "env_dir": str(env_dir(args.env_dir)), "pip_args": list(args.pip_arg)}
 
 
@@ -93,12 +97,30 @@ def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
     return chosen
 
 
+def aa_copies(engines: list) -> list:
+    """--aa: every engine (but the harness's floor row) beside an exact copy of itself, in one round."""
+    from engines.none import FLOOR
+
+    return [copy for engine in engines
+            for copy in ([engine] if engine.id == FLOOR else [engine, engine.replace(env=engine.env + AA_COPY)])]
+
+
+def original_env(env: str) -> str:
+    """The environment an engine (or an A/A copy of it) runs in."""
+    return env.removesuffix(AA_COPY)
+
+
+def aa_original(engine_id: str) -> str | None:
+    """The engine an A/A copy copies, or None for an engine that is no copy."""
+    return engine_id.removesuffix(AA_COPY).removesuffix("@") if engine_id.endswith(AA_COPY) else None
+
+
 def bind(engines: dict, environments: dict) -> dict:
     """The run's engines with the interpreter of their environment; an environment that could not
     be made leaves its engines unavailable, with the installer's reason."""
     bound = {}
     for eid, engine in engines.items():
-        env = environments.get(engine.env) if engine.env else None
+        env = environments.get(original_env(engine.env)) if engine.env else None
         if env is not None and env.problem:
             reason = f"environment {engine.env} could not be made: {env.problem}"
             engine = engine.replace(condition=lambda reason=reason: reason)

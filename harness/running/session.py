@@ -27,7 +27,7 @@ from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
 PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "env", "env_dir",
-                "pip_arg", "shard", "timing")
+                "pip_arg", "shard", "timing", "seed", "aa", "instructions")
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,8 @@ def plan_spec(args) -> dict:
     environments = envs.plan_options(args)
     if environments["envs"]:
         engines = envs.variants(engines, [envs.parse_spec(text) for text in args.env], args.engine.strip() != "all")
+    if getattr(args, "aa", None):
+        engines = envs.aa_copies(engines)
     narrow = selection.parse_params(args.param, workloads)
     usable = [w for w in workloads if any(e.runs(w) for e in engines)]
     if not usable:
@@ -82,10 +84,26 @@ def plan_spec(args) -> dict:
             "explicit_engines": args.engine.strip() != "all", "noise_threshold": args.noise_threshold / 100,
             "adaptive": {"max_trials": args.max_trials} if args.adaptive else None, "data_dir": data_dir,
             "upstream": upstream, "shard": None, "timing": getattr(args, "timing", None) or "paper",
-            **environments}
+            **environments, **rounds_and_counts(args)}
     if args.shard:
         spec["shard"] = shard_of(spec, args)
     return spec
+
+
+def rounds_and_counts(args) -> dict:
+    """The plan's fields of paired rounds and instruction counts: the seed of the rounds' order
+    (--seed, else drawn now), whether A/A copies run (--aa), whether instructions are counted."""
+    import secrets
+
+    instructions = bool(getattr(args, "instructions", None))
+    if instructions:
+        from harness.running.instructions import missing_valgrind
+
+        if missing_valgrind():
+            raise UsageError(f"--instructions: {missing_valgrind()}")
+    seed = getattr(args, "seed", None)
+    return {"round_seed": secrets.randbelow(2**32) if seed is None else seed, "aa": bool(getattr(args, "aa", None)),
+            "instructions": instructions}
 
 
 def shard_of(spec: dict, args) -> dict:
@@ -180,7 +198,7 @@ def make_plan(spec: dict, environments: dict | None = None) -> list:
             raise UsageError(f"the run's plan narrows '{name}' to values outside its grid: "
                              f"{', '.join(map(str, sorted(set(values) - grid, key=str)))}")
     plan = plan_of([registry[e] for e in spec["engines"]], workloads, spec["profile"], narrow, spec["trials"],
-                   spec["timeout_s"])
+                   spec["timeout_s"], spec.get("round_seed"))
     if spec.get("shard"):
         from harness.planning import shard
 
@@ -286,7 +304,8 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         console.print(f"[yellow]warning[/]: machine not quiet ({', '.join(noisy)}): see burtbench doctor",
                       highlight=False)
     options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
-                         sample_private=req.sample_private, timing=req.spec.get("timing", "lean"))
+                         sample_private=req.sample_private, timing=req.spec.get("timing", "lean"),
+                         instructions=bool(req.spec.get("instructions")))
     where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
         f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
     console.print(f"burtbench: {len(plan)} trials ({req.spec['profile']} profile, {options.timing} timing) {where} "

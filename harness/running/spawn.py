@@ -50,6 +50,7 @@ class RunOptions:
     mem_limit_bytes: int | None = None
     sample_private: bool = False
     timing: str = "paper"
+    instructions: bool = False  # --instructions: count each trial's instructions per iteration too
 
 
 class Interrupted(Exception):
