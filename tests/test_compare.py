@@ -130,24 +130,30 @@ def test_output_formats(runs, monkeypatch):
     assert json.loads(format_comparison(result, "json")) == json.loads(json.dumps(result))
     md = format_comparison(result, "md")
     assert "| Workload | Engine |" in md
-    torch_lines = [line for line in md.splitlines() if line.startswith("| tiny | torch/eager/python/cpu |")]
+    # Engine ids without the parts every row shares (the legend says them once).
+    assert "- Engines: mode eager, device cpu (every row)." in md
+    torch_lines = [line for line in md.splitlines() if line.startswith("| tiny | torch/python |")]
     assert len(torch_lines) == 1 and "| slower |" in torch_lines[0]
     table = format_comparison(result, "table")
     assert "WARNING: CPU model differs" in table
-    assert "geometric mean of 2" in table and "slower" in table
+    assert "geo. mean of 2" in table and "slower" in table
     with pytest.raises(ValueError):
         format_comparison(result, "xml")
 
 
-def test_single_trials_fall_back_to_timing_blocks_and_say_so(tmp_path):
+def test_single_trials_give_a_ratio_and_no_verdict(tmp_path):
+    # The timing blocks inside one process are not independent trials: no interval, a `*`, and the
+    # gate does not fail on a row it cannot judge.
     a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=21, trials=1))
     b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1.5e-7, seed=22, trials=1))
     result = compare_runs(a, b)
     only = result["rows"][0]
-    assert only["time_unit"].startswith("timing blocks")
-    assert only["time_verdict"] == "slower"
-    assert "slower *" in format_comparison(result, "md")
-    assert "rerun with --trials 2 or more" in format_comparison(result, "md")
+    assert only["time_ci"] is None and only["time_starred"]
+    assert only["time_verdict"] == "not enough trials"
+    assert only["time_ratio"] == pytest.approx(only["time_b"] / only["time_a"])
+    assert "not enough trials *" in format_comparison(result, "md")
+    assert "rerun with --trials 6 or more" in format_comparison(result, "md")
+    assert exit_status(result, 1) == 0
 
 
 def test_t_quantiles_match_the_tables():
