@@ -81,8 +81,13 @@ def provides(spec: EnvSpec, engine) -> bool:
 def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
     """The selected engines as run in the environments: one per (engine, SPEC naming its framework).
     Engines the user named must each have a SPEC; with --engine all, the SPECs choose."""
+    from engines.none import FLOOR
+
     chosen = []
     for engine in engines:
+        if engine.id == FLOOR:  # the harness's own floor row runs as it is, in no environment
+            chosen.append(engine)
+            continue
         mine = [spec for spec in specs if provides(spec, engine)]
         if not mine and explicit:
             raise UsageError(f"--engine {engine.id}: no --env SPEC installs its framework "
