@@ -112,6 +112,15 @@ def unpaired(a: list[float], b: list[float]) -> Ratio:
     return Ratio(mean_b / mean_a, (math.exp(low), math.exp(high)), float(test.pvalue), n, mean_a, mean_b)
 
 
+def log_spread(rounds: list[tuple[float, float]]) -> float | None:
+    """The standard deviation of the per-round log ratios: how much one round's ratio scatters."""
+    import numpy as np
+
+    if len(rounds) < 2:
+        return None
+    return float(np.std(np.log([b / a for a, b in rounds]), ddof=1))
+
+
 def floor_of(aa: Ratio | None) -> float | None:
     """The noise floor an A/A pair measured (see the module docstring); None: not measured."""
     return aa.reach() if aa is not None else None

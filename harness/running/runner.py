@@ -233,8 +233,8 @@ def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | N
     for iterations in (n, 2 * n):
         child = run_child(pt, spawner, iterations, warmup, inputs, counted=True)
         cost += child.wall_s
-        status, reason, _ = classify(child, instructions.TIMEOUT_S, False)
-        if status != "ok" and not (pt.engine.kind == "program" and status == "failed" and child.returncode == 0):
+        if child.spawn_error or child.timed_out or child.returncode != 0:  # its output is valgrind's, not a payload
+            _, reason, _ = classify(child, instructions.TIMEOUT_S, False)
             return instructions.Count(None, instructions.why_not(child.stderr, reason), cost)
         counts.append(instructions.parse_refs(child.stderr))
     per_iter = instructions.per_iteration(*counts, n)
