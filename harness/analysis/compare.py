@@ -239,7 +239,13 @@ def ratio_text(ratio: float | None, interval: list[float] | None) -> str:
 
 
 def count_text(value: float | None) -> str:
-    return "—" if value is None else f"{value:,.0f}"
+    """An instruction count, short: 4 significant digits (counts repeat to ~0.03%)."""
+    if value is None:
+        return "—"
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g}{unit}"
+    return f"{value:.4g}"
 
 
 HEADERS = ["Workload", "Engine", "Params", "Time A → B (geo. mean)", "Time B/A [95% CI]", "Time verdict",
@@ -272,6 +278,8 @@ def table_rows(result: dict) -> list[list[str]]:
                      ratio_text(row["mem_ratio"], None if row["mem_verdict"] == "no significant change" else row["mem_ci"]),
                      row["mem_verdict"]])
     for workload, mean in sorted(result["geomean"].items()):
+        if mean["n"] < 2:  # the one row says it already
+            continue
         rows.append([workload, f"geo. mean of {mean['n']}", "", "", ratio_text(mean["ratio"], mean["ci"]),
                      mean["verdict"] + (" *" if mean["starred"] else ""), "", "", "", "", ""])
     return rows
