@@ -4,6 +4,10 @@ from __future__ import annotations
 import shutil
 
 VALGRIND = "valgrind"
+# N of the two counted children of a trial (N and 2N iterations, each after the same warm-up):
+# small and fixed, since under valgrind an iteration runs ~100x slower (harness/running/instructions.py).
+COUNTED_ITERATIONS = 10
+COUNTED_WARMUP = 2
 INSTALL_HINT = "install it (Debian/Ubuntu: apt-get install valgrind; Fedora: dnf install valgrind)"
 
 

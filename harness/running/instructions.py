@@ -17,11 +17,8 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from harness.machine.valgrind import VALGRIND, missing_valgrind  # noqa: F401  (session asks here)
+from harness.machine.valgrind import COUNTED_ITERATIONS, COUNTED_WARMUP, VALGRIND, missing_valgrind  # noqa: F401
 
-# N of the two counted children (N and 2N iterations), and their warm-up.
-COUNTED_ITERATIONS = 10
-COUNTED_WARMUP = 2
 # A counted child's time limit: valgrind's start-up of a heavy framework is tens of seconds.
 TIMEOUT_S = 600.0
 TOOL_ARGS = ("--tool=cachegrind", "--cache-sim=no", "--branch-sim=no", "--cachegrind-out-file=/dev/null",

@@ -326,7 +326,7 @@ def estimator(req: RunRequest):
     from harness.planning.estimate import Estimator
     from harness.running.probe import probe_floor
 
-    return Estimator(req.estimate_from, probe=probe_floor)
+    return Estimator(req.estimate_from, probe=probe_floor, instructions=bool(req.spec.get("instructions")))
 
 
 def energy_meter(req: RunRequest, plan: list, run_dir: Path, manifest: dict, console: Console):
