@@ -138,7 +138,7 @@ def _shown(rows: list[dict]) -> pd.DataFrame:
     counted = any(r["instructions_per_iter"] for r in rows)
     return pd.DataFrame([{
         "Engine": r["engine"], "Point": " ".join(f"{k}={v}" for k, v in r["params"].items()),
-        "Version": r["version"], "Rounds": r["rounds"],
+        "Version": r["version"], "Rounds": str(r["rounds"]),
         "Time/iter (geo. mean)": format_seconds(r["time_per_iter_s"], "n/a"),
         "Time ×oldest [95% CI]": compare.ratio_text(r["time_ratio"], [r["time_ci_low"], r["time_ci_high"]]
                                                     if r["time_ci_low"] is not None else None),
