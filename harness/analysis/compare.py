@@ -30,7 +30,7 @@ from harness.analysis.labels import short_ids
 from harness.analysis.points import Point, group, measure, trial_time
 from harness.store.runs import load_run
 from harness.analysis.stats import CONFIDENCE, t_quantile  # noqa: F401  (t_quantile: tests check the tables)
-from harness.analysis.summary import format_seconds
+from harness.analysis.summary import count_text, format_seconds
 from harness.units import mib
 MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor", "CPU governor"),
                    (None, "profile", "profile"))
@@ -236,16 +236,6 @@ def ratio_text(ratio: float | None, interval: list[float] | None) -> str:
     if ratio is None:
         return "n/a"
     return f"{ratio:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
-
-
-def count_text(value: float | None) -> str:
-    """An instruction count, short: 4 significant digits (counts repeat to ~0.03%)."""
-    if value is None:
-        return "—"
-    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.4g}{unit}"
-    return f"{value:.4g}"
 
 
 HEADERS = ["Workload", "Engine", "Params", "Time A → B (geo. mean)", "Time B/A [95% CI]", "Time verdict",

@@ -23,9 +23,16 @@ def format_seconds(s: float | None, missing: str = "—") -> str:
 
 def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> Table:
     table = Table(title="Time per iteration (mean over trials)", title_justify="left")
-    for column in ("workload", "engine", "ok", "time/iter", "CV", "×BurTorch", "×micrograd", "check", "peak RSS"):
-        table.add_column(column, justify="left" if column in ("workload", "engine", "check") else "right")
     points = group(trials, noise_threshold)
+    counted = any(point.values("instructions_per_iter") or point.sources("instructions_reason")
+                  for point in points.values())
+    columns = ["workload", "engine", "ok", "time/iter", "CV", *(["instr./iter (proxy)"] if counted else []),
+               "×BurTorch", "×micrograd", "check", "peak RSS"]
+    table.caption = uncounted(points) if counted or any(t.get("instructions_reason") for t in trials) else None
+    table.caption_justify = "left"
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("workload", "engine", "check") else "right",
+                         no_wrap=column == "engine")
     for key, point in points.items():
         mean = point.time_mean()
         ratios = []
@@ -41,8 +48,33 @@ def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THR
         table.add_row(key.workload + _shown_params(key.workload, point.params), key.engine,
                       f"{point.trials_ok()}/{len(point.trials)}" + (f" ({', '.join(sorted(statuses))})" if statuses else ""),
                       format_seconds(mean), "—" if cv is None else f"{cv:.1%}" + (" [yellow]noisy[/]" if point.noisy() else ""),
-                      *ratios, check, mib(max(rss) if rss else None, "—"))
+                      *([instructions_cell(point)] if counted else []), *ratios, check, mib(max(rss) if rss else None, "—"))
     return table
+
+
+def count_text(value: float | None) -> str:
+    """An instruction count, short: 4 significant digits (counts repeat to ~0.03%)."""
+    if value is None:
+        return "—"
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g}{unit}"
+    return f"{value:.4g}"
+
+
+def instructions_cell(point) -> str:
+    counts = point.values("instructions_per_iter")
+    return count_text(sum(counts) / len(counts) if counts else None)
+
+
+def uncounted(points: dict) -> str | None:
+    """Why some engines have no instruction counts: one line per engine."""
+    reasons = {}
+    for point in points.values():
+        for t in point.trials:
+            if t.get("instructions_reason") and point.engine not in reasons:
+                reasons[point.engine] = str(t["instructions_reason"])
+    return "\n".join(f"instructions not counted for {e}: {why}" for e, why in reasons.items()) or None
 
 
 def _shown_params(workload: str, params: dict) -> str:

@@ -21,7 +21,7 @@ import pandas as pd
 from engines.base import split_id
 from harness.analysis import compare, paired
 from harness.analysis.points import Point, group, measure, trial_time
-from harness.analysis.summary import format_seconds
+from harness.analysis.summary import count_text, format_seconds
 from harness.envs.specs import AA_COPY
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
@@ -142,7 +142,7 @@ def _shown(rows: list[dict]) -> pd.DataFrame:
         "Time/iter (geo. mean)": format_seconds(r["time_per_iter_s"], "n/a"),
         "Time ×oldest [95% CI]": compare.ratio_text(r["time_ratio"], [r["time_ci_low"], r["time_ci_high"]]
                                                     if r["time_ci_low"] is not None else None),
-        **({"Instr./iter (a proxy)": compare.count_text(r["instructions_per_iter"]),
+        **({"Instr./iter (a proxy)": count_text(r["instructions_per_iter"]),
             "Instr. ×oldest": "—" if r["instr_ratio"] is None else f"{r['instr_ratio']:.4f}"} if counted else {}),
         "Noise floor (A/A)": "not measured" if r["noise_floor"] is None else f"±{paired.percent(r['noise_floor'])}",
         "Verdict": r["verdict"], "Decided by": r["decided_by"],
