@@ -86,6 +86,8 @@ def plan_spec(args) -> dict:
             "upstream": upstream, "shard": None, "timing": getattr(args, "timing", None) or "paper",
             **environments, **rounds_and_counts(args)}
     if args.shard:
+        if getattr(args, "seed", None) is None:  # every machine must draw the same rounds' order
+            spec["round_seed"] = plan_seed(spec)
         spec["shard"] = shard_of(spec, args)
     return spec
 
@@ -104,6 +106,15 @@ def rounds_and_counts(args) -> dict:
     seed = getattr(args, "seed", None)
     return {"round_seed": secrets.randbelow(2**32) if seed is None else seed, "aa": bool(getattr(args, "aa", None)),
             "instructions": instructions}
+
+
+def plan_seed(spec: dict) -> int:
+    """A seed every machine computes alike from the plan itself (shards of one plan; else --seed)."""
+    import hashlib
+    import json
+
+    text = json.dumps({k: v for k, v in spec.items() if k not in ("round_seed", "shard")}, sort_keys=True)
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
 def shard_of(spec: dict, args) -> dict:
