@@ -58,8 +58,8 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "in the same rounds: their ratio measures the noise floor, the smallest change this "
                           "machine can detect now; --env X --env X needs it")
     run.add_argument("--seed", type=int, metavar="N",
-                     help="seed of the random order of the engines in each round (default: drawn; the manifest's "
-                          "plan records it as round_seed)")
+                     help="seed of the random order of the engines in each round (default: drawn, or with --shard "
+                          "computed from the plan alike on every machine; the manifest's plan records it as round_seed)")
     run.add_argument("--instructions", action="store_true", default=None,
                      help="also count each trial's instructions per iteration under valgrind (a proxy for time: "
                           "deterministic where time is noisy); two short children per trial, ~100x slower per "
