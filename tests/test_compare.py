@@ -160,3 +160,35 @@ def test_t_quantiles_match_the_tables():
     # Student's t, two-sided 95%: the textbook values the intervals depend on.
     for df, expected in ((1, 12.706), (4, 2.776), (30, 2.042), (1e6, 1.960)):
         assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-3)
+
+
+def test_a_failing_gate_says_which_rows_and_why_on_stderr(runs, capsys):
+    from harness.commands.cli import main
+
+    assert main(["compare", str(runs[0]), str(runs[1]), "--fail-if-slower", "10"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "slower by more than 10%: tiny torch/eager/python/cpu" in err[0] and "B/A 1.9" in err[0]
+
+
+def test_geometric_means_leave_out_the_floor_row_and_keep_the_star(tmp_path):
+    floor = "none/empty/python/cpu"
+    a = write_run(tmp_path / "a", [*noisy_trials("burtorch/eager/cpp/cpu", "small", 1e-7, seed=31),
+                                   *noisy_trials("torch/eager/python/cpu", "small", 1e-4, seed=32, trials=1),
+                                   *noisy_trials(floor, "small", 1e-8, seed=33)])
+    b = write_run(tmp_path / "b", [*noisy_trials("burtorch/eager/cpp/cpu", "small", 1e-7, seed=34),
+                                   *noisy_trials("torch/eager/python/cpu", "small", 1e-4, seed=35, trials=1),
+                                   *noisy_trials(floor, "small", 5e-8, seed=36)])  # a 5x floor change
+    result = compare_runs(a, b)
+    mean = result["geomean"]["small"]
+    assert mean["n"] == 2 and mean["starred"]  # the floor row is out; torch's single trial stars it
+    assert mean["ratio"] == pytest.approx(1.0, rel=0.1)
+    assert "Only in" not in format_comparison(result, "md")
+
+
+def test_only_in_one_run_is_a_count_and_a_short_list(tmp_path):
+    a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=41))
+    many = [t for i in range(9) for t in noisy_trials(f"fw{i}/eager/python/cpu", "tiny", 1e-5, seed=50 + i)]
+    b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=42) + many)
+    line = next(x for x in format_comparison(compare_runs(a, b), "md").splitlines() if "Only in B" in x)
+    assert line.startswith("- Only in B: 9 points (engines: fw0/eager/python/cpu, ") and "and 3 more" in line
+    assert line.count("tiny") == 1

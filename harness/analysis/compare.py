@@ -37,8 +37,7 @@ MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor"
 # Peak memory repeats to within a few pages, so a tiny but consistent difference is
 # "significant" without meaning anything: memory changes under 1% are no change.
 MEMORY_TOLERANCE = 0.01
-# Below this many paired rounds the signed-rank test cannot reach p < 0.05.
-MIN_ROUNDS = 6
+MIN_ROUNDS = stats.MIN_ROUNDS
 ONLY_SHOWN = 6  # "Only in A/B": names listed before "and N more"
 
 

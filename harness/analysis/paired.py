@@ -27,6 +27,8 @@ from harness.analysis.stats import CONFIDENCE
 # Instruction counts repeat to within this share (measured: 0.03%): a smaller difference is none.
 INSTRUCTIONS_TOLERANCE = 0.005
 ALPHA = 1 - CONFIDENCE
+# Below this many rounds a two-sided signed-rank test cannot reach p < 0.05 (2 / 2**5 = 0.0625).
+MIN_ROUNDS = 6
 # The bootstrap's own randomness is seeded: the same trials give the same interval.
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 9999
@@ -162,4 +164,6 @@ def decide(time: Ratio, floor: float | None, instructions: Ratio | None = None) 
         return Verdict(f"undecided: {time.degenerate}", "nothing")
     if time.degenerate == "identical samples":
         return Verdict("identical samples", "wall time")
+    if time.n < MIN_ROUNDS:
+        return Verdict(f"undecided: {time.n} rounds ({MIN_ROUNDS} or more let the signed-rank test decide)", "nothing")
     return Verdict(f"same within noise ({noise_text})", "wall time")

@@ -143,7 +143,10 @@ def run_side(text: str, what: str) -> tuple[Path, str | None]:
     if results.is_run_dir(Path(text)) or "@" not in text:
         return existing_run(text, what), None
     folder, _, spec = text.partition("@")
-    run_dir, env = existing_run(folder, what), parse_spec(spec, f"{what} {folder}@").text
+    copy = AA_COPY if spec.endswith(AA_COPY) else ""  # an A/A copy (--aa) of an environment
+    run_dir, env = existing_run(folder, what), parse_spec(spec.removesuffix(copy), f"{what} {folder}@").text + copy
+    if copy:
+        return run_dir, env
     known = (results.read_manifest(run_dir).get("plan") or {}).get("envs") or []
     if env not in known:
         raise UsageError(f"{what} {text}: the run has no environment {env} (it has: {', '.join(known) or 'none'})")
