@@ -226,10 +226,15 @@ def _ratio_panel(ax, rows: list[dict]) -> None:
         low, high = r["time_ci_low"], r["time_ci_high"]
         err = [[r["time_ratio"] - low], [high - r["time_ratio"]]] if low is not None else None
         ax.errorbar([x], [r["time_ratio"]], yerr=err, fmt="o", color="tab:blue", capsize=4)
+    counted = [(x, r["instr_ratio"]) for x, r in zip(xs, rows) if r["instr_ratio"] is not None]
+    if counted:
+        ax.plot(*zip(*counted), "x", color="tab:gray", label="instructions ×oldest (a proxy)")
     floor = next((r["noise_floor"] for r in rows if r["noise_floor"] is not None), None)
     if floor is not None:
         ax.axhspan(1 - floor, 1 + floor, color="tab:gray", alpha=0.2, label=f"noise floor ±{paired.percent(floor)}")
+    if counted or floor is not None:
         ax.legend(fontsize=7)
+    ax.set_xlim(-0.5, len(rows) - 0.5)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(list(xs), [r["version"] for r in rows], fontsize=8)
     ax.set_ylabel("time ×oldest (95% interval)")
