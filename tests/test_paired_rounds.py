@@ -124,6 +124,9 @@ FAKE_VALGRIND = """#!/usr/bin/env python3
 import os, sys
 with open(os.environ["FAKE_VALGRIND_LOG"], "a") as log:
     log.write(" ".join(sys.argv[1:]) + "\\n")
+if os.environ.get("FAKE_VALGRIND_SIGILL"):
+    sys.stderr.write("vex amd64->IR: unhandled instruction bytes: 0x62 0xF1\n")
+    sys.exit(132)
 n = int(sys.argv[sys.argv.index("--iterations") + 1])
 sys.stderr.write("==42== I   refs:      {:,}\\n".format(1000 + 250 * n))
 """
@@ -157,6 +160,20 @@ def test_instructions_per_iteration_through_a_fake_valgrind(fake_engines, fake_v
     for call, iterations in zip(calls, [n, 2 * n] * 2):
         assert call.startswith(" ".join(instructions.TOOL_ARGS))
         assert f"--iterations {iterations} --warmup" in call and "worker.py --engine fake/ok/python/cpu" in call
+
+
+def test_an_engine_valgrind_cannot_run_is_null_with_the_reason_once(fake_engines, fake_valgrind, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.setenv("FAKE_VALGRIND_SIGILL", "1")
+    out = tmp_path / "out"
+    assert main(["run", "--engine", "fake/ok", "--workload", "tiny", "--profile", "smoke", "--trials", "3",
+                 "--instructions", "--no-report", "--out", str(out)]) == 0
+    (run_dir,) = out.iterdir()
+    trials = results.read_trials(run_dir)
+    assert [t["status"] for t in trials] == ["ok"] * 3 and all(t["instructions_per_iter"] is None for t in trials)
+    assert "valgrind does not emulate an instruction" in trials[0]["instructions_reason"]
+    assert all("not tried again" in t["instructions_reason"] for t in trials[1:])
+    assert len(fake_valgrind.read_text().splitlines()) == 1  # one try, not one per trial
 
 
 def test_parsing_valgrind_summaries():

@@ -227,6 +227,8 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
 def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | None) -> instructions.Count:
     """Instructions per iteration of the timed loop: the child under valgrind with N and 2N
     iterations (harness/running/instructions.py); N fits in the inputs prepared for the point."""
+    if pt.engine.id in spawner.uncountable:
+        return instructions.Count(None, f"{spawner.uncountable[pt.engine.id]} (in an earlier trial; not tried again)", 0.0)
     warmup = min(instructions.COUNTED_WARMUP, pt.warmup)
     n = min(instructions.COUNTED_ITERATIONS, (pt.iterations + pt.warmup - warmup) // 2)
     counts, cost = [], 0.0
@@ -235,7 +237,8 @@ def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | N
         cost += child.wall_s
         if child.spawn_error or child.timed_out or child.returncode != 0:  # its output is valgrind's, not a payload
             _, reason, _ = classify(child, instructions.TIMEOUT_S, False)
-            return instructions.Count(None, instructions.why_not(child.stderr, reason), cost)
+            spawner.uncountable[pt.engine.id] = instructions.why_not(child.stderr, reason)
+            return instructions.Count(None, spawner.uncountable[pt.engine.id], cost)
         counts.append(instructions.parse_refs(child.stderr))
     per_iter = instructions.per_iteration(*counts, n)
     return instructions.Count(per_iter, None if per_iter else "valgrind reported no instruction count", cost)

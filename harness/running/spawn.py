@@ -69,6 +69,9 @@ class ChildSpawner:
         self.current: subprocess.Popen | None = None
         self.interrupted = False
         self.pin_problem: str | None = None
+        # --instructions: engines whose count failed for good here (SIGILL, too slow), with why: their
+        # later trials are not counted again (a JIT runtime would spend its timeout each time).
+        self.uncountable: dict[str, str] = {}
 
     def interrupt(self) -> None:
         self.interrupted = True
