@@ -125,7 +125,7 @@ import os, sys
 with open(os.environ["FAKE_VALGRIND_LOG"], "a") as log:
     log.write(" ".join(sys.argv[1:]) + "\\n")
 if os.environ.get("FAKE_VALGRIND_SIGILL"):
-    sys.stderr.write("vex amd64->IR: unhandled instruction bytes: 0x62 0xF1\n")
+    sys.stderr.write("vex amd64->IR: unhandled instruction bytes: 0x62 0xF1\\n")
     sys.exit(132)
 n = int(sys.argv[sys.argv.index("--iterations") + 1])
 sys.stderr.write("==42== I   refs:      {:,}\\n".format(1000 + 250 * n))
