@@ -237,4 +237,4 @@ def _ratio_panel(ax, rows: list[dict]) -> None:
     ax.set_xlim(-0.5, len(rows) - 0.5)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(list(xs), [r["version"] for r in rows], fontsize=8)
-    ax.set_ylabel("time ×oldest (95% interval)")
+    ax.set_ylabel("×oldest (time: 95% interval)")
