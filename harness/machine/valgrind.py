@@ -4,10 +4,24 @@ from __future__ import annotations
 import shutil
 
 VALGRIND = "valgrind"
-# N of the two counted children of a trial (N and 2N iterations, each after the same warm-up):
-# small and fixed, since under valgrind an iteration runs ~100x slower (harness/running/instructions.py).
-COUNTED_ITERATIONS = 10
+# N of the two counted children of a trial (N and 2N iterations, each after the same warm-up), from
+# the trial's own time per iteration: as many as fill about VALGRIND_LOOP_S of the longer child's loop
+# under valgrind (~100x slower), within [MIN, MAX]. One-off events (a full garbage collection, a
+# table's resize) land in one child and not the other: with N = 10 they moved a count by up to 4%
+# between runs; a longer loop amortizes them as the timed run does.
+MIN_COUNTED_ITERATIONS = 10
+MAX_COUNTED_ITERATIONS = 200
+VALGRIND_LOOP_S = 10.0
+VALGRIND_SLOWDOWN = 100.0
 COUNTED_WARMUP = 2
+
+
+def counted_iterations(per_iter_s: float | None) -> int:
+    """N for a point whose iteration takes per_iter_s natively (None: unknown, the least)."""
+    if not per_iter_s or per_iter_s <= 0:
+        return MIN_COUNTED_ITERATIONS
+    n = int(VALGRIND_LOOP_S / (2 * per_iter_s * VALGRIND_SLOWDOWN))
+    return max(MIN_COUNTED_ITERATIONS, min(MAX_COUNTED_ITERATIONS, n))
 INSTALL_HINT = "install it (Debian/Ubuntu: apt-get install valgrind; Fedora: dnf install valgrind)"
 
 
