@@ -237,7 +237,7 @@ def ratio_text(ratio: float | None, interval: list[float] | None) -> str:
     return f"{ratio:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
 
 
-HEADERS = ["Workload", "Engine", "Params", "Time A → B (geo. mean)", "Time B/A [95% CI]", "Time verdict",
+HEADERS = ["Workload", "Engine", "Params", "Time A → B (geo. mean)", "Time B/A [95% CI] p", "Time verdict",
            "Instr./iter A → B (a proxy)", "Instr. B/A", "Mem A → B", "Mem B/A", "Memory verdict"]
 
 
@@ -246,9 +246,15 @@ def arrow(a: str, b: str) -> str:
 
 
 def varying_params(rows: list[dict]) -> list[str]:
-    """The parameters whose values differ between rows: those that tell the rows apart."""
+    """The parameters whose values differ between rows of one workload: those that tell them apart."""
     names = dict.fromkeys(k for row in rows for k in row["params"])
-    return [k for k in names if len({json.dumps(row["params"].get(k)) for row in rows}) > 1]
+    return [k for k in names if any(len({json.dumps(r["params"].get(k)) for r in rows if r["workload"] == w}) > 1
+                                    for w in {r["workload"] for r in rows})]
+
+
+def short(verdict: str) -> str:
+    """A verdict as the table shows it (n.s.: no significant change, said once above the table)."""
+    return "n.s." if verdict == "no significant change" else verdict
 
 
 def table_rows(result: dict) -> list[list[str]]:
@@ -261,11 +267,13 @@ def table_rows(result: dict) -> list[list[str]]:
         rows.append([row["workload"], labels.get(row["engine"], row["engine"]),
                      " ".join(f"{k}={row['params'][k]}" for k in shown if k in row["params"]),
                      arrow(format_seconds(row["time_a"], "n/a"), format_seconds(row["time_b"], "n/a")),
-                     ratio_text(row["time_ratio"], row["time_ci"]), row["time_verdict"] + star,
+                     ratio_text(row["time_ratio"], row["time_ci"]) + ("" if row["time_p"] is None else
+                                                                       f" p={row['time_p']:.2g}"),
+                     short(row["time_verdict"]) + star,
                      arrow(count_text(row["instr_a"]), count_text(row["instr_b"])), instr,
                      arrow(size(row["mem_a"]), size(row["mem_b"])),
                      ratio_text(row["mem_ratio"], None if row["mem_verdict"] == "no significant change" else row["mem_ci"]),
-                     row["mem_verdict"]])
+                     short(row["mem_verdict"])])
     for workload, mean in sorted(result["geomean"].items()):
         if mean["n"] < 2:  # the one row says it already
             continue
@@ -294,6 +302,7 @@ def _only(described: list[dict]) -> str:
 
 def _preamble(result: dict) -> list[str]:
     lines = [f"A = {result['run_a']['run_id']}, B = {result['run_b']['run_id']}. {result['method']}."]
+    lines.append("n.s. = no significant change (time: a change needs its interval to exclude 1 and p < 0.05).")
     _, legend = short_ids([row["engine"] for row in result["rows"]])
     if legend:
         lines.append(legend.capitalize() + ".")
@@ -331,7 +340,7 @@ def _terminal(result: dict) -> str:
     table = Table(title="burtbench compare: B relative to A")
     for i in keep:
         # An engine label is never cut or wrapped: the other columns give way.
-        table.add_column(HEADERS[i], no_wrap=i == 1, overflow="fold")
+        table.add_column(HEADERS[i], no_wrap=i == 1)
     for cells in rows:
         table.add_row(*[cells[i] for i in keep])
     buffer = io.StringIO()
