@@ -202,3 +202,14 @@ def test_the_native_engine_under_the_real_valgrind(tmp_path):
     if count.per_iter is None and "does not emulate" in (count.reason or ""):
         pytest.skip(count.reason)  # a -march=native build with AVX-512 on this machine
     assert count.per_iter and count.per_iter > 0, count.reason
+
+
+def test_the_dry_run_eta_includes_counting(fake_valgrind, capsys):
+    from harness.planning.estimate import Estimator
+
+    registry = all_engines()
+    (pt,) = make_plan([registry["autograd/eager/python/cpu"]], [load("tiny")], "quick", trials=1)
+    plain, counted = Estimator(None).trial_s(pt), Estimator(None, instructions=True).trial_s(pt)
+    assert counted > 5 * plain  # two children under valgrind, each ~20x its start-up
+    assert main(["run", "--engine", "autograd", "--workload", "tiny", "--instructions", "--dry-run"]) == 0
+    assert "--instructions included:" in capsys.readouterr().out
