@@ -140,3 +140,12 @@ def test_compare_of_two_environments_of_one_run_is_paired(version_run, monkeypat
     text = format_comparison(result, "table")
     assert all(len(line) <= 120 for line in text.splitlines())
     assert "| 1.743M → 1.954M | 1.1209 more |" in format_comparison(result, "md")
+
+
+def test_an_aa_run_alone_reports_its_floor_and_no_difference(tmp_path):
+    run = write_run(tmp_path / "aa", [*skewed_trials(NEW, 3.6e-4, seed=5), *skewed_trials(NEW + "#2", 3.6e-4, seed=6)])
+    (table,) = versions.build(load_run(run))
+    original, copy = table.rows
+    assert copy["version"] == "1.9.1 (A/A copy)" and copy["env"] == NEW + "#2"
+    assert original["noise_floor"] is not None and original["noise_floor"] < 0.02
+    assert copy["verdict"].startswith("same within noise") and copy["time_ci_low"] < 1 < copy["time_ci_high"]

@@ -101,7 +101,8 @@ def _ends(prefix: str, r: paired.Ratio | None) -> dict:
 
 def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: float | None) -> dict:
     same = point is oldest
-    row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env), "env": env,
+    copy = " (A/A copy)" if env.endswith(AA_COPY) else ""
+    row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env) + copy, "env": env,
            "trials_ok": point.trials_ok(), "trials": len(point.trials), "check_ok": point.check()[0], "in_run": True,
            "noise_floor": floor}
     if same:
@@ -167,7 +168,10 @@ def build(run: Run) -> list[VersionTable]:
             floor, lines = aa_floor(points)
             notes += [f"{engine} {' '.join(f'{k}={v}' for k, v in json.loads(params).items())}: {line}" for line in lines]
             versions = {env: p for env, p in points.items() if not env.endswith(AA_COPY)}
-            if len(versions) < 2:
+            if len(versions) < 2:  # an A/A run: each copy against its original, judged without a floor
+                rows += [row for env in versions if env + AA_COPY in points
+                         for row in (_row(engine, params, env, points[env], points[env], floor),
+                                     _row(engine, params, env + AA_COPY, points[env + AA_COPY], points[env], None))]
                 continue
             ordered = sorted(versions.items(), key=lambda item: _version_key(version_of(item[1], item[0])))
             oldest = ordered[0][1]
