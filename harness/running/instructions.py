@@ -5,7 +5,7 @@ counts every instruction).
 Only the timed loop is counted, with no change to any child: the trial's child runs twice more under
 valgrind, with N and with 2N iterations (the same warm-up), and (I(2N) - I(N)) / N is what one
 iteration adds; start-up, imports, warm-up and exit cancel out. N is as large as ~10 s of loop under
-valgrind allows (harness/machine/valgrind.py: 10 to 200), since an iteration there runs ~100x slower
+valgrind allows (harness/machine/valgrind.py: 10 to 20,000), since an iteration there runs ~100x slower
 and `import torch` alone takes about a minute.
 
 What moves the counts between repeats is pinned: the hash seed (PYTHONHASHSEED, already every
