@@ -88,6 +88,17 @@ def test_the_same_env_twice_needs_the_aa_flag(capsys):
     assert "given twice" in err and "--aa" in err and len(err.strip().splitlines()) == 1
 
 
+def test_the_same_env_twice_with_aa_is_one_variant_and_its_copy(tmp_path):
+    from harness.commands.cli import build_parser
+    from harness.running.session import plan_spec
+
+    spec = plan_spec(build_parser().parse_args(
+        ["run", "--engine", "autograd", "--workload", "tiny", "--env", "autograd==1.9.1", "--env", "autograd==1.9.1",
+         "--aa", "--env-dir", str(tmp_path)]))
+    assert spec["envs"] == ["autograd==1.9.1"]
+    assert spec["engines"] == ["autograd/eager/python/cpu@autograd==1.9.1", "autograd/eager/python/cpu@autograd==1.9.1#2"]
+
+
 def test_aa_copies_run_in_the_original_environment():
     registry = all_engines()
     spec = envs.parse_spec("autograd==1.9.1")

@@ -60,7 +60,8 @@ def plan_spec(args) -> dict:
     engines = selection.with_floor(selection.resolve_engines(args.engine, all_engines()), workloads, all_engines())
     environments = envs.plan_options(args)
     if environments["envs"]:
-        engines = envs.variants(engines, [envs.parse_spec(text) for text in args.env], args.engine.strip() != "all")
+        engines = envs.variants(engines, [envs.parse_spec(text) for text in environments["envs"]],
+                                args.engine.strip() != "all")
     if getattr(args, "aa", None):
         engines = envs.aa_copies(engines)
     narrow = selection.parse_params(args.param, workloads)
