@@ -35,6 +35,7 @@ ROUGH_PER_ITER_S = 1e-4
 # micrograd tiny: 7 s). A previous run's own counting cost, where it has one, is used instead.
 VALGRIND_OWN_S = 1.0
 VALGRIND_STARTUP_FACTOR = 20.0
+VALGRIND_SLOWDOWN = 100.0
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,11 @@ def floor_trials(trials: list[dict]) -> list[dict]:
 
 def counted_s(cost: Cost, pt: PlannedTrial) -> float:
     """What counting a trial's instructions costs (both counted children), from its native cost."""
-    from harness.machine.valgrind import COUNTED_WARMUP, VALGRIND_SLOWDOWN, counted_iterations
+    from harness.machine.valgrind import counted_iterations
 
     per_child = VALGRIND_OWN_S + cost.startup_s * VALGRIND_STARTUP_FACTOR
-    iterations = 3 * counted_iterations(cost.per_iter_s) + 2 * COUNTED_WARMUP
-    return 2 * per_child + iterations * cost.per_iter_s * VALGRIND_SLOWDOWN
+    n, warmup = counted_iterations(pt.workload)
+    return 2 * per_child + (3 * n + 2 * warmup) * cost.per_iter_s * VALGRIND_SLOWDOWN
 
 
 def counting_costs(trials: list[dict]) -> dict[tuple, float]:

@@ -4,9 +4,9 @@ counts every instruction).
 
 Only the timed loop is counted, with no change to any child: the trial's child runs twice more under
 valgrind, with N and with 2N iterations (the same warm-up), and (I(2N) - I(N)) / N is what one
-iteration adds; start-up, imports, warm-up and exit cancel out. N is as large as ~10 s of loop under
-valgrind allows (harness/machine/valgrind.py: 10 to 20,000), since an iteration there runs ~100x slower
-and `import torch` alone takes about a minute.
+iteration adds; start-up, imports, warm-up and exit cancel out. N is the workload's smoke-profile
+count, fixed (harness/machine/valgrind.py: tiny 200, small 100), since an iteration under valgrind
+runs ~100x slower and `import torch` alone takes about a minute.
 
 What moves the counts between repeats is pinned: the hash seed (PYTHONHASHSEED, already every
 child's), and the address layout (valgrind places the program itself).
@@ -17,7 +17,7 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from harness.machine.valgrind import COUNTED_WARMUP, VALGRIND, counted_iterations, missing_valgrind  # noqa: F401
+from harness.machine.valgrind import VALGRIND, counted_iterations, missing_valgrind  # noqa: F401
 
 # A counted child's time limit: valgrind's start-up of a heavy framework is tens of seconds.
 TIMEOUT_S = 600.0

@@ -218,23 +218,21 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     own = payload.get("check")
     trial.check = own or pt.workload.check(pt.params, payload.get("outputs"), precision, inputs).as_dict()
     if opts.instructions:
-        count = count_instructions(pt, spawner, inputs, (trial.per_iter_s or {}).get("mean"))
+        count = count_instructions(pt, spawner, inputs)
         trial.instructions_per_iter, trial.instructions_reason = count.per_iter, count.reason
         trial.instructions_cost_s = count.cost_s
     return trial
 
 
-def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | None,
-                       per_iter_s: float | None = None) -> instructions.Count:
+def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | None) -> instructions.Count:
     """Instructions per iteration of the timed loop: the child under valgrind with N and 2N
-    iterations (harness/running/instructions.py), N from the trial's time per iteration, within
-    the inputs prepared for the point."""
+    iterations (harness/running/instructions.py), within the inputs prepared for the point."""
     if pt.engine.id in spawner.uncountable:
         return instructions.Count(None, f"{spawner.uncountable[pt.engine.id]} (in an earlier trial; not tried again)", 0.0)
-    warmup = min(instructions.COUNTED_WARMUP, pt.warmup)
-    n = instructions.counted_iterations(per_iter_s)
+    n, warmup = instructions.counted_iterations(pt.workload)
     if inputs is not None:
-        n = min(n, (pt.iterations + pt.warmup - warmup) // 2)
+        warmup = min(warmup, pt.warmup)
+        n = max(1, min(n, (pt.iterations + pt.warmup - warmup) // 2))
     counts, cost = [], 0.0
     for iterations in (n, 2 * n):
         child = run_child(pt, spawner, iterations, warmup, inputs, counted=True)
