@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.compare import compare_runs, exit_status, format_comparison, regressions, t_quantile
+from harness.analysis.compare import compare_runs, exit_status, format_comparison, regressions
+from harness.analysis.stats import t_quantile
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 
 MB = 2**20
@@ -130,27 +131,65 @@ def test_output_formats(runs, monkeypatch):
     assert json.loads(format_comparison(result, "json")) == json.loads(json.dumps(result))
     md = format_comparison(result, "md")
     assert "| Workload | Engine |" in md
-    torch_lines = [line for line in md.splitlines() if line.startswith("| tiny | torch/eager/python/cpu |")]
+    # Engine ids without the parts every row shares (the legend says them once).
+    assert "- Engines: mode eager, device cpu (every row)." in md
+    torch_lines = [line for line in md.splitlines() if line.startswith("| tiny | torch/python |")]
     assert len(torch_lines) == 1 and "| slower |" in torch_lines[0]
     table = format_comparison(result, "table")
     assert "WARNING: CPU model differs" in table
-    assert "geometric mean of 2" in table and "slower" in table
+    assert "geo. mean of 2" in table and "slower" in table
     with pytest.raises(ValueError):
         format_comparison(result, "xml")
 
 
-def test_single_trials_fall_back_to_timing_blocks_and_say_so(tmp_path):
+def test_single_trials_give_a_ratio_and_no_verdict(tmp_path):
+    # The timing blocks inside one process are not independent trials: no interval, a `*`, and the
+    # gate does not fail on a row it cannot judge.
     a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=21, trials=1))
     b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1.5e-7, seed=22, trials=1))
     result = compare_runs(a, b)
     only = result["rows"][0]
-    assert only["time_unit"].startswith("timing blocks")
-    assert only["time_verdict"] == "slower"
-    assert "slower *" in format_comparison(result, "md")
-    assert "rerun with --trials 2 or more" in format_comparison(result, "md")
+    assert only["time_ci"] is None and only["time_starred"]
+    assert only["time_verdict"] == "not enough trials"
+    assert only["time_ratio"] == pytest.approx(only["time_b"] / only["time_a"])
+    assert "not enough trials *" in format_comparison(result, "md")
+    assert "rerun with --trials 6 or more" in format_comparison(result, "md")
+    assert exit_status(result, 1) == 0
 
 
 def test_t_quantiles_match_the_tables():
     # Student's t, two-sided 95%: the textbook values the intervals depend on.
     for df, expected in ((1, 12.706), (4, 2.776), (30, 2.042), (1e6, 1.960)):
         assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-3)
+
+
+def test_a_failing_gate_says_which_rows_and_why_on_stderr(runs, capsys):
+    from harness.commands.cli import main
+
+    assert main(["compare", str(runs[0]), str(runs[1]), "--fail-if-slower", "10"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "slower by more than 10%: tiny torch/eager/python/cpu" in err[0] and "B/A 1.9" in err[0]
+
+
+def test_geometric_means_leave_out_the_floor_row_and_keep_the_star(tmp_path):
+    floor = "none/empty/python/cpu"
+    a = write_run(tmp_path / "a", [*noisy_trials("burtorch/eager/cpp/cpu", "small", 1e-7, seed=31),
+                                   *noisy_trials("torch/eager/python/cpu", "small", 1e-4, seed=32, trials=1),
+                                   *noisy_trials(floor, "small", 1e-8, seed=33)])
+    b = write_run(tmp_path / "b", [*noisy_trials("burtorch/eager/cpp/cpu", "small", 1e-7, seed=34),
+                                   *noisy_trials("torch/eager/python/cpu", "small", 1e-4, seed=35, trials=1),
+                                   *noisy_trials(floor, "small", 5e-8, seed=36)])  # a 5x floor change
+    result = compare_runs(a, b)
+    mean = result["geomean"]["small"]
+    assert mean["n"] == 2 and mean["starred"]  # the floor row is out; torch's single trial stars it
+    assert mean["ratio"] == pytest.approx(1.0, rel=0.1)
+    assert "Only in" not in format_comparison(result, "md")
+
+
+def test_only_in_one_run_is_a_count_and_a_short_list(tmp_path):
+    a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=41))
+    many = [t for i in range(9) for t in noisy_trials(f"fw{i}/eager/python/cpu", "tiny", 1e-5, seed=50 + i)]
+    b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=42) + many)
+    line = next(x for x in format_comparison(compare_runs(a, b), "md").splitlines() if "Only in B" in x)
+    assert line.startswith("- Only in B: 9 points (engines: fw0/eager/python/cpu, ") and "and 3 more" in line
+    assert line.count("tiny") == 1

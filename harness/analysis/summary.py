@@ -25,7 +25,8 @@ def format_seconds(s: float | None, missing: str = "—") -> str:
     return f"{s / 1e-9:.3g} ns"
 
 
-COLUMNS = ("workload", "engine", "ok", "time/iter", "CV", "×BurTorch", "×micrograd", "check", "peak RSS")
+COLUMNS = ("workload", "engine", "ok", "time/iter", "CV", "instr./iter (proxy)", "×BurTorch", "×micrograd", "check",
+           "peak RSS")
 
 
 def factor(x: float) -> str:
@@ -47,7 +48,8 @@ def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THR
                          overflow="fold", min_width=max((len(r[k]) for r in rows), default=0) if name == "engine" else None)
     for row in rows:
         table.add_row(*(row[k] for k in kept))
-    return Group(table, Text(legend)) if legend else Group(table)
+    notes = [line for line in (legend, uncounted(points)) if line]
+    return Group(table, *(Text(line) for line in notes))
 
 
 def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
@@ -65,7 +67,32 @@ def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
     return [key.workload + _shown_params(key.workload, point.params), labels[key.engine],
             f"{point.trials_ok()}/{len(point.trials)}" + (f" ({', '.join(sorted(statuses))})" if statuses else ""),
             format_seconds(mean), "—" if cv is None else f"{cv:.1%}" + (" [yellow]noisy[/]" if point.noisy() else ""),
-            *ratios, check, mib(max(rss) if rss else None, "—")]
+            instructions_cell(point), *ratios, check, mib(max(rss) if rss else None, "—")]
+
+
+def count_text(value: float | None) -> str:
+    """An instruction count, short: 4 significant digits (counts repeat to ~0.03%)."""
+    if value is None:
+        return "—"
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g}{unit}"
+    return f"{value:.4g}"
+
+
+def instructions_cell(point) -> str:
+    counts = point.values("instructions_per_iter")
+    return count_text(sum(counts) / len(counts) if counts else None)
+
+
+def uncounted(points: dict) -> str | None:
+    """Why some engines have no instruction counts: one line per engine."""
+    reasons = {}
+    for point in points.values():
+        for t in point.trials:
+            if t.get("instructions_reason") and point.engine not in reasons:
+                reasons[point.engine] = str(t["instructions_reason"])
+    return "\n".join(f"instructions not counted for {e}: {why}" for e, why in reasons.items()) or None
 
 
 def _shown_params(workload: str, params: dict) -> str:

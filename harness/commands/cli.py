@@ -218,7 +218,10 @@ def cmd_compare(args, console: Console) -> int:
     result = compare.compare_runs(run_a, run_b, env_a, env_b)
     text = compare.format_comparison(result, args.format)
     print(text) if args.format == "json" else console.print(text, highlight=False)
-    return compare.exit_status(result, args.fail_if_slower)
+    code = compare.exit_status(result, args.fail_if_slower)
+    for line in compare.regression_lines(result, args.fail_if_slower) if code else ():
+        print(f"burtbench compare: {line}", file=sys.stderr)
+    return code
 
 
 def cmd_fetch_data(args, console: Console) -> int:

@@ -56,6 +56,17 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                      help="run the engines of the framework SPEC names in a managed environment with SPEC installed "
                           "(e.g. 'jax==0.4.38' or 'jax==0.5.0,jaxlib==0.5.0'); repeat to compare versions in one "
                           "interleaved run. Environments are cached (burtbench envs)")
+    run.add_argument("--aa", action="store_true", default=None,
+                     help="A/A: also run every engine (or --env SPEC) as an exact copy of itself, `<id>@<SPEC>#2`, "
+                          "in the same rounds: their ratio measures the noise floor, the smallest change this "
+                          "machine can detect now; --env X --env X needs it")
+    run.add_argument("--seed", type=int, metavar="N",
+                     help="seed of the random order of the engines in each round (default: drawn, or with --shard "
+                          "computed from the plan alike on every machine; the manifest's plan records it as round_seed)")
+    run.add_argument("--instructions", action="store_true", default=None,
+                     help="also count each trial's instructions per iteration under valgrind (a proxy for time: "
+                          "deterministic where time is noisy); two short children per trial, ~100x slower per "
+                          "iteration")
     run.add_argument("--env-dir", metavar="DIR", help=f"where environments are kept (default: {default_env_dir()})")
     run.add_argument("--pip-arg", action="append", default=[], metavar="ARG",
                      help="an argument for the installer (uv if on PATH, else pip), e.g. "

@@ -17,6 +17,10 @@ from harness.store import results
 from harness.store.run_plan import read_plan
 from harness.store.runs import existing_run
 
+# The mark of an A/A copy (--aa): `<id>@<SPEC>#2` runs exactly as `<id>@<SPEC>`, `<id>@#2` as `<id>`,
+# as a variant of its own, so that the noise floor is measured as any comparison is.
+AA_COPY = "#2"
+
 
 @dataclass(frozen=True)
 class EnvSpec:
@@ -65,8 +69,9 @@ def plan_options(args) -> dict:
         return {"envs": [], "env_dir": None, "pip_args": []}
     specs = [parse_spec(text).text for text in texts]
     twice = sorted({s for s in specs if specs.count(s) > 1})
-    if twice:
-        raise UsageError(f"--env {twice[0]} is given twice")
+    if twice and not getattr(args, "aa", None):
+        raise UsageError(f"--env {twice[0]} is given twice (to measure the noise floor, an A/A run, add --aa)")
+    specs = list(dict.fromkeys(specs))
     return {"envs": specs, "env_dir": str(env_dir(args.env_dir)), "pip_args": list(args.pip_arg)}
 
 
@@ -79,8 +84,13 @@ def provides(spec: EnvSpec, engine) -> bool:
 def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
     """The selected engines as run in the environments: one per (engine, SPEC naming its framework).
     Engines the user named must each have a SPEC; with --engine all, the SPECs choose."""
+    from engines.none import FLOOR
+
     chosen = []
     for engine in engines:
+        if engine.id == FLOOR:  # the harness's own floor row runs as it is, in no environment
+            chosen.append(engine)
+            continue
         mine = [spec for spec in specs if provides(spec, engine)]
         if not mine and explicit:
             raise UsageError(f"--engine {engine.id}: no --env SPEC installs its framework "
@@ -95,12 +105,30 @@ def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
     return chosen
 
 
+def aa_copies(engines: list) -> list:
+    """--aa: every engine (but the harness's floor row) beside an exact copy of itself, in one round."""
+    from engines.none import FLOOR
+
+    return [copy for engine in engines
+            for copy in ([engine] if engine.id == FLOOR else [engine, engine.replace(env=engine.env + AA_COPY)])]
+
+
+def original_env(env: str) -> str:
+    """The environment an engine (or an A/A copy of it) runs in."""
+    return env.removesuffix(AA_COPY)
+
+
+def aa_original(engine_id: str) -> str | None:
+    """The engine an A/A copy copies, or None for an engine that is no copy."""
+    return engine_id.removesuffix(AA_COPY).removesuffix("@") if engine_id.endswith(AA_COPY) else None
+
+
 def bind(engines: dict, environments: dict) -> dict:
     """The run's engines with the interpreter of their environment; an environment that could not
     be made leaves its engines unavailable, with the installer's reason."""
     bound = {}
     for eid, engine in engines.items():
-        env = environments.get(engine.env) if engine.env else None
+        env = environments.get(original_env(engine.env)) if engine.env else None
         if env is not None and env.problem:
             reason = f"environment {engine.env} could not be made: {env.problem}"
             engine = engine.replace(condition=lambda reason=reason: reason)
@@ -116,7 +144,10 @@ def run_side(text: str, what: str) -> tuple[Path, str | None]:
     if results.is_run_dir(Path(text)) or "@" not in text:
         return existing_run(text, what), None
     folder, _, spec = text.partition("@")
-    run_dir, env = existing_run(folder, what), parse_spec(spec, f"{what} {folder}@").text
+    copy = AA_COPY if spec.endswith(AA_COPY) else ""  # an A/A copy (--aa) of an environment
+    run_dir, env = existing_run(folder, what), parse_spec(spec.removesuffix(copy), f"{what} {folder}@").text + copy
+    if copy:
+        return run_dir, env
     known = read_plan(results.read_manifest(run_dir)).envs
     if env not in known:
         raise UsageError(f"{what} {text}: the run has no environment {env} (it has: {', '.join(known) or 'none'})")

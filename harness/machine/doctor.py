@@ -14,6 +14,7 @@ from typing import Callable
 
 from harness.machine import host as machine
 from harness.machine.doctor_measures import Finding, measure_findings
+from harness.machine.valgrind import missing_valgrind
 from harness.measure import affinity
 
 WATCH_S = 0.5
@@ -41,7 +42,18 @@ def diagnose(cpu: int | None = None, sys_root: str | Path = "/sys", proc_root: s
                  isolation_finding(facts, cpu), virtualization_finding(facts)]
     findings += pinned_core_findings(cpu, proc_root, watch_s, sleep)
     findings += measure_findings(perf, sys_root, proc_root)
+    findings.append(valgrind_finding())
     return findings
+
+
+def valgrind_finding() -> Finding:
+    """Whether `burtbench run --instructions` can count instructions here."""
+
+    missing = missing_valgrind()
+    if missing:
+        return Finding("info", "instructions", f"--instructions unavailable: {missing.split(':')[0]}",
+                       missing.split(": ", 1)[1])
+    return Finding("ok", "instructions", "valgrind found: burtbench run --instructions can count instructions")
 
 
 def machine_finding(facts: dict, cpu: int) -> Finding:

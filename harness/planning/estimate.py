@@ -21,6 +21,7 @@ from pathlib import Path
 
 from engines.none import FLOOR
 from harness.machine.host import describe
+from harness.machine.valgrind import counted_iterations
 from harness.paths import ROOT
 from harness.planning.plan import PlannedTrial
 from harness.store import results
@@ -32,6 +33,13 @@ REFERENCE_RUN = ROOT / "results" / "reference"
 # small-graph iteration. Labelled rough wherever used.
 ROUGH_STARTUP_S = 1.0
 ROUGH_PER_ITER_S = 1e-4
+# --instructions: two more children per trial under valgrind (N and 2N iterations, see
+# harness/running/instructions.py). Measured here: a child's start-up runs ~20x slower under
+# valgrind plus ~1 s of its own, an iteration ~100x slower (autograd tiny: 18 s per trial counted;
+# micrograd tiny: 7 s). A previous run's own counting cost, where it has one, is used instead.
+VALGRIND_OWN_S = 1.0
+VALGRIND_STARTUP_FACTOR = 20.0
+VALGRIND_SLOWDOWN = 100.0
 
 
 @dataclass(frozen=True)
@@ -79,15 +87,36 @@ def floor_trials(trials: list[dict]) -> list[dict]:
             and isinstance(t.get("iterations"), int) and isinstance(t.get("params"), dict)]
 
 
+def counted_s(cost: Cost, pt: PlannedTrial) -> float:
+    """What counting a trial's instructions costs (both counted children), from its native cost."""
+
+    per_child = VALGRIND_OWN_S + cost.startup_s * VALGRIND_STARTUP_FACTOR
+    n, warmup = counted_iterations(pt.workload)
+    return 2 * per_child + (3 * n + 2 * warmup) * cost.per_iter_s * VALGRIND_SLOWDOWN
+
+
+def counting_costs(trials: list[dict]) -> dict[tuple, float]:
+    """A previous run's own counting cost per point (and per engine and workload)."""
+    samples: dict[tuple, list[float]] = {}
+    for t in trials:
+        cost = t.get("instructions_cost_s")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            point = (t["engine"], t["workload"], params_key(t["params"]))
+            samples.setdefault(point, []).append(cost)
+            samples.setdefault(point[:2], []).append(cost)
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
 class Estimator:
     """Seconds per planned trial; `source(pt)` says which figures it used. `probe(trial)` gauges the
     machine's speed now by running a floor trial again (harness/running/probe.py: the running stage
     spawns children, planning does not); None: the figures as measured, unscaled."""
 
-    def __init__(self, run_dir: Path | None, probe=None):
-        self.run_dir = run_dir
+    def __init__(self, run_dir: Path | None, probe=None, instructions: bool = False):
+        self.run_dir, self.instructions = run_dir, instructions
         previous = trials_of(run_dir) if run_dir is not None else []
         self.measured = costs_of(previous)
+        self.counting = counting_costs(previous) if instructions else {}
         self.reference = costs_of(trials_of(REFERENCE_RUN)) if results.is_run_dir(REFERENCE_RUN) else {}
         self.speed, self.speed_note = 1.0, ""
         floors = floor_trials(previous) if probe else []
@@ -110,13 +139,29 @@ class Estimator:
         return Cost(ROUGH_STARTUP_S, ROUGH_PER_ITER_S), "rough"
 
     def trial_s(self, pt: PlannedTrial) -> float:
-        return self._lookup(pt)[0].trial_s(pt)
+        cost = self._lookup(pt)[0]
+        return cost.trial_s(pt) + (self.counted_s(pt, cost) if self.instructions else 0.0)
+
+    def counted_s(self, pt: PlannedTrial, cost: Cost) -> float:
+        point = (pt.engine.id, pt.workload.name, params_key(pt.params))
+        for key in (point, point[:2]):
+            if key in self.counting:
+                return self.counting[key] * self.speed
+        return counted_s(cost, pt)
 
     def source(self, pt: PlannedTrial) -> str:
         """"run": the previous run on this machine; "rough": the built-in figures."""
         return self._lookup(pt)[1]
 
     def describe(self, plan: list[PlannedTrial]) -> str:
+        counting = ""
+        if self.instructions and plan:
+            each = [self.counted_s(pt, self._lookup(pt)[0]) for pt in plan]
+            counting = (f"; --instructions included: {statistics.fmean(each):.0f} s per trial on average under "
+                        f"valgrind ({min(each):.0f}-{max(each):.0f} s)")
+        return self._describe(plan) + counting
+
+    def _describe(self, plan: list[PlannedTrial]) -> str:
         rough = sum(self.source(pt) == "rough" for pt in plan)
         if self.run_dir is None:
             return ("estimates: rough built-in figures (the committed reference run, then a constant), "

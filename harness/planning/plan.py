@@ -1,10 +1,15 @@
 """The plan of a run: every (engine, workload point, trial) in the order it will execute.
 
-Trials are interleaved: all engines run trial 0 of a workload point before any runs trial 1,
-so slow drift of the machine (heat, background load) hits every engine alike.
+Trials are interleaved in rounds: a round is one trial index at one workload point, and in it every
+engine (variant) runs once, so slow drift of the machine (heat, background load) hits every engine
+alike and the trials of one round can be compared pairwise (harness/analysis/paired.py). With a seed
+each round runs its engines in a fresh random order (RMIT: a fixed order lets a periodic disturbance
+favour one side); the order is a function of the seed and the round alone, so a resumed run
+re-makes the same plan.
 """
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from engines.base import EngineSpec
@@ -40,7 +45,7 @@ class PlannedTrial:
 
 def make_plan(engines: list[EngineSpec], workloads: list[Workload], profile: str,
               narrow: dict[str, tuple] | None = None, trials: int | None = None,
-              timeout_s: float | None = None) -> list[PlannedTrial]:
+              timeout_s: float | None = None, seed: int | None = None) -> list[PlannedTrial]:
     plan = []
     rounds = max((trials or w.trials[profile]) for w in workloads) if workloads else 0
     for index in range(rounds):
@@ -48,7 +53,7 @@ def make_plan(engines: list[EngineSpec], workloads: list[Workload], profile: str
             if index >= (trials or workload.trials[profile]):
                 continue
             for params in workload.points(narrow_for(workload, narrow), profile):
-                for engine in engines:
+                for engine in round_order(engines, seed, index, workload.name, params):
                     if engine.runs(workload):
                         plan.append(PlannedTrial(
                             engine=engine, workload=workload, params=params, trial=index,
@@ -60,3 +65,13 @@ def make_plan(engines: list[EngineSpec], workloads: list[Workload], profile: str
 
 def narrow_for(workload: Workload, narrow: dict[str, tuple] | None) -> dict[str, tuple]:
     return {name: values for name, values in (narrow or {}).items() if name in workload.grid}
+
+
+def round_order(engines: list[EngineSpec], seed: int | None, index: int, workload: str, params: dict) -> list:
+    """The engines of one round in the order they run: shuffled by a generator seeded with the
+    run's seed and the round (a string seed hashes the same in every process); None: as given."""
+    if seed is None:
+        return list(engines)
+    order = list(engines)
+    random.Random(f"{seed}:{index}:{workload}:{params_key(params)}").shuffle(order)
+    return order

@@ -98,6 +98,11 @@ PAPER_MEMORY = {
     "macos": Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / MIB, _resident, paper="peak_mem_mb",
                     paper_to_si=MIB),
 }
+# --instructions: beside time in any table whose run counted them, labelled a proxy.
+INSTRUCTIONS = Metric("instructions_per_iter", "Instructions / iteration (a proxy)", "instr.", 1.0,
+                      lambda p: p.mean("instructions_per_iter"), source_field="instructions_reason",
+                      note="Instructions per iteration of the timed loop, counted under valgrind (burtbench run "
+                           "--instructions): a proxy for time that repeats where time is noisy, never a time.")
 RESIDENT_BESIDE = Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / MIB, _resident)
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 from engines.base import BASELINE
 from harness.analysis.points import Point, run_points
 from harness.report import cells, notes, paper
-from harness.report.metrics import Metric, memory_note, resolve
+from harness.report.metrics import INSTRUCTIONS, Metric, memory_note, resolve
 from harness.store.results import params_key
 from harness.store.runs import Run
 from workloads import all_workloads, differences
@@ -74,6 +74,8 @@ def workload_table(run: Run, workload: Workload, declaration: PaperTable, points
                   if split_value is None or getattr(r, declaration.split_by, None) == split_value]
     source, source_notes = notes.paper_source(paper_rows, run.os)
     metrics = resolve(declaration.metrics, run.os)
+    if any(p.values("instructions_per_iter") for p in points):
+        metrics.append(INSTRUCTIONS)
     frame = joined_frame(points, paper_rows, metrics, declaration, run.manifest.get("unavailable") or {})
     rows = frame.to_dict("records")
     table_notes = [*source_notes, notes.RELATIVE_NOTE.format(baseline=BASELINE),

@@ -1,9 +1,14 @@
 """The versions of a framework side by side, for a run with several environments (--env SPEC).
 
-Per workload, a "versions" table: one row per environment of each engine, with time per
-iteration, init time and peak memory, each as a ratio to the oldest version with its 95%
-interval and verdict, computed as `burtbench compare` computes them (harness/analysis/compare.py); and a
-trend figure: time per iteration against version, one line per engine, log scale.
+Per workload, a "versions" table: one row per environment of each engine, each compared with the
+oldest version paired by round (harness/analysis/paired.py: the plan runs every variant once per
+round): time per iteration (the geometric mean over the paired rounds, the statistic the ratio is
+computed from), its ratio with a bootstrap interval and a signed-rank p, instructions per iteration
+(--instructions, a proxy, beside time), the noise floor measured by A/A copies (--aa) and the verdict,
+saying which measure decided it. Init time and peak memory are compared the same way.
+
+The figure: per point, time per iteration per version as bars from zero, instructions per iteration
+(where counted) likewise, and each version's ratio to the oldest with its interval and the floor.
 """
 from __future__ import annotations
 
@@ -14,16 +19,20 @@ from pathlib import Path
 import pandas as pd
 
 from engines.base import split_id
-from harness.analysis import compare
-from harness.analysis.points import Point, run_points
-from harness.analysis.summary import format_seconds
+from harness.analysis import compare, paired
+from harness.analysis.points import Point, measure, run_points, trial_time
+from harness.analysis.summary import count_text, format_seconds
+from harness.envs.specs import AA_COPY
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
 
-FIELDS = ["engine", "params", "version", "env", "trials_ok", "trials", "check_ok",
-          "time_per_iter_s", "time_ratio", "time_ci_low", "time_ci_high", "time_verdict",
+FIELDS = ["engine", "params", "version", "env", "trials_ok", "trials", "check_ok", "rounds",
+          "time_per_iter_s", "time_ratio", "time_ci_low", "time_ci_high", "time_p", "time_verdict",
+          "instructions_per_iter", "instr_ratio", "instr_ci_low", "instr_ci_high",
+          "noise_floor", "verdict", "decided_by",
           "init_time_s", "init_ratio", "init_ci_low", "init_ci_high", "init_verdict",
           "peak_resident_bytes", "mem_ratio", "mem_ci_low", "mem_ci_high", "mem_verdict"]
+REFERENCE = "reference (oldest)"
 
 
 @dataclass
@@ -53,36 +62,93 @@ def version_of(point: Point, env: str) -> str:
     return str(point.version() or env)
 
 
-def _row(engine: str, params: str, env: str, point: Point, oldest: Point) -> dict:
+def geo_mean(point: Point, value) -> float | None:
+    """The geometric mean of a measure over a point's trials (what its ratios are made of)."""
+    from scipy.stats import gmean
+
+    values = [v for v in map(value, point.trials) if v is not None and v > 0]
+    return float(gmean(values)) if values else None
+
+
+def instructions_of(trial: dict) -> float | None:
+    return measure(trial, "instructions_per_iter")
+
+
+def aa_floor(points: dict[str, Point]) -> tuple[float | None, list[str]]:
+    """The noise floor of one point: the widest of its A/A pairs (an environment against its copy), and
+    a line per pair saying what it measured."""
+    floors, lines = [], []
+    for env, copy in sorted(points.items()):
+        if not env.endswith(AA_COPY) or env.removesuffix(AA_COPY) not in points:
+            continue
+        original = env.removesuffix(AA_COPY)
+        aa = compare.ratio_of(points[original], copy, trial_time, pair=True)
+        floor = paired.floor_of(aa)
+        if floor is not None:
+            floors.append(floor)
+        spread = paired.log_spread(paired.pairs(compare.by_round(points[original], trial_time),
+                                                compare.by_round(copy, trial_time)))
+        lines.append(f"A/A {original or 'no environment'}: B/A {compare.ratio_text(aa.ratio, aa.ci)} over {aa.n} rounds, "
+                     f"per-round spread {'n/a' if spread is None else paired.percent(spread)} (sd of log ratio); "
+                     f"floor {'n/a' if floor is None else '±' + paired.percent(floor)}")
+    return (max(floors) if floors else None), lines
+
+
+def _ends(prefix: str, r: paired.Ratio | None) -> dict:
+    ci = r.ci if r is not None and r.ci else (None, None)
+    return {f"{prefix}_ci_low": ci[0], f"{prefix}_ci_high": ci[1]}
+
+
+def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: float | None) -> dict:
     same = point is oldest
-    time, _ = compare.compare_time(oldest, point)
-    init, memory = compare.compare_init(oldest, point), compare.compare_memory(oldest, point)
-    row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env), "env": env,
+    copy = " (A/A copy)" if env.endswith(AA_COPY) else ""
+    row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env) + copy, "env": env,
            "trials_ok": point.trials_ok(), "trials": len(point.trials), "check_ok": point.check()[0], "in_run": True,
-           "time_per_iter_s": point.time_mean(), "init_time_s": point.mean("init_time_s"),
-           "peak_resident_bytes": point.mean("peak_resident_bytes")}
-    for name, found in (("time", time), ("init", init), ("mem", memory)):
-        interval = found[f"{name}_ci"]
-        row.update({f"{name}_ratio": 1.0 if same else found[f"{name}_ratio"],
-                    f"{name}_ci_low": None if same or not interval else interval[0],
-                    f"{name}_ci_high": None if same or not interval else interval[1],
-                    f"{name}_verdict": "reference (oldest)" if same else found[f"{name}_verdict"]})
-    return row
+           "noise_floor": floor}
+    if same:
+        return {**row, "rounds": len(point.time_values()), "time_per_iter_s": geo_mean(point, trial_time),
+                "time_ratio": 1.0, **_ends("time", None), "time_p": None, "time_verdict": REFERENCE,
+                "instructions_per_iter": geo_mean(point, instructions_of), "instr_ratio": 1.0, **_ends("instr", None),
+                "verdict": REFERENCE, "decided_by": "", "init_time_s": geo_mean(point, lambda t: measure(t, "init_time_s")),
+                "init_ratio": 1.0, **_ends("init", None), "init_verdict": REFERENCE,
+                "peak_resident_bytes": geo_mean(point, lambda t: measure(t, "peak_resident_bytes")), "mem_ratio": 1.0,
+                **_ends("mem", None), "mem_verdict": REFERENCE}
+    time, r = compare.compare_time(oldest, point, pair=True)
+    _, instr = compare.compare_instructions(oldest, point, pair=True)
+    init, memory = compare.compare_init(oldest, point, pair=True), compare.compare_memory(oldest, point, pair=True)
+    decided = paired.decide(r, floor, instr)
+    return {**row, "rounds": r.n, "time_per_iter_s": r.b, "time_ratio": r.ratio, **_ends("time", r), "time_p": r.p,
+            "time_verdict": time["time_verdict"],
+            "instructions_per_iter": instr.b if instr else None, "instr_ratio": instr.ratio if instr else None,
+            **_ends("instr", instr), "verdict": decided.text, "decided_by": decided.decided_by,
+            "init_time_s": init["init_b"], "init_ratio": init["init_ratio"],
+            **{f"init_ci_{k}": (init["init_ci"] or [None, None])[i] for i, k in enumerate(("low", "high"))},
+            "init_verdict": init["init_verdict"], "peak_resident_bytes": memory["mem_b"], "mem_ratio": memory["mem_ratio"],
+            **{f"mem_ci_{k}": (memory["mem_ci"] or [None, None])[i] for i, k in enumerate(("low", "high"))},
+            "mem_verdict": memory["mem_verdict"]}
 
 
 def ratio(row: dict, name: str) -> str:
     low, high = row[f"{name}_ci_low"], row[f"{name}_ci_high"]
     interval = [low, high] if low is not None else None
-    return f"{compare.ratio_text(row[f'{name}_ratio'], interval)} {row[f'{name}_verdict']}"
+    verdict = row.get("verdict") if name == "time" else row[f"{name}_verdict"]
+    return f"{compare.ratio_text(row[f'{name}_ratio'], interval)} {verdict}"
 
 
 def _shown(rows: list[dict]) -> pd.DataFrame:
+    counted = any(r["instructions_per_iter"] for r in rows)
     return pd.DataFrame([{
         "Engine": r["engine"], "Point": " ".join(f"{k}={v}" for k, v in r["params"].items()),
-        "Version": r["version"], "Environment": r["env"], "Trials": f"{r['trials_ok']}/{r['trials']}",
-        "Time/iter": format_seconds(r["time_per_iter_s"], "n/a"), "Time ×oldest [95% CI]": ratio(r, "time"),
-        "Init": format_seconds(r["init_time_s"], "n/a"), "Init ×oldest [95% CI]": ratio(r, "init"),
-        "Peak RSS": compare.size(r["peak_resident_bytes"]), "Memory ×oldest [95% CI]": ratio(r, "mem"),
+        "Version": r["version"], "Rounds": str(r["rounds"]),
+        "Time/iter (geo. mean)": format_seconds(r["time_per_iter_s"], "n/a"),
+        "Time ×oldest [95% CI]": compare.ratio_text(r["time_ratio"], [r["time_ci_low"], r["time_ci_high"]]
+                                                    if r["time_ci_low"] is not None else None),
+        **({"Instr./iter (a proxy)": count_text(r["instructions_per_iter"]),
+            "Instr. ×oldest": "—" if r["instr_ratio"] is None else f"{r['instr_ratio']:.4f}"} if counted else {}),
+        "Noise floor (A/A)": "not measured" if r["noise_floor"] is None else f"±{paired.percent(r['noise_floor'])}",
+        "Verdict": r["verdict"], "Decided by": r["decided_by"],
+        "Init ×oldest": ratio(r, "init"), "Peak RSS": compare.size(r["peak_resident_bytes"]),
+        "Memory ×oldest": ratio(r, "mem"),
     } for r in rows])
 
 
@@ -97,43 +163,82 @@ def build(run: Run) -> list[VersionTable]:
     unavailable = {eid: why for eid, why in listed.items() if split_id(str(eid))[1]} if isinstance(listed, dict) else {}
     tables = []
     for workload, engines in by_workload.items():
-        rows = []
+        rows, notes = [], []
         for (engine, params), points in sorted(engines.items()):
-            if len(points) < 2:
+            floor, lines = aa_floor(points)
+            notes += [f"{engine} {' '.join(f'{k}={v}' for k, v in json.loads(params).items())}: {line}" for line in lines]
+            versions = {env: p for env, p in points.items() if not env.endswith(AA_COPY)}
+            if len(versions) < 2:  # an A/A run: each copy against its original, judged without a floor
+                rows += [row for env in versions if env + AA_COPY in points
+                         for row in (_row(engine, params, env, points[env], points[env], floor),
+                                     _row(engine, params, env + AA_COPY, points[env + AA_COPY], points[env], None))]
                 continue
-            ordered = sorted(points.items(), key=lambda item: _version_key(version_of(item[1], item[0])))
+            ordered = sorted(versions.items(), key=lambda item: _version_key(version_of(item[1], item[0])))
             oldest = ordered[0][1]
-            rows += [_row(engine, params, env, point, oldest) for env, point in ordered]
+            rows += [_row(engine, params, env, point, oldest, floor) for env, point in ordered]
         if not rows:
             continue
-        notes = [f"{eid}: unavailable: {why}" for eid, why in sorted(unavailable.items())]
+        notes += [f"{eid}: unavailable: {why}" for eid, why in sorted(unavailable.items())]
         tables.append(VersionTable(
             f"versions_{workload}", f"{workload}: framework versions",
-            "Each version relative to the oldest of its engine: B/A with its 95% Welch interval over trials "
-            "(as burtbench compare computes it) and the verdict; the oldest row is the reference.",
+            "Each version against the oldest of its engine, paired by round (every version ran once per round, "
+            "in a random order): time per iteration as the geometric mean over the paired rounds (ratio = "
+            "B/A of these), the per-round ratios' 95% bootstrap interval; instructions per iteration under "
+            "valgrind (a proxy, beside time); the noise floor measured by A/A copies of one version (--aa). "
+            "Verdict: faster/slower where the interval excludes 1, the signed-rank p < 0.05 and the change "
+            "exceeds the floor; else instructions where they differ beyond their repeat spread; else the "
+            "same within noise. 'Decided by' names the measure.",
             workload, FIELDS, rows, _shown(rows), notes))
     return tables
 
 
 def figure(table: VersionTable, folder: Path) -> Figure | None:
-    """Time per iteration against version, one line per engine (and point), log scale."""
-    series: dict[str, list[tuple[str, float]]] = {}
+    """Per point: time per iteration per version (bars from zero), instructions likewise where
+    counted, and the ratio to the oldest with its interval and the noise floor."""
+    groups: dict[str, list[dict]] = {}
     for row in table.rows:
         if row["time_per_iter_s"]:
             point = " ".join(f"{k}={v}" for k, v in row["params"].items())
-            series.setdefault(f"{row['engine']} {point}".strip(), []).append((row["version"], row["time_per_iter_s"]))
-    if not series:
+            groups.setdefault(f"{row['engine']} {point}".strip(), []).append(row)
+    if not groups:
         return None
-    versions = sorted({v for points in series.values() for v, _ in points}, key=_version_key)
+    counted = any(r["instructions_per_iter"] for rows in groups.values() for r in rows)
+    panels = 3 if counted else 2
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(versions) + 3), 4))
-    for label, points in sorted(series.items()):
-        ax.plot([versions.index(v) for v, _ in points], [t * 1e6 for _, t in points], "o-", label=label)
-    ax.set_xticks(range(len(versions)), versions, fontsize=8)
-    ax.set_yscale("log")
-    ax.set_xlabel("framework version")
-    ax.set_ylabel("time per iteration (µs, log scale)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.set_title(f"{table.title}: time per iteration", fontsize=10)
-    ax.legend(fontsize=7)
-    return _save(fig, folder, f"fig_{table.name}", f"{table.title}: time per iteration against version")
+    fig, axes = plt.subplots(len(groups), panels, figsize=(4.2 * panels, 3.2 * len(groups)), squeeze=False)
+    for line, (label, rows) in zip(axes, sorted(groups.items())):
+        names = [r["version"] for r in rows]
+        line[0].bar(names, [r["time_per_iter_s"] * 1e6 for r in rows], color="tab:blue")
+        line[0].set_ylabel("time per iteration (µs, geo. mean)")
+        line[0].set_ylim(bottom=0)
+        if counted:
+            line[1].bar(names, [r["instructions_per_iter"] or 0 for r in rows], color="tab:gray")
+            line[1].set_ylabel("instructions per iteration (a proxy)")
+            line[1].set_ylim(bottom=0)
+        _ratio_panel(line[-1], rows)
+        line[0].set_title(label, fontsize=8)
+    fig.suptitle(f"{table.title}", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, folder, f"fig_{table.name}", f"{table.title}: time per iteration, instructions and "
+                                                   f"ratio to the oldest version, with the noise floor")
+
+
+def _ratio_panel(ax, rows: list[dict]) -> None:
+    """Each version's time ratio to the oldest, with its 95% interval, beside the ±floor band."""
+    xs = range(len(rows))
+    for x, r in zip(xs, rows):
+        low, high = r["time_ci_low"], r["time_ci_high"]
+        err = [[r["time_ratio"] - low], [high - r["time_ratio"]]] if low is not None else None
+        ax.errorbar([x], [r["time_ratio"]], yerr=err, fmt="o", color="tab:blue", capsize=4)
+    counted = [(x, r["instr_ratio"]) for x, r in zip(xs, rows) if r["instr_ratio"] is not None]
+    if counted:
+        ax.plot(*zip(*counted), "x", color="tab:gray", label="instructions ×oldest (a proxy)")
+    floor = next((r["noise_floor"] for r in rows if r["noise_floor"] is not None), None)
+    if floor is not None:
+        ax.axhspan(1 - floor, 1 + floor, color="tab:gray", alpha=0.2, label=f"noise floor ±{paired.percent(floor)}")
+    if counted or floor is not None:
+        ax.legend(fontsize=7)
+    ax.set_xlim(-0.5, len(rows) - 0.5)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(list(xs), [r["version"] for r in rows], fontsize=8)
+    ax.set_ylabel("×oldest (time: 95% interval)")

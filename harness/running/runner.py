@@ -17,9 +17,11 @@ from pathlib import Path
 
 from engines.base import find_executable
 from harness.analysis.stats import summarize
+from harness.machine.valgrind import counted_iterations
 from harness.measure.tsc import estimate_cycles
 from harness.paths import worker_env
 from harness.planning.plan import PlannedTrial
+from harness.running import instructions
 from harness.running.spawn import ChildRun, ChildSpawner, RunOptions
 from harness.running.worker import EXIT_UNAVAILABLE, parse_value
 from harness.store.results import ResultsUnwritable, Trial
@@ -69,12 +71,14 @@ def param_args(params: dict) -> list[str]:
 
 
 def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: int,
-              inputs: Path | None) -> ChildRun:
+              inputs: Path | None, counted: bool = False) -> ChildRun:
     """One child of a trial. An engine of kind "program" (a program that prints its own text) gives
     the command and, once the child has ended well, turns what it printed and left in its scratch
-    folder into the payload line; every other engine's child prints that line itself."""
+    folder into the payload line; every other engine's child prints that line itself.
+    `counted`: the child runs under valgrind, which reports its instructions on stderr (no payload)."""
+    wrap, timeout_s = (instructions.wrap, instructions.TIMEOUT_S) if counted else (list, pt.timeout_s)
     if pt.engine.kind != "program":
-        return spawner.run(child_command(pt, iterations, warmup, spawner.options, inputs), pt.timeout_s,
+        return spawner.run(wrap(child_command(pt, iterations, warmup, spawner.options, inputs)), timeout_s,
                            env=worker_env(pt.engine.python or spawner.options.python))
     workdir = Path(tempfile.mkdtemp(prefix="burtbench-trial-"))
     try:
@@ -83,8 +87,8 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
         except RuntimeError as exc:  # its program cannot be had (no source, a failed build)
             line = json.dumps({"status": "unavailable", "reason": str(exc)})
             return ChildRun(EXIT_UNAVAILABLE, line, "", 0.0, None)
-        child = spawner.run(cmd, pt.timeout_s, cwd=workdir, env=env)
-        if child.spawn_error is None and not child.timed_out and child.returncode == 0:
+        child = spawner.run(wrap(cmd), timeout_s, cwd=workdir, env=env)
+        if not counted and child.spawn_error is None and not child.timed_out and child.returncode == 0:
             payload = pt.engine.payload(pt, iterations, child.stdout, workdir, inputs)
             stderr = child.stderr if payload.get("status") == "ok" else \
                 f"{child.stderr}\n[its stdout, last lines]\n{child.stdout[-STDERR_TAIL_CHARS // 2:]}"
@@ -215,7 +219,33 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     # may judge its outputs itself: the floor engine computes nothing to check.
     own = payload.get("check")
     trial.check = own or pt.workload.check(pt.params, payload.get("outputs"), precision, inputs).as_dict()
+    if opts.instructions:
+        count = count_instructions(pt, spawner, inputs)
+        trial.instructions_per_iter, trial.instructions_reason = count.per_iter, count.reason
+        trial.instructions_cost_s = count.cost_s
     return trial
+
+
+def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | None) -> instructions.Count:
+    """Instructions per iteration of the timed loop: the child under valgrind with N and 2N
+    iterations (harness/running/instructions.py), within the inputs prepared for the point."""
+    if pt.engine.id in spawner.uncountable:
+        return instructions.Count(None, f"{spawner.uncountable[pt.engine.id]} (in an earlier trial; not tried again)", 0.0)
+    n, warmup = counted_iterations(pt.workload)
+    if inputs is not None:
+        warmup = min(warmup, pt.warmup)
+        n = max(1, min(n, (pt.iterations + pt.warmup - warmup) // 2))
+    counts, cost = [], 0.0
+    for iterations in (n, 2 * n):
+        child = run_child(pt, spawner, iterations, warmup, inputs, counted=True)
+        cost += child.wall_s
+        if child.spawn_error or child.timed_out or child.returncode != 0:  # its output is valgrind's, not a payload
+            _, reason, _ = classify(child, instructions.TIMEOUT_S, False)
+            spawner.uncountable[pt.engine.id] = instructions.why_not(child.stderr, reason)
+            return instructions.Count(None, spawner.uncountable[pt.engine.id], cost)
+        counts.append(instructions.parse_refs(child.stderr))
+    per_iter = instructions.per_iteration(*counts, n)
+    return instructions.Count(per_iter, None if per_iter else "valgrind reported no instruction count", cost)
 
 
 def _record_failure(trial: Trial, status: str, reason: str | None, child: ChildRun) -> Trial:

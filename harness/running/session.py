@@ -6,7 +6,10 @@ cli.py parses the command line and reports errors; this module does the work of 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
+import secrets
 import sys
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +24,7 @@ from harness.analysis import summary
 from harness.envs import specs as envs
 from harness.envs.install import make_all
 from harness.errors import UsageError
+from harness.machine.valgrind import missing_valgrind
 from harness.measure import affinity, energy, tsc
 from harness.planning import preview, selection, shard
 from harness.planning.claim_points import with_claim_points
@@ -46,7 +50,7 @@ from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
 PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "env", "env_dir",
-                "pip_arg", "shard", "timing")
+                "pip_arg", "shard", "timing", "seed", "aa", "instructions")
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,6 @@ class RunRequest:
 
 def new_plan(args) -> RunPlan:
     """The plan of a new run from the parsed options, every value checked."""
-
     profile = args.profile or DEFAULT_PROFILE
     if profile not in PROFILES:
         raise UsageError(f"--profile: unknown profile '{profile}'{selection.did_you_mean(profile, PROFILES)} "
@@ -84,7 +87,10 @@ def new_plan(args) -> RunPlan:
         engines = [e for e in engines if not upstream_source.is_authors(e.id)]
     environments = envs.plan_options(args)
     if environments["envs"]:
-        engines = envs.variants(engines, [envs.parse_spec(text) for text in args.env], args.engine.strip() != "all")
+        engines = envs.variants(engines, [envs.parse_spec(text) for text in environments["envs"]],
+                                args.engine.strip() != "all")
+    if getattr(args, "aa", None):
+        engines = envs.aa_copies(engines)
     narrow = selection.parse_params(args.param, workloads)
     usable = [w for w in workloads if any(e.runs(w) for e in engines)]
     if not usable:
@@ -105,16 +111,32 @@ def new_plan(args) -> RunPlan:
                    explicit_engines=args.engine.strip() != "all", noise_threshold=args.noise_threshold / 100,
                    adaptive_max_trials=args.max_trials if args.adaptive else None, data_dir=data_dir,
                    upstream=upstream, timing=args.timing or DEFAULT_TIMING, envs=tuple(environments["envs"]),
-                   env_dir=environments["env_dir"], pip_args=tuple(environments["pip_args"]))
+                   env_dir=environments["env_dir"], pip_args=tuple(environments["pip_args"]), **rounds_and_counts(args))
     if args.shard:
+        if args.seed is None:  # every machine must draw the same rounds' order
+            plan = dataclasses.replace(plan, round_seed=plan_seed(plan))
         plan = dataclasses.replace(plan, shard=shard_of(plan, args))
     return plan
+
+
+def rounds_and_counts(args) -> dict:
+    """The plan's fields of paired rounds and instruction counts: the seed of the rounds' order
+    (--seed, else drawn now), whether A/A copies run (--aa), whether instructions are counted."""
+    if args.instructions and missing_valgrind():
+        raise UsageError(f"--instructions: {missing_valgrind()}")
+    seed = secrets.randbelow(2**32) if args.seed is None else args.seed
+    return {"round_seed": seed, "aa": bool(args.aa), "instructions": bool(args.instructions)}
+
+
+def plan_seed(plan: RunPlan) -> int:
+    """A seed every machine computes alike from the plan itself (the shards of one plan; else --seed)."""
+    record = {k: v for k, v in plan.to_record().items() if k not in ("round_seed", "shard")}
+    return int(hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:8], 16)
 
 
 def shard_of(plan: RunPlan, args) -> dict:
     """--shard K/N: this shard's points. The split is balanced by estimates every machine computes
     alike: --estimate-from's run (give every machine the same one), else the built-in figures."""
-
     source = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
     return shard.spec(make_plan(plan), args.shard, source)
 
@@ -189,7 +211,7 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
             raise UsageError(f"the run's plan narrows '{name}' to values outside its grid: "
                              f"{', '.join(map(str, sorted(set(values) - grid, key=str)))}")
     engines = [registry[e] for e in asked.engines]
-    plan = plan_of(engines, workloads, asked.profile, narrow, asked.trials, asked.timeout_s)
+    plan = plan_of(engines, workloads, asked.profile, narrow, asked.trials, asked.timeout_s, asked.round_seed)
     if not narrow:  # --param: the user chose the points; else the claims' points join the profile's
 
         plan = with_claim_points(plan, engines, workloads, asked.profile, asked.trials, asked.timeout_s)
@@ -292,7 +314,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         console.print(f"[yellow]warning[/]: machine not quiet ({', '.join(noisy)}): see burtbench doctor",
                       highlight=False)
     options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
-                         sample_private=req.sample_private, timing=req.plan.timing)
+                         sample_private=req.sample_private, timing=req.plan.timing, instructions=req.plan.instructions)
     where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
         f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
     trials = count(len(plan), "trial") if req.run_dir is None else \
@@ -312,7 +334,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
 def estimator(req: RunRequest):
     """The plan's time estimates, scaled to this machine's speed now by re-running a floor trial."""
 
-    return Estimator(req.estimate_from, probe=probe_floor)
+    return Estimator(req.estimate_from, probe=probe_floor, instructions=req.plan.instructions)
 
 
 def energy_meter(req: RunRequest, plan: list, run_dir: Path, manifest: dict, console: Console):

@@ -51,6 +51,7 @@ class RunOptions:
     mem_limit_bytes: int | None = None
     sample_private: bool = False
     timing: str = DEFAULT_TIMING
+    instructions: bool = False  # --instructions: count each trial's instructions per iteration too
 
 
 class Interrupted(Exception):
@@ -69,6 +70,9 @@ class ChildSpawner:
         self.current: subprocess.Popen | None = None
         self.interrupted = False
         self.pin_problem: str | None = None
+        # --instructions: engines whose count failed for good here (SIGILL, too slow), with why: their
+        # later trials are not counted again (a JIT runtime would spend its timeout each time).
+        self.uncountable: dict[str, str] = {}
 
     def interrupt(self) -> None:
         self.interrupted = True

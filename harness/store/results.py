@@ -68,6 +68,11 @@ class Trial:
     cpu_clocks: float | None = None
     cpu_clocks_source: str | None = None
     instructions: float | None = None
+    # --instructions: instructions per iteration of the timed loop counted under valgrind, a proxy for
+    # time (harness/running/instructions.py); None with instructions_reason where not counted.
+    instructions_per_iter: float | None = None
+    instructions_reason: str | None = None
+    instructions_cost_s: float | None = None  # what counting took (both counted children)
     peak_virtual_bytes: int | None = None
     peak_private_bytes: int | None = None
     peak_private_source: str | None = None

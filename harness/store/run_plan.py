@@ -40,6 +40,9 @@ class RunPlan:
     envs: tuple[str, ...] = ()  # --env SPECs, normalized
     env_dir: str | None = None
     pip_args: tuple[str, ...] = ()
+    round_seed: int | None = None  # the seed of the rounds' random order (planning/plan.py); None: plan order
+    aa: bool = False  # --aa: each variant beside an A/A copy of itself, for the noise floor
+    instructions: bool = False  # --instructions: each trial's instructions per iteration counted too
 
     def to_record(self) -> dict:
         """The plan as manifest.json keeps it (the record's field names are older than this class)."""
@@ -90,7 +93,8 @@ CHECKS = {
     "trials": lambda v: _is(v, int), "adaptive_max_trials": lambda v: _is(v, int),
     "timeout_s": lambda v: _is(v, int, float) and math.isfinite(v),
     "noise_threshold": lambda v: _is(v, int, float) and math.isfinite(v) and v > 0,
-    "explicit_engines": lambda v: isinstance(v, bool),
+    "explicit_engines": lambda v: isinstance(v, bool), "aa": lambda v: isinstance(v, bool),
+    "instructions": lambda v: isinstance(v, bool), "round_seed": lambda v: _is(v, int),
     "data_dir": lambda v: isinstance(v, str), "upstream": lambda v: isinstance(v, str), "env_dir": lambda v: isinstance(v, str),
     "shard": lambda v: isinstance(v, dict) and isinstance(v.get("points"), list) and all(
         isinstance(p, list) and len(p) == 3 and all(isinstance(x, str) for x in p) for p in v["points"]),

@@ -1,0 +1,60 @@
+"""Instructions per iteration (`burtbench run --instructions`): a proxy for time that a noisy machine
+repeats exactly, counted by valgrind (cachegrind without its cache model: the cheapest tool that
+counts every instruction).
+
+Only the timed loop is counted, with no change to any child: the trial's child runs twice more under
+valgrind, with N and with 2N iterations (the same warm-up), and (I(2N) - I(N)) / N is what one
+iteration adds; start-up, imports, warm-up and exit cancel out. N is the workload's smoke-profile
+count, fixed (harness/machine/valgrind.py: tiny 200, small 100), since an iteration under valgrind
+runs ~100x slower and `import torch` alone takes about a minute.
+
+What moves the counts between repeats is pinned: the hash seed (PYTHONHASHSEED, already every
+child's), and the address layout (valgrind places the program itself).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+
+from harness.machine.valgrind import VALGRIND
+
+# A counted child's time limit: valgrind's start-up of a heavy framework is tens of seconds.
+TIMEOUT_S = 600.0
+TOOL_ARGS = ("--tool=cachegrind", "--cache-sim=no", "--branch-sim=no", "--cachegrind-out-file=/dev/null",
+             "--trace-children=yes")
+# cachegrind's summary line, once per process it followed: "==123== I   refs:      1,234,567"
+REFS = re.compile(r"^==\d+==\s+I\s+refs:\s+([\d,]+)\s*$", re.MULTILINE)
+
+
+def wrap(cmd: list[str]) -> list[str]:
+    """A child's command line, run under valgrind."""
+    return [shutil.which(VALGRIND) or VALGRIND, *TOOL_ARGS, *cmd]
+
+
+def parse_refs(stderr: str) -> int | None:
+    """The instructions valgrind counted, summed over the processes it followed; None if it said none."""
+    found = REFS.findall(stderr)
+    return sum(int(n.replace(",", "")) for n in found) if found else None
+
+
+@dataclass(frozen=True)
+class Count:
+    per_iter: float | None
+    reason: str | None  # why per_iter is None
+    cost_s: float  # what counting took, both children
+
+
+def per_iteration(short: int | None, long: int | None, iterations: int) -> float | None:
+    """(I(2N) - I(N)) / N; None where a count is missing or the loop added nothing measurable."""
+    if short is None or long is None or long <= short:
+        return None
+    return (long - short) / iterations
+
+
+def why_not(stderr: str, reason: str | None) -> str:
+    """Why a counted child gave no count, in the reader's terms."""
+    if "unhandled instruction" in stderr or "Illegal opcode" in stderr:
+        return ("valgrind does not emulate an instruction of this program (SIGILL; a build for this CPU, "
+                "e.g. -march=native with AVX-512, which valgrind cannot run)")
+    return f"under valgrind: {reason}"
