@@ -197,6 +197,7 @@ def test_parsing_valgrind_summaries():
     assert instructions.per_iteration(1000, 3500, 10) == 250
     assert instructions.per_iteration(1000, 1000, 10) is None
     assert "valgrind does not emulate" in instructions.why_not("vex amd64->IR: unhandled instruction bytes", "x")
+    assert instructions.why_not("", "killed", timed_out=True).startswith("too slow under valgrind")
 
 
 def test_the_native_engine_under_the_real_valgrind(tmp_path):

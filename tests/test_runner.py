@@ -136,9 +136,16 @@ def test_a_full_disk_stops_the_run_with_a_clear_error(fake_engines, tmp_path, mo
 
 
 def test_sigterm_stops_the_run_keeps_finished_trials_and_marks_the_manifest(fake_engines, tmp_path):
+    from harness.planning.plan import round_order
+    from workloads import load
+
+    # A seed whose first round runs the ok engine before the hanging one.
+    point = load("tiny").points({}, "smoke")[0]
+    seed = next(s for s in range(100) if round_order(["ok", "hang"], s, 0, "tiny", point)[0] == "ok")
     proc = subprocess.Popen([sys.executable, "-m", "harness.commands.cli", "run", "--workload", "tiny,small",
                              "--profile", "smoke", "--engine", "fake/ok,fake/hang", "--timeout", "300",
-                             "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "--seed", str(seed), "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     trials_file = None
     while time.monotonic() < deadline:

@@ -52,8 +52,10 @@ def per_iteration(short: int | None, long: int | None, iterations: int) -> float
     return (long - short) / iterations
 
 
-def why_not(stderr: str, reason: str | None) -> str:
+def why_not(stderr: str, reason: str | None, timed_out: bool = False) -> str:
     """Why a counted child gave no count, in the reader's terms."""
+    if timed_out:
+        return f"too slow under valgrind: a counted child ran past {TIMEOUT_S:g} s"
     if "unhandled instruction" in stderr or "Illegal opcode" in stderr:
         return ("valgrind does not emulate an instruction of this program (SIGILL; a build for this CPU, "
                 "e.g. -march=native with AVX-512, which valgrind cannot run)")

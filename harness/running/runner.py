@@ -241,7 +241,7 @@ def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | N
         cost += child.wall_s
         if child.spawn_error or child.timed_out or child.returncode != 0:  # its output is valgrind's, not a payload
             _, reason, _ = classify(child, instructions.TIMEOUT_S, False)
-            spawner.uncountable[pt.engine.id] = instructions.why_not(child.stderr, reason)
+            spawner.uncountable[pt.engine.id] = instructions.why_not(child.stderr, reason, child.timed_out)
             return instructions.Count(None, spawner.uncountable[pt.engine.id], cost)
         counts.append(instructions.parse_refs(child.stderr))
     per_iter = instructions.per_iteration(*counts, n)
