@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.none import FLOOR
 from harness.envs.cache import env_dir
 from harness.errors import UsageError
 from harness.store import results
@@ -84,8 +85,6 @@ def provides(spec: EnvSpec, engine) -> bool:
 def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
     """The selected engines as run in the environments: one per (engine, SPEC naming its framework).
     Engines the user named must each have a SPEC; with --engine all, the SPECs choose."""
-    from engines.none import FLOOR
-
     chosen = []
     for engine in engines:
         if engine.id == FLOOR:  # the harness's own floor row runs as it is, in no environment
@@ -107,8 +106,6 @@ def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
 
 def aa_copies(engines: list) -> list:
     """--aa: every engine (but the harness's floor row) beside an exact copy of itself, in one round."""
-    from engines.none import FLOOR
-
     return [copy for engine in engines
             for copy in ([engine] if engine.id == FLOOR else [engine, engine.replace(env=engine.env + AA_COPY)])]
 
@@ -140,7 +137,6 @@ def bind(engines: dict, environments: dict) -> dict:
 
 def run_side(text: str, what: str) -> tuple[Path, str | None]:
     """RUN, or RUN@SPEC: the trials of one environment (--env SPEC) of a run."""
-
     if results.is_run_dir(Path(text)) or "@" not in text:
         return existing_run(text, what), None
     folder, _, spec = text.partition("@")
