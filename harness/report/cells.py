@@ -1,11 +1,11 @@
 """How a report table's raw values are shown: numbers, spreads, relative factors, checks."""
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
 from engines import all_engines
 from harness.report.metrics import Metric
+from harness.store.results import params_key
 
 
 def number(value: float | None) -> str:
@@ -92,7 +92,7 @@ def raw(value) -> str:
     if value is None:
         return ""
     if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True)
+        return params_key(value)
     if isinstance(value, list):
         return "; ".join(str(v) for v in value)
     if isinstance(value, float):
