@@ -1,14 +1,15 @@
-"""FLOPs of a training step (workloads/flops.py) against counts by hand."""
+"""FLOPs of a training step (workloads/flops.py's rules, each workload's `step_flops`) against counts by hand."""
 from __future__ import annotations
 
-from workloads import flops
+from workloads import load
 from workloads.catalog import gpt
 
 
 def test_mlp_step_flops_are_the_hand_count():
     # w1 e x 1024 and w2 27 x e per sample; forward, dW and dX: 6 FLOPs per multiply-add.
-    assert flops.step_flops("mlp", {"hidden_dim": 1024, "batch": 64}) == 6 * 64 * (1024 * 1024 + 27 * 1024) == 413_270_016
-    assert flops.step_flops("mlp", {"hidden_dim": 4, "batch": 1}) == 6 * (4 * 1024 + 27 * 4) == 25_224
+    step_flops = load("mlp").step_flops
+    assert step_flops({"hidden_dim": 1024, "batch": 64}) == 6 * 64 * (1024 * 1024 + 27 * 1024) == 413_270_016
+    assert step_flops({"hidden_dim": 4, "batch": 1}) == 6 * (4 * 1024 + 27 * 4) == 25_224
 
 
 def test_gpt_step_flops_are_the_hand_count():
@@ -16,8 +17,8 @@ def test_gpt_step_flops_are_the_hand_count():
     linear = 8 * (6 * (4 * 24 * 24 + 2 * 24 * 96) + 65 * 24)
     # Per layer and head: 36 causal pairs of 4-wide query-key products and weighted values.
     attention = 6 * 6 * 2 * 36 * 4
-    assert flops.step_flops("gpt", {"batch": 1}) == 6 * (linear + attention) == 2_127_744
-    assert flops.step_flops("gpt", {"batch": 64}) == 64 * 2_127_744
+    assert load("gpt").step_flops({"batch": 1}) == 6 * (linear + attention) == 2_127_744
+    assert load("gpt").step_flops({"batch": 64}) == 64 * 2_127_744
 
 
 def test_gpt_step_flops_follow_the_declared_shapes(monkeypatch):
@@ -25,8 +26,8 @@ def test_gpt_step_flops_follow_the_declared_shapes(monkeypatch):
         monkeypatch.setattr(gpt, name, value)
     linear = 4 * (4 * 8 * 8 + 2 * 8 * 32 + 10 * 8)
     attention = 1 * 2 * 2 * 10 * 4
-    assert flops.step_flops("gpt", {"batch": 3}) == 3 * 6 * (linear + attention) == 63_936
+    assert gpt.WORKLOAD.step_flops({"batch": 3}) == 3 * 6 * (linear + attention) == 63_936
 
 
 def test_untrained_workloads_have_no_step_flops():
-    assert flops.step_flops("tiny", {"a": -4.0, "b": 2.0}) is None
+    assert load("tiny").step_flops is None

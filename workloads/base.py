@@ -114,6 +114,9 @@ class Workload:
     check_data: Callable[[], None] | None = None
     # The runner reads the machine's energy counter around each measured process.
     measures_energy: bool = False
+    # step_flops(params) -> FLOPs of one step (workloads/flops.py's rules), for workloads whose
+    # step is matrix products: the report shows GFLOP/s and their share of the core's peak.
+    step_flops: Callable[[Mapping], int] | None = None
     paper: PaperTable | None = None
 
     def __post_init__(self):

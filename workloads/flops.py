@@ -1,4 +1,5 @@
-"""Floating-point operations of one training step, from the models' declared shapes.
+"""Floating-point operations of one training step: the counting rules, which the MLP and GPT apply
+to their own declared shapes (workloads/catalog/mlp.py and gpt.py, `Workload.step_flops`).
 
 Counted: the multiply-adds of the matrix products, 2 FLOPs each. A linear layer over N rows
 costs 2 N in out forward and twice that backward (the weights' gradient and the input's: every
@@ -9,10 +10,6 @@ softmax, layer norm, the SGD update) is left out: it is not what a peak multiply
 measures. Engines that compute the masked half of attention do more work than counted here.
 """
 from __future__ import annotations
-
-from typing import Mapping
-
-from workloads.catalog import gpt, mlp
 
 # Forward, the weights' gradient, the input's gradient.
 PASSES = 3
@@ -25,22 +22,12 @@ def linear_macs_per_row(shapes) -> int:
                for out, inp in [shape])
 
 
-def mlp_step_flops(hidden_dim: int, batch: int) -> int:
-    return 2 * PASSES * batch * linear_macs_per_row(mlp.param_shapes(hidden_dim))
-
-
-def gpt_step_flops(batch: int) -> int:
-    tokens = gpt.BLOCK_SIZE
+def causal_attention_macs(layers: int, heads: int, head_size: int, tokens: int) -> int:
+    """Multiply-adds of one sequence's attention: scores, then the weighted values, over the visible pairs."""
     pairs = tokens * (tokens + 1) // 2  # causal: position t sees t + 1 positions
-    attention_macs = gpt.LAYERS * gpt.HEADS * 2 * pairs * gpt.HEAD_SIZE  # scores, then weighted values
-    per_sequence = tokens * linear_macs_per_row(gpt.param_shapes()) + attention_macs
-    return 2 * PASSES * batch * per_sequence
+    return layers * heads * 2 * pairs * head_size
 
 
-def step_flops(workload: str, params: Mapping) -> int | None:
-    """FLOPs of one training step of a workload's point; None for workloads that are not trained."""
-    if workload == "mlp":
-        return mlp_step_flops(int(params["hidden_dim"]), int(params["batch"]))
-    if workload == "gpt":
-        return gpt_step_flops(int(params["batch"]))
-    return None
+def step_flops(macs_per_sample: int, batch: int) -> int:
+    """FLOPs of one SGD step over `batch` samples of `macs_per_sample` forward multiply-adds each."""
+    return 2 * PASSES * batch * macs_per_sample

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 from pathlib import Path
 
-from engines.base import find_executable
 from engines.none import FLOOR
 from harness.analysis.points import group
+from harness.machine.peak import fp32_peak
+from harness.measure import affinity
 from harness.store.results import read_trials
 from harness.units import MIB
-from workloads.flops import step_flops
+from workloads import load
 
 
 def rows(trials: list[dict], engine: str) -> list[tuple]:
@@ -44,23 +43,8 @@ def rows(trials: list[dict], engine: str) -> list[tuple]:
 
 def step_gflops(workload: str, params: str, seconds: float) -> float | None:
     """GFLOP/s of a step of `seconds` at a point (params: its params_key); None where no count."""
-    flops = step_flops(workload, json.loads(params))
-    return None if flops is None else flops / seconds / 1e9
-
-
-def measured_peak(driver: str | None = None) -> float | None:
-    """This core's peak FP32 GFLOP/s from `burtorch-bench --peak`, pinned to one core of this
-    process's affinity as the runs are; None without the driver."""
-    driver = driver or find_executable("burtorch-bench")
-    if driver is None:
-        return None
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    pin = ["taskset", "-c", str(cpus[-1])] if cpus and find_executable("taskset") else []
-    try:
-        out = subprocess.run([*pin, driver, "--peak"], capture_output=True, text=True, timeout=60, check=True)
-        return float(json.loads(out.stdout)["peak_gflops_fp32"])
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError):
-        return None
+    count = load(workload).step_flops
+    return None if count is None else count(json.loads(params)) / seconds / 1e9
 
 
 def _rate(gflops: float | None, peak: float | None) -> str:
@@ -85,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peak-gflops", type=float, help="this core's peak FP32 GFLOP/s (default: burtorch-bench --peak)")
     args = parser.parse_args(argv)
     table = rows([t for run in args.runs for t in read_trials(run)], args.engine)
-    peak = args.peak_gflops or measured_peak()
+    peak = args.peak_gflops or fp32_peak(affinity.allowed_cpus()[-1])[0]
     print(f"{args.engine} against the fastest engine of another framework (ratio = peer / ours: above 1, ours is faster)")
     print(f"GFLOP/s: a training step's products (workloads/flops.py); % of this core's peak, "
           f"{f'{peak:.1f} GFLOP/s' if peak else 'not measured (no burtorch-bench)'}")

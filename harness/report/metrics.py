@@ -12,6 +12,7 @@ from typing import Callable
 
 from harness.analysis.points import Point
 from harness.units import MIB, MIB_LABEL
+from workloads import load
 
 MWH = 3.6  # joules per mWh
 
@@ -36,6 +37,8 @@ class Metric:
     # What a reader must know to read the column; {paper_iterations}, {our_iterations} and
     # {os} are filled in. Notes shared by several metrics are written once.
     note: str | None = None
+    # Shown with its factor over BurTorch's at the same point; a rate already reads as one.
+    relative: bool = True
 
 
 PER_ITERATION_NOTE = ("Times are per iteration: ours = mean over trials of each trial's per-iteration time "
@@ -50,6 +53,31 @@ ENERGY_NOTE = ("Totals for the whole process, not per iteration: ours {our_itera
 
 def _resident(point: Point):
     return point.mean("peak_resident_bytes")
+
+
+def step_rate(point: Point) -> float | None:
+    """FLOP/s of a training step: its workload's count (Workload.step_flops) over the mean step time."""
+    try:
+        count = load(point.workload).step_flops
+    except KeyError:  # a plug-in workload this process does not know
+        return None
+    seconds = point.time_mean()
+    return count(point.params) / seconds if count and seconds else None
+
+
+GFLOPS_NOTE = ("GFLOP/s = one step's FLOPs (workloads/flops.py: the matrix products' multiply-adds, forward and "
+               "both gradients; the same count for every engine) / its mean time.")
+
+
+def peak_share(peak_gflops: float, source: str) -> Metric:
+    """GFLOP/s as a share of the core's peak FP32 rate measured at the run's start."""
+    def share(point: Point) -> float | None:
+        rate = step_rate(point)
+        return rate / (peak_gflops * 1e9) if rate else None
+
+    return Metric("peak_share", "Share of FP32 peak", "%", 100.0, share, relative=False,
+                  note=f"Share of FP32 peak = GFLOP/s / this core's peak, {peak_gflops:.1f} GFLOP/s ({source}, at "
+                       "the run's start): near 100% a step is bound by compute, far below it by overheads.")
 
 
 METRICS = {
@@ -79,6 +107,7 @@ METRICS = {
                         paper="file_size_bytes"),
     "init": Metric("init_time_s", "Init", "ms", 1e3, lambda p: p.mean("init_time_s"), paper="init_ms",
                    paper_to_si=1e-3, note="Init = end-to-end time of a 1-step run."),
+    "gflops": Metric("flops_per_s", "Step rate", "GFLOP/s", 1e-9, step_rate, relative=False, note=GFLOPS_NOTE),
     "step_time": Metric("time_per_step_s", "Compute / step", "ms", 1e3, Point.time_mean, Point.time_std_within,
                         paper="compute_ms_per_iter", paper_to_si=1e-3),
     "wall_time": Metric("wall_time_s", "Time incl. init", "s", 1.0, lambda p: p.mean("wall_time_s"),
@@ -106,11 +135,14 @@ INSTRUCTIONS = Metric("instructions_per_iter", "Instructions / iteration (a prox
 RESIDENT_BESIDE = Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / MIB, _resident)
 
 
-def resolve(ids: tuple[str, ...], os_name: str) -> list[Metric]:
-    """The metrics of a table on a run's OS, in order."""
+def resolve(ids: tuple[str, ...], os_name: str, native: dict | None = None) -> list[Metric]:
+    """The metrics of a table on a run's OS, in order; GFLOP/s with their share of the core's peak
+    where the run measured it (manifest.json's "native")."""
     metrics = []
     for metric_id in ids:
-        if metric_id == "paper_memory":
+        if metric_id == "gflops" and (native or {}).get("peak_gflops_fp32"):
+            metrics += [METRICS[metric_id], peak_share(native["peak_gflops_fp32"], native["peak_source"])]
+        elif metric_id == "paper_memory":
             memory = PAPER_MEMORY[os_name]
             metrics.append(memory)
             if memory.key != RESIDENT_BESIDE.key:

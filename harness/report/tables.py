@@ -73,7 +73,7 @@ def workload_table(run: Run, workload: Workload, declaration: PaperTable, points
     paper_rows = [r for r in paper.rows_for(declaration.csv_name, run.os)
                   if split_value is None or getattr(r, declaration.split_by, None) == split_value]
     source, source_notes = notes.paper_source(paper_rows, run.os)
-    metrics = resolve(declaration.metrics, run.os)
+    metrics = resolve(declaration.metrics, run.os, run.manifest.get("native"))
     if any(p.values("instructions_per_iter") for p in points):
         metrics.append(INSTRUCTIONS)
     frame = joined_frame(points, paper_rows, metrics, declaration, run.manifest.get("unavailable") or {})
@@ -168,7 +168,7 @@ def joined_frame(points: list[Point], rows: list[paper.PaperRow], metrics: list[
     frame = theirs.merge(ours, on=["point", "engine"], how="outer", sort=False)
     frame["in_run"] = frame["in_run"].eq(True)
     for m in metrics:
-        frame[f"rel_{m.key}"] = relative(frame, m.key)
+        frame[f"rel_{m.key}"] = relative(frame, m.key) if m.relative else None
         if m.paper:
             computed = relative(frame, f"paper_{m.key}")
             frame[f"paper_rel_{m.key}"] = frame[f"paper_printed_rel_{m.key}"].astype(float).fillna(computed)

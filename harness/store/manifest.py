@@ -17,10 +17,12 @@ from engines.base import find_executable
 from harness import __version__
 from harness.machine import doctor
 from harness.machine import host as machine
+from harness.machine import peak
 from harness.measure import tsc
 from harness.paths import ROOT
 from harness.store.results import MANIFEST_FILE, write_json_atomic
 from harness.store.run_plan import RunPlan
+from workloads import all_workloads
 
 FRAMEWORK_DISTRIBUTIONS = ("torch", "tensorflow", "jax", "jaxlib", "autograd", "micrograd", "mlx",
                            "ai-edge-litert", "numpy", "pybind11", "burtbench")
@@ -64,17 +66,22 @@ def git_commit() -> str | None:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def native_build_info() -> dict | None:
-    """Compiler and flags the native driver reports about itself, if it is installed."""
+def native_build_info(cpu: int, workloads: tuple[str, ...]) -> dict | None:
+    """Compiler and flags the native driver reports about itself, if it is installed, and where the
+    plan trains a model of matrix products, the measured core's peak FP32 rate (machine/peak.py)."""
 
-    exe = find_executable("burtorch-bench")
+    exe = find_executable(peak.DRIVER)
     if exe is None:
         return None
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return {"executable": exe, "version": out.stdout.strip() or out.stderr.strip()}
+    info = {"executable": exe, "version": out.stdout.strip() or out.stderr.strip()}
+    known = all_workloads()
+    if any(known[name].step_flops for name in workloads if name in known):
+        info["peak_gflops_fp32"], info["peak_source"] = peak.fp32_peak(cpu)
+    return info
 
 
 def build(run_id: str, plan: RunPlan, cpu: int, python: str, argv: list[str]) -> dict:
@@ -91,7 +98,7 @@ def build(run_id: str, plan: RunPlan, cpu: int, python: str, argv: list[str]) ->
         "machine": machine.describe(),
         "python": {"executable": python, "runner_version": platform.python_version()},
         "frameworks": framework_versions(python),
-        "native": native_build_info(),
+        "native": native_build_info(cpu, tuple(plan.workloads)),
         "git_commit": git_commit(),
         "doctor": [asdict(f) for f in findings],
         "tsc": dict(zip(("hz", "source"), tsc.tsc_rate_hz())),

@@ -25,7 +25,7 @@ from typing import Mapping, NamedTuple
 
 import numpy as np
 
-from workloads import data, training
+from workloads import data, flops, training
 from workloads.array_ops import autograd_ops
 from workloads.base import PaperTable
 
@@ -82,6 +82,13 @@ def unpack(params: list) -> Params:
     n = len(Block._fields)
     blocks = [Block(*params[2 + n * i: 2 + n * (i + 1)]) for i in range(LAYERS)]
     return Params(params[0], params[1], blocks, *params[2 + n * LAYERS:])
+
+
+def step_flops(params: Mapping) -> int:
+    """FLOPs of one SGD step at a point (workloads/flops.py's rules), from the shapes as declared now."""
+    per_sequence = (BLOCK_SIZE * flops.linear_macs_per_row(param_shapes())
+                    + flops.causal_attention_macs(LAYERS, HEADS, HEAD_SIZE, BLOCK_SIZE))
+    return flops.step_flops(per_sequence, int(params["batch"]))
 
 
 def samples(corpus_text: str) -> np.ndarray:
@@ -156,10 +163,11 @@ WORKLOAD = training.training_workload(
     check_data=check_data,
     model=loss,
     split_rows=split_rows,
+    step_flops=step_flops,
     paper=PaperTable(
         point_titles={"batch": "Batch"},
         csv_name="gpt", title="Mini-GPT (46K parameters): compute per SGD step and memory by batch size",
-        metrics=("step_time", "paper_memory"), point=("batch",), figure="lines", figure_x="batch",
+        metrics=("step_time", "gflops", "paper_memory"), point=("batch",), figure="lines", figure_x="batch",
         notes=("Compute = mean ± std per step; ours: std over timing blocks averaged over trials, "
                "paper: std over its 3,000 steps.",),
         differences=("final-layernorm", "optimiser", "learning-rate", "timed", "data", "launches", "graph-modes",

@@ -18,7 +18,7 @@ from typing import Mapping, NamedTuple
 
 import numpy as np
 
-from workloads import data, training
+from workloads import data, flops, training
 from workloads.array_ops import autograd_ops
 from workloads.base import PaperTable
 
@@ -40,6 +40,11 @@ def param_shapes(hidden_dim: int) -> list[tuple[str, tuple[int, ...]]]:
 
 def param_count(hidden_dim: int) -> int:
     return sum(int(np.prod(shape)) for _, shape in param_shapes(hidden_dim))
+
+
+def step_flops(params: Mapping) -> int:
+    """FLOPs of one SGD step at a point (workloads/flops.py's rules)."""
+    return flops.step_flops(flops.linear_macs_per_row(param_shapes(int(params["hidden_dim"]))), int(params["batch"]))
 
 
 def samples(corpus_text: str) -> np.ndarray:
@@ -104,10 +109,11 @@ WORKLOAD = training.training_workload(
     check_data=check_data,
     model=loss,
     split_rows=split_rows,
+    step_flops=step_flops,
     paper=PaperTable(
         name="mlp_b{batch}", point_titles={"hidden_dim": "Hidden e"},
         csv_name="mlp", title="MLP (makemore), batch {batch}: init, compute per SGD step, memory",
-        metrics=("init", "step_time", "paper_memory"), point=("hidden_dim", "batch"),
+        metrics=("init", "step_time", "gflops", "paper_memory"), point=("hidden_dim", "batch"),
         split_by="batch", figure="lines", figure_x="param_count",
         notes=("Compute = mean ± std per step; ours: std over timing blocks averaged over trials, "
                "paper: std over its 4,000 steps.",),
