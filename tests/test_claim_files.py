@@ -42,6 +42,7 @@ def test_report_writes_claims_md_csv_json_and_marks_an_interrupted_run(interrupt
     assert md.startswith("# The BurTorch paper's claims on run run-1")
     assert "This run is interrupted, not complete" in md
     assert "1 of 14 trials did not succeed (1 timeout)" in md
+    assert "; profile quick." in md  # the plan's, which manifest.json keeps under "plan" alone
     assert ("| On the mini-GPT BurTorch is up to ×20 faster than PyTorch (`abstract-gpt-time`) | Abstract; Sec. 2.5 "
             "(Table 7) | up to ×20 | – **not measurable here** | ≈ **partly**: ×16 at gpt batch=1: "
             "torch/eager/python/cpu |") in md

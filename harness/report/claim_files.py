@@ -71,7 +71,7 @@ def counts_both(judged: list[Judged]) -> str:
 def markdown(run: Run, judged: list[Judged], status: list[str]) -> str:
     head = [f"# The BurTorch paper's claims on run {run.run_id}", ""]
     head += [f"> **{line}**" for line in status] + ([""] if status else [])
-    head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.manifest.get('profile', '?')}.", "",
+    head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.plan.profile}.", "",
              SUBJECTS_TEXT, "", HOW, "", markdown_table(judged), "## How each verdict was computed", ""]
     for j in judged:
         c = j.claim
