@@ -47,7 +47,7 @@ def graph_program(spec, workload, params, inputs=None) -> GraphProgram:
 
 
 def training_program(spec, workload, params, inputs=None):
-    from engines import burtorch_models
+    from engines import burtorch_models  # the models (and numpy) only for training: graph trials stay lean
 
     return burtorch_models.build(workload, inputs)
 

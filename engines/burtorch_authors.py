@@ -25,7 +25,13 @@ import shlex
 import shutil
 from pathlib import Path
 
+from engines.authors import build as builder
+from engines.authors import memory
+from engines.authors.memory import LINEBUF_VAR, OUT_VAR
+from engines.authors.programs import PROGRAMS, ParseError, knob_values, merge_measures
+from engines.authors.source import ENV_VAR, SourceError, open_source
 from engines.base import EngineSpec, finite
+from workloads import data
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Where `burtbench fetch-upstream` clones to when given no --dir, and where the engine looks last.
@@ -42,8 +48,6 @@ class ProgramUnavailable(RuntimeError):
 
 def upstream_location() -> tuple[Path | None, str]:
     """(where their source is, how it was found); None where nothing was given or fetched."""
-    from engines.authors.source import ENV_VAR
-
     value = os.environ.get(ENV_VAR, "").strip()
     if value:
         return Path(value).expanduser(), f"${ENV_VAR}"
@@ -57,8 +61,6 @@ _builds: dict[tuple, object] = {}  # (location, target, changes) -> BuildResult
 
 
 def source_tree():
-    from engines.authors.source import SourceError, open_source
-
     where, how = upstream_location()
     if where is None:
         raise ProgramUnavailable(NO_SOURCE)
@@ -77,9 +79,6 @@ NO_SOURCE = ("no copy of the authors' BurTorch: pass --upstream DIR|ARCHIVE (a c
 
 def executables(workload: str, params: dict, iterations: int) -> list:
     """The BuildResult of each of the workload's programs at this point and iteration count (built if needed)."""
-    from engines.authors import build as builder
-    from engines.authors.programs import PROGRAMS, knob_values
-
     tree = source_tree()
     values = knob_values(workload, params, iterations)
     results = []
@@ -102,8 +101,6 @@ def data_path(step) -> Path | None:
     """The data file their program reads (argv[1]): the run's --data-dir copy, else their repository's."""
     if step.data_file is None:
         return None
-    from workloads import data
-
     if data.DATA_DIR is not None:
         return Path(data.DATA_DIR) / step.data_file
     return source_tree().datasets_dir / step.data_file
@@ -115,8 +112,6 @@ def peak_file(workdir: Path, step) -> Path:
 
 def _preload() -> tuple[str | None, str | None]:
     """(the peak-memory library, or None and why not)."""
-    from engines.authors import memory
-
     try:
         return str(memory.preload_library()), None
     except memory.PreloadUnavailable as exc:
@@ -152,8 +147,6 @@ class AuthorsEngine(EngineSpec):
 
     def command(self, pt, iterations: int, inputs, workdir: Path) -> tuple[list[str], dict]:
         """The child's argv and the variables to add to its environment (it runs in `workdir`)."""
-        from engines.authors.memory import LINEBUF_VAR, OUT_VAR
-        from engines.authors.programs import PROGRAMS
 
         program = PROGRAMS[pt.workload.name]
         built = executables(pt.workload.name, pt.params, iterations)
@@ -181,8 +174,6 @@ class AuthorsEngine(EngineSpec):
 
     def payload(self, pt, iterations: int, stdout: str, workdir: Path, inputs) -> dict:
         """What the finished child printed and left in `workdir`, as the worker's JSON line would say it."""
-        from engines.authors import memory
-        from engines.authors.programs import PROGRAMS, ParseError, merge_measures
 
         program = PROGRAMS[pt.workload.name]
         built = executables(pt.workload.name, pt.params, iterations)

@@ -59,7 +59,7 @@ def array_ops():
     import jax
     import jax.numpy as jnp
 
-    from workloads.array_ops import ArrayOps
+    from workloads.array_ops import ArrayOps  # numpy's ops: only trials that train pay its memory
 
     return ArrayOps(jnp, logsumexp=lambda z: jax.nn.logsumexp(z, axis=-1),
                     pick=lambda z, ids: jnp.take_along_axis(z, ids[..., None], axis=-1)[..., 0],
@@ -67,7 +67,7 @@ def array_ops():
 
 
 def training_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
-    from engines.training import functional_sgd
+    from engines.training import functional_sgd  # training only: a graph trial's memory stays lean
 
     jax = _import_jax(x64=False)
     import jax.numpy as jnp

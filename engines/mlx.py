@@ -49,7 +49,7 @@ def graph_program(spec: EngineSpec, workload, params: dict, inputs: Path | None 
 
 
 def array_ops(mx):
-    from workloads.array_ops import ArrayOps
+    from workloads.array_ops import ArrayOps  # numpy's ops: only trials that train pay its memory
 
     def pick(z, ids):
         return mx.take_along_axis(z, mx.expand_dims(ids, -1), axis=-1).squeeze(-1)
@@ -59,7 +59,7 @@ def array_ops(mx):
 
 
 def training_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
-    from engines.training import functional_sgd
+    from engines.training import functional_sgd  # training only: a graph trial's memory stays lean
 
     mx = _import_mlx()
 

@@ -55,13 +55,13 @@ def graph_program(spec: EngineSpec, workload, params: dict, inputs: Path | None 
 
 def training_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
     single_threaded_tensorflow()
-    from engines import tf_models
+    from engines import tf_models  # the models (and numpy) only for training: graph trials stay lean
 
     return tf_models.build(spec.mode, workload, inputs)
 
 
 def save_load_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
-    from engines import save_load
+    from engines import save_load  # save/load trials only: the others' memory stays lean
 
     return save_load.tensorflow_program(single_threaded_tensorflow(), spec.mode, workload, params)
 

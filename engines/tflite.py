@@ -80,7 +80,7 @@ class InterpreterProgram:
 def graph_program(spec: EngineSpec, workload, params: dict, inputs=None) -> InterpreterProgram:
     import numpy as np
 
-    from engines.tf_runtime import single_threaded_tensorflow
+    from engines.tf_runtime import single_threaded_tensorflow  # with TensorFlow, inside the builder as it is
 
     tf = single_threaded_tensorflow()
     model = convert(tf, workload.graph)

@@ -103,13 +103,13 @@ def graph_program(spec: EngineSpec, workload, params: dict, inputs: Path | None 
 
 def training_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
     _import_single_threaded()
-    from engines import torch_models
+    from engines import torch_models  # the models (and numpy) only for training: graph trials stay lean
 
     return torch_models.build(spec.mode, workload, inputs)
 
 
 def save_load_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
-    from engines import save_load
+    from engines import save_load  # save/load trials only: the others' memory stays lean
 
     return save_load.torch_program(_import_single_threaded(), spec.mode, workload, params)
 

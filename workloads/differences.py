@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from workloads import all_workloads
 from workloads.timed_regions import regions
 
 
@@ -111,7 +112,6 @@ def affected(difference: Difference, workloads: dict) -> list[str]:
 def markdown_table(workloads: dict | None = None) -> str:
     """The README's table: every difference, the tables it affects, the paper's way, ours and why."""
     if workloads is None:
-        from workloads import all_workloads
 
         workloads = all_workloads()
     lines = ["| | the paper's programs | here | why | report tables |", "|---|---|---|---|---|"]
