@@ -31,7 +31,7 @@ from engines.authors.memory import LINEBUF_VAR, OUT_VAR
 from engines.authors.programs import PROGRAMS, ParseError, knob_values, merge_measures
 from engines.authors.source import ENV_VAR, SourceError, open_source
 from engines.base import EngineSpec, finite
-from workloads import data
+from workloads import inputs as shared
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # Where `burtbench fetch-upstream` clones to when given no --dir, and where the engine looks last.
@@ -97,13 +97,13 @@ def executables(workload: str, params: dict, iterations: int) -> list:
     return results
 
 
-def data_path(step) -> Path | None:
-    """The data file their program reads (argv[1]): the run's --data-dir copy, else their repository's."""
+def data_path(step, inputs) -> Path | None:
+    """The data file their program reads (argv[1]): the one the point's inputs were prepared from
+    (the run's --data-dir, recorded in their config.txt), else their repository's copy."""
     if step.data_file is None:
         return None
-    if data.DATA_DIR is not None:
-        return Path(data.DATA_DIR) / step.data_file
-    return source_tree().datasets_dir / step.data_file
+    real = shared.read_config(Path(inputs) / shared.CONFIG).get("corpus_path") if inputs else None
+    return Path(real) if real else source_tree().datasets_dir / step.data_file
 
 
 def peak_file(workdir: Path, step) -> Path:
@@ -157,7 +157,7 @@ class AuthorsEngine(EngineSpec):
             env["LD_PRELOAD"] = f"{library}:{existing}" if existing else library
         if program.line_buffer_ok:
             env[LINEBUF_VAR] = "1"
-        argvs = [step.argv(b.executable, data_path(step)) for step, b in zip(program.steps, built)]
+        argvs = [step.argv(b.executable, data_path(step, inputs)) for step, b in zip(program.steps, built)]
         if len(argvs) == 1:
             env[OUT_VAR] = str(peak_file(workdir, program.steps[0]))
             return argvs[0], env
@@ -207,7 +207,7 @@ class AuthorsEngine(EngineSpec):
             "pinned_itself_to": sorted(pinned)[0] if pinned else None,
             "program": [b.target for b in built], "variant": [b.variant for b in built],
             "changes": [c.as_record() for b in built for c in b.changes],
-            "data_file": [str(data_path(s)) for s in program.steps if s.data_file] or None,
+            "data_file": [str(data_path(s, inputs)) for s in program.steps if s.data_file] or None,
         }
         kept = ("timer", "timers_s", "printed", "outputs_source", "param_count", "records", "steps_planned",
                 "save_s", "load_s", "save_per_iter_s", "load_per_iter_s", "file_size_bytes")

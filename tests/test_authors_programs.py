@@ -43,7 +43,7 @@ def run_program(workload: str, iterations: int, workdir: Path, params: dict | No
     pt = PlannedTrial(engine, declared, point, 0, iterations, 0, 600, with_init=False)
     assert engine.prepare([pt]) is None
     spawner = ChildSpawner(RunOptions(cpu=affinity.default_cpu() if cpu is None else cpu))
-    trial = measure(pt, spawner, tsc_rate_hz(), prepare_inputs(pt, workdir))
+    trial = measure(pt, spawner, tsc_rate_hz(), prepare_inputs(pt, workdir, None))
     return {**trial.extra, **{k: v for k, v in trial.__dict__.items() if k != "extra"}}
 
 

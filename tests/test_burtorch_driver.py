@@ -52,7 +52,7 @@ def inputs(tmp_path_factory):
         key = (workload, steps, tuple(sorted(params.items())))
         if key not in made:
             made[key] = tmp_path_factory.mktemp(workload)
-            load(workload).prepare(params, steps, made[key])
+            load(workload).prepare(params, steps, made[key], None)
         return made[key]
 
     return folder

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import json
 import socket
 import threading
 from pathlib import Path
@@ -15,9 +16,8 @@ from workloads.catalog import gpt, mlp
 
 
 @pytest.fixture
-def real_dir(tmp_path, monkeypatch):
-    """A data folder with tiny stand-ins for names.txt and input.txt; restores the synthetic default."""
-    monkeypatch.setattr(data, "DATA_DIR", None)
+def real_dir(tmp_path):
+    """A data folder with tiny stand-ins for names.txt and input.txt."""
     (tmp_path / data.NAMES_FILE).write_text("emma\nolivia\nav\n", encoding="ascii")
     (tmp_path / data.TEXT_FILE).write_text("First Citizen:\nBefore we proceed, hear me speak.\n", encoding="ascii")
     return tmp_path
@@ -40,9 +40,9 @@ def test_synthetic_text_is_deterministic_and_uses_exactly_the_65_symbols():
     assert list(data.TEXT_ALPHABET) == sorted(data.TEXT_ALPHABET)
 
 
-def test_default_corpora_are_synthetic(monkeypatch):
-    monkeypatch.setattr(data, "DATA_DIR", None)
+def test_default_corpora_are_synthetic():
     assert data.names_corpus().name == data.text_corpus().name == "synthetic"
+    assert data.names_corpus().path is None
 
 
 def test_mlp_samples_slide_a_dot_padded_context_over_each_name():
@@ -61,34 +61,45 @@ def test_gpt_samples_are_windows_of_nine_with_next_token_targets():
 
 
 def test_data_dir_reads_the_real_files(real_dir):
-    data.set_data_dir(real_dir)
-    names = data.names_corpus()
+    names = data.names_corpus(real_dir)
     assert (names.name, names.text) == ("names.txt", "emma\nolivia\nav\n")
     assert names.sha256 == hashlib.sha256(names.text.encode()).hexdigest()
-    assert data.text_corpus().text.startswith("First Citizen:")
+    assert data.text_corpus(real_dir).text.startswith("First Citizen:")
+    assert names.path == str((real_dir / data.NAMES_FILE).resolve())
     assert len(mlp.samples(names.text)) == 5 + 7 + 3
 
 
 def test_a_run_on_the_real_files_records_which_corpus_it_used(real_dir, tmp_path):
-    data.set_data_dir(real_dir)
-    gpt.prepare({"batch": 2}, 3, tmp_path / "gpt")
+    gpt.prepare({"batch": 2}, 3, tmp_path / "gpt", str(real_dir))
     config = inputs.read_config(tmp_path / "gpt" / inputs.CONFIG)
     assert config["corpus"] == "input.txt"
+    assert config["corpus_path"] == str((real_dir / data.TEXT_FILE).resolve())  # what the authors' GPT reads
     assert config["corpus_sha256"] == hashlib.sha256((real_dir / data.TEXT_FILE).read_bytes()).hexdigest()
 
 
-def test_data_dir_without_the_files_says_which_and_how_to_get_them(tmp_path, monkeypatch):
-    monkeypatch.setattr(data, "DATA_DIR", None)
+def test_burtbench_run_prepares_its_inputs_from_the_plans_data_dir(real_dir, tmp_path):
+    from harness.commands.cli import main
+    from harness.store.run_plan import read_plan
+
+    out = tmp_path / "results"
+    assert main(["run", "--engine", "none/empty", "--workload", "mlp", "--param", "hidden_dim=4", "--param", "batch=1",
+                 "--profile", "smoke", "--cpu", "0", "--data-dir", str(real_dir), "--out", str(out)]) == 0
+    (run_dir,) = out.iterdir()
+    assert read_plan(json.loads((run_dir / "manifest.json").read_text())).data_dir == str(real_dir.resolve())
+    (folder,) = (run_dir / "inputs").iterdir()
+    assert inputs.read_config(folder / inputs.CONFIG)["corpus"] == "names.txt"
+    assert data.names_corpus().name == "synthetic"  # nothing global changed on the way
+
+
+def test_data_dir_without_the_files_says_which_and_how_to_get_them(tmp_path):
     with pytest.raises(data.DataError, match="lacks names.txt and input.txt.*fetch-data"):
-        data.set_data_dir(tmp_path)
-    assert data.DATA_DIR is None
+        data.check_dir(tmp_path)
 
 
 def test_a_real_file_outside_the_alphabet_is_refused(real_dir):
     (real_dir / data.NAMES_FILE).write_text("emma\nZoe\n", encoding="ascii")
-    data.set_data_dir(real_dir)
     with pytest.raises(data.DataError, match="outside the workload's alphabet: 'Z'"):
-        data.names_corpus()
+        data.names_corpus(real_dir)
 
 
 class Served:

@@ -81,7 +81,7 @@ def prepared(tmp_path_factory):
     for workload, params in SMOKE_POINTS:
         w = load(workload)
         folder = tmp_path_factory.mktemp(workload)
-        w.prepare(params, w.warmup["smoke"] + w.iterations["smoke"], folder)
+        w.prepare(params, w.warmup["smoke"] + w.iterations["smoke"], folder, None)
         folders[workload] = folder
     return folders
 

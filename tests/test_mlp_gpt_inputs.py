@@ -15,7 +15,7 @@ from workloads.catalog import gpt, mlp
 @pytest.fixture
 def mlp_inputs(tmp_path):
     folder = tmp_path / "mlp"
-    mlp.prepare({"hidden_dim": 4, "batch": 2}, 5, folder)
+    mlp.prepare({"hidden_dim": 4, "batch": 2}, 5, folder, None)
     return folder
 
 
@@ -69,8 +69,8 @@ def test_prepared_folder_holds_what_the_docstring_promises(mlp_inputs):
 
 
 def test_prepare_is_deterministic_and_shares_weights_across_batch_sizes(tmp_path, mlp_inputs):
-    mlp.prepare({"hidden_dim": 4, "batch": 2}, 5, tmp_path / "again")
-    mlp.prepare({"hidden_dim": 4, "batch": 64}, 5, tmp_path / "b64")
+    mlp.prepare({"hidden_dim": 4, "batch": 2}, 5, tmp_path / "again", None)
+    mlp.prepare({"hidden_dim": 4, "batch": 64}, 5, tmp_path / "b64", None)
     for name in ("params.bin", "samples.bin", "batches.bin", "config.txt"):
         assert (tmp_path / "again" / name).read_bytes() == (mlp_inputs / name).read_bytes(), name
     assert (tmp_path / "b64" / "params.bin").read_bytes() == (mlp_inputs / "params.bin").read_bytes()
@@ -85,7 +85,7 @@ def test_the_reference_is_the_loss_of_the_initial_weights_then_of_each_sgd_step(
 
 
 def test_a_run_shorter_than_three_steps_is_checked_on_the_steps_it_ran(tmp_path):
-    gpt.prepare({"batch": 1}, 1, tmp_path)
+    gpt.prepare({"batch": 1}, 1, tmp_path, None)
     expected = load("gpt").reference({"batch": 1}, tmp_path)
     assert list(expected) == ["loss_0"]
     assert load("gpt").check({"batch": 1}, expected, "fp32", tmp_path).ok

@@ -193,7 +193,7 @@ GPT_POINT = {"batch": 2}
 @pytest.fixture(scope="module")
 def gpt_inputs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("gpt")
-    load("gpt").prepare(GPT_POINT, CHECKED_STEPS, folder)
+    load("gpt").prepare(GPT_POINT, CHECKED_STEPS, folder, None)
     return folder
 
 

@@ -96,9 +96,9 @@ class Workload:
     blocks: int | None = 100
     # reference(params, inputs) -> expected outputs; `inputs` is the folder prepare() wrote, or None.
     reference: Callable[[Mapping, Path | None], dict] | None = None
-    # prepare(params, steps, folder): writes what every engine loads (initial weights, batches) once
+    # prepare(params, steps, folder, data_dir): writes what every engine loads (initial weights, batches) once
     # per run and point, so that all engines start from the same state and see the same data.
-    prepare: Callable[[Mapping, int, Path], None] | None = None
+    prepare: Callable[[Mapping, int, Path, str | None], None] | None = None
     tolerance: Mapping[str, float] = field(default_factory=lambda: dict(TOLERANCE))
     # check() divides each error by max(|expected|, error_floor): with a floor of 1 a training loss
     # near zero is compared absolutely, since its FP32 rounding is set by the logits' scale, not by it.
@@ -109,9 +109,10 @@ class Workload:
     # and split_rows(rows) -> (x, y) of a batch of sample rows.
     model: Callable | None = None
     split_rows: Callable | None = None
-    # Raises workloads.data.DataError (one line) when the data this workload reads cannot serve it:
+    # check_data(data_dir) raises workloads.data.DataError (one line) when the data this workload reads
+    # (the run's --data-dir, or None: synthetic) cannot serve it:
     # called before a run's first trial, so that bad --data-dir contents never stop a run midway.
-    check_data: Callable[[], None] | None = None
+    check_data: Callable[[str | None], None] | None = None
     # The runner reads the machine's energy counter around each measured process.
     measures_energy: bool = False
     # step_flops(params) -> FLOPs of one step (workloads/flops.py's rules), for workloads whose

@@ -6,9 +6,9 @@
   the character in TEXT_ALPHABET (its characters sorted by code point).
 
 The synthetic corpora are built from a seed with numpy alone, the same on every machine, and
-use the same alphabets, so a run needs no download. `set_data_dir(DIR)` (the CLI's
-`--data-dir`) makes prepare() read DIR/names.txt and DIR/input.txt instead; `fetch(DIR)`
-downloads both from their public origins and checks their sha256.
+use the same alphabets, so a run needs no download. Given a folder (the run's `--data-dir`, which
+the plan keeps and prepare() receives), the corpora are DIR/names.txt and DIR/input.txt instead;
+`fetch(DIR)` downloads both from their public origins and checks their sha256.
 """
 from __future__ import annotations
 
@@ -43,10 +43,6 @@ SOURCES = {
                       "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"),
 }
 
-# Where prepare() reads the real corpora from; None: the synthetic ones.
-DATA_DIR: Path | None = None
-
-
 class DataError(RuntimeError):
     """A corpus that cannot be read or fetched; the message is one line meant for the user."""
 
@@ -56,33 +52,33 @@ class Corpus:
     name: str      # "synthetic" or the file name
     text: str      # the names one a line, or the text
     sha256: str
+    path: str | None = None  # the real file's absolute path; None: synthetic
 
 
-def set_data_dir(folder: Path | str | None) -> None:
-    """Read the real corpora from `folder` from now on (None: back to the synthetic ones)."""
-    global DATA_DIR
-    if folder is not None:
-        folder = Path(folder)
-        missing = [f for f in (NAMES_FILE, TEXT_FILE) if not (folder / f).is_file()]
-        if missing:
-            raise DataError(f"{folder} lacks {' and '.join(missing)} (burtbench fetch-data --data-dir {folder})")
-    DATA_DIR = folder
+def check_dir(folder: Path | str) -> None:
+    """Raises DataError (one line) unless `folder` holds both real corpora."""
+    folder = Path(folder)
+    missing = [f for f in (NAMES_FILE, TEXT_FILE) if not (folder / f).is_file()]
+    if missing:
+        raise DataError(f"{folder} lacks {' and '.join(missing)} (burtbench fetch-data --data-dir {folder})")
 
 
-def names_corpus() -> Corpus:
-    return _real(NAMES_FILE, NAMES_ALPHABET[1:] + "\n") if DATA_DIR else _corpus("\n".join(synthetic_names()))
+def names_corpus(data_dir: Path | str | None = None) -> Corpus:
+    """The MLP's names: data_dir/names.txt, or the synthetic ones without a folder."""
+    return _real(data_dir, NAMES_FILE, NAMES_ALPHABET[1:] + "\n") if data_dir else _corpus("\n".join(synthetic_names()))
 
 
-def text_corpus() -> Corpus:
-    return _real(TEXT_FILE, TEXT_ALPHABET) if DATA_DIR else _corpus(synthetic_text())
+def text_corpus(data_dir: Path | str | None = None) -> Corpus:
+    """The GPT's text: data_dir/input.txt, or the synthetic one without a folder."""
+    return _real(data_dir, TEXT_FILE, TEXT_ALPHABET) if data_dir else _corpus(synthetic_text())
 
 
-def _corpus(text: str, name: str = "synthetic") -> Corpus:
-    return Corpus(name, text, hashlib.sha256(text.encode("ascii")).hexdigest())
+def _corpus(text: str, name: str = "synthetic", path: str | None = None) -> Corpus:
+    return Corpus(name, text, hashlib.sha256(text.encode("ascii")).hexdigest(), path)
 
 
-def _real(file: str, alphabet: str) -> Corpus:
-    path = DATA_DIR / file
+def _real(folder: Path | str, file: str, alphabet: str) -> Corpus:
+    path = Path(folder) / file
     try:
         text = path.read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError) as exc:
@@ -90,7 +86,7 @@ def _real(file: str, alphabet: str) -> Corpus:
     stray = set(text) - set(alphabet)
     if stray:
         raise DataError(f"{path} has characters outside the workload's alphabet: {''.join(sorted(stray))!r}")
-    return _corpus(text, file)
+    return _corpus(text, file, str(path.resolve()))
 
 
 def synthetic_words(rng: np.random.Generator, count: int, shortest: int, longest: int) -> list[str]:

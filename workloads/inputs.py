@@ -19,6 +19,7 @@ config.txt
       seed            the seed every array below was drawn from
       corpus          where the samples came from: `synthetic` or the real file's name
       corpus_sha256   sha256 of the corpus text, hex
+      corpus_path     the real file's absolute path (absent for the synthetic corpus)
       learning_rate   the SGD step size: every engine updates p <- p - learning_rate * dloss/dp
       steps           number of steps the batches cover (warm-up steps included)
       batch           samples per step

@@ -55,7 +55,8 @@ def prepare_run(folder: Path, config: dict, shapes: list, pool: np.ndarray, step
     tensors = shared.split(params, [s for _, s in shapes])
     losses = reference_losses(loss, tensors, [split_rows(samples[b]) for b in batches[:CHECKED_STEPS]],
                               config["learning_rate"])
-    shared.write(folder, {**config, "seed": SEED, "corpus": corpus.name, "corpus_sha256": corpus.sha256,
+    where = {"corpus_path": corpus.path} if corpus.path else {}
+    shared.write(folder, {**config, "seed": SEED, "corpus": corpus.name, "corpus_sha256": corpus.sha256, **where,
                           "steps": steps, "batch": batch, "param_count": count,
                           "params": shared.format_shapes(shapes), **losses},
                  params, samples, batches)

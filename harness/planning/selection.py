@@ -201,14 +201,16 @@ def check_python(path: str | None) -> str:
     return str(Path(path).absolute())
 
 
-def use_data_dir(folder: str | None, workloads: list = ()) -> None:
-    """Read the real data sets from `folder`, after checking they can serve every workload given."""
+def check_data_dir(folder: str | None, workloads: list = ()) -> None:
+    """`folder` (--data-dir) holds the real data sets and they can serve every workload given;
+    the plan keeps it and the workloads' prepare() reads it."""
 
+    if folder is None:
+        return
     try:
-        data.set_data_dir(folder)
-        if folder is not None:
-            for workload in workloads:
-                if workload.check_data is not None:
-                    workload.check_data()
+        data.check_dir(folder)
+        for workload in workloads:
+            if workload.check_data is not None:
+                workload.check_data(folder)
     except data.DataError as exc:
         raise UsageError(f"--data-dir: {exc}") from None

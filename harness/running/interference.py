@@ -93,7 +93,7 @@ def interference(engines: list, workloads: list, cpus: list[int], profile: str =
                     found.append(Interference(engine.id, workload.name, pt.params, None, None, reason))
                     continue
                 found.append(_measure(pt, cpus, replace(options, cpu=cpus[0]), rate, rounds,
-                                      prepare_inputs(pt, Path(scratch))))
+                                      prepare_inputs(pt, Path(scratch), None)))  # the synthetic corpora
     return found
 
 

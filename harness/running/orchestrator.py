@@ -43,6 +43,7 @@ class Job:
     adaptive: "Adaptive | None" = None
     meter: object = None  # the energy meter, for trials that measure energy
     estimator: object = None  # planning/estimate.py's Estimator, for the progress ETA
+    data_dir: str | None = None  # the plan's --data-dir: the real data sets the inputs are prepared from
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ class Dispatch:
                 continue
             cpu = self.free.pop(0)
             self.progress.update(self.task, description=pt.label())
-            future = self.pool.submit(measure, pt, self.spawners[cpu], self.job.tsc, prepare_inputs(pt, self.job.run_dir),
+            future = self.pool.submit(measure, pt, self.spawners[cpu], self.job.tsc, prepare_inputs(pt, self.job.run_dir, self.job.data_dir),
                                       self.job.meter if alone else None)
             self.running[future] = (pt, cpu)
             if alone:

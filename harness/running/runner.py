@@ -98,8 +98,9 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def prepare_inputs(pt: PlannedTrial, run_dir: Path) -> Path | None:
-    """The workload point's shared inputs, written once per run (a resumed run reuses them)."""
+def prepare_inputs(pt: PlannedTrial, run_dir: Path, data_dir: str | None) -> Path | None:
+    """The workload point's shared inputs, written once per run (a resumed run reuses them), from
+    the real data sets in `data_dir` (the plan's --data-dir) or the synthetic ones."""
     if pt.workload.prepare is None:
         return None
     point = "-".join(f"{k}{v}" for k, v in pt.params.items())
@@ -107,7 +108,7 @@ def prepare_inputs(pt: PlannedTrial, run_dir: Path) -> Path | None:
     try:
         if not (folder / ".ready").exists():
             folder.mkdir(parents=True, exist_ok=True)
-            pt.workload.prepare(pt.params, pt.warmup + pt.iterations, folder)
+            pt.workload.prepare(pt.params, pt.warmup + pt.iterations, folder, data_dir)
             (folder / ".ready").touch()
     except OSError as exc:
         raise ResultsUnwritable(f"cannot write the inputs {folder}: {exc.strerror or exc}") from None

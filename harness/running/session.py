@@ -96,7 +96,7 @@ def new_plan(args) -> RunPlan:
     if not usable:
         raise UsageError("no selected engine implements any selected workload (burtbench list shows who does what)")
     data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
-    selection.use_data_dir(data_dir, usable)
+    selection.check_data_dir(data_dir, usable)
     upstream = str(Path(args.upstream).expanduser().resolve()) if getattr(args, "upstream", None) else None
     use_upstream(upstream)
     if args.adaptive and args.trials and args.max_trials < args.trials:
@@ -151,7 +151,7 @@ def request(args) -> RunRequest:
             raise UsageError("--resume runs the folder's own plan; drop "
                              + ", ".join(f"--{o.replace('_', '-')}" for o in given))
         manifest, plan = resumable_manifest(run_dir)
-        selection.use_data_dir(plan.data_dir, planned_workloads(plan))
+        selection.check_data_dir(plan.data_dir, planned_workloads(plan))
         use_upstream(plan.upstream)
         cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
         cpus = ()  # the run's own cores, unless --cpu or --cpus says otherwise
@@ -324,7 +324,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     meter = energy_meter(req, plan, run_dir, manifest, console)
     adaptive = req.plan.adaptive_max_trials and orchestrator.Adaptive(req.plan.adaptive_max_trials, req.plan.noise_threshold)
     job = orchestrator.Job(run_dir, manifest, options, tsc.tsc_rate_hz(), console, cores, adaptive or None, meter,
-                           estimator(req))
+                           estimator(req), req.plan.data_dir)
     code = orchestrator.execute(plan, job)
     console.print(summary.summary_table(results.read_trials(run_dir), req.plan.noise_threshold))
     console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)

@@ -96,8 +96,8 @@ def samples(corpus_text: str) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(data.encode(corpus_text, data.TEXT_ALPHABET), BLOCK_SIZE + 1)
 
 
-def check_data() -> None:
-    corpus = data.text_corpus()
+def check_data(data_dir: str | None) -> None:
+    corpus = data.text_corpus(data_dir)
     if len(corpus.text) <= BLOCK_SIZE:
         raise data.DataError(f"{corpus.name} is shorter than one block ({BLOCK_SIZE + 1} characters): nothing to train on")
 
@@ -139,8 +139,8 @@ def loss(ops, params, x, y):
     return ops.np.mean(ops.logsumexp(logits) - ops.pick(logits, y))
 
 
-def prepare(params: Mapping, steps: int, folder: Path) -> None:
-    corpus = data.text_corpus()
+def prepare(params: Mapping, steps: int, folder: Path, data_dir: str | None) -> None:
+    corpus = data.text_corpus(data_dir)
     config = {"workload": "gpt", "learning_rate": training.LEARNING_RATE, "layers": LAYERS, "heads": HEADS,
               "block_size": BLOCK_SIZE, "d_model": D_MODEL, "vocab": VOCAB}
     training.prepare_run(Path(folder), config, param_shapes(), samples(corpus.text), steps,

@@ -64,8 +64,8 @@ def samples(corpus_text: str) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(stream, CONTEXT + 1)[starts]
 
 
-def check_data() -> None:
-    corpus = data.names_corpus()
+def check_data(data_dir: str | None) -> None:
+    corpus = data.names_corpus(data_dir)
     if not len(samples(corpus.text)):
         raise data.DataError(f"{corpus.name} has no names to train on")
 
@@ -84,8 +84,8 @@ def loss(ops, params, x, y):
     return ops.np.mean(ops.logsumexp(logits) - ops.pick(logits, y))
 
 
-def prepare(params: Mapping, steps: int, folder: Path) -> None:
-    corpus = data.names_corpus()
+def prepare(params: Mapping, steps: int, folder: Path, data_dir: str | None) -> None:
+    corpus = data.names_corpus(data_dir)
     hidden = int(params["hidden_dim"])
     config = {"workload": "mlp", "learning_rate": training.LEARNING_RATE, "hidden_dim": hidden, "context": CONTEXT,
               "embedding": EMBEDDING, "vocab": VOCAB}
