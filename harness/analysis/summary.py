@@ -27,6 +27,9 @@ def format_seconds(s: float | None, missing: str = "—") -> str:
 
 COLUMNS = ("workload", "engine", "ok", "time/iter", "CV", "instr./iter (proxy)", "×BurTorch", "×micrograd", "check",
            "peak RSS")
+# The columns that may wrap, at spaces, to fit the terminal; the engine is left whole (labels.short_ids),
+# and a workload's point is one parameter a line.
+WORDS = ("CV", "instr./iter (proxy)", "check")
 
 
 def factor(x: float) -> str:
@@ -41,11 +44,13 @@ def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THR
     labels, legend = short_ids([key.engine for key in points])
     rows = [_row(key, point, points, labels) for key, point in points.items()]
     kept = [k for k, name in enumerate(COLUMNS) if name in ("workload", "engine") or any(r[k] != "—" for r in rows)]
-    table = Table(title="Time per iteration (mean over trials)", title_justify="left")
+    table = Table(title="Time per iteration (mean over trials)", title_justify="left", collapse_padding=True)
     for k in kept:
         name = COLUMNS[k]
+        # Engines, points and numbers are never wrapped: rich narrows the columns of words to fit
+        # instead (an engine's min_width it would shrink first and restore after, past the edge).
         table.add_column(name, justify="left" if name in ("workload", "engine", "check") else "right",
-                         overflow="fold", min_width=max((len(r[k]) for r in rows), default=0) if name == "engine" else None)
+                         overflow="fold", no_wrap=name not in WORDS)
     for row in rows:
         table.add_row(*(row[k] for k in kept))
     notes = [line for line in (legend, uncounted(points)) if line]
@@ -64,7 +69,7 @@ def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
     check = {True: "ok", False: "wrong", None: point.check_status() or "—"}[ok]
     rss = point.values("peak_resident_bytes")
     cv = point.time_cv()
-    return [key.workload + _shown_params(key.workload, point.params), labels[key.engine],
+    return [key.workload + shown_params(key.workload, point.params, "\n"), labels[key.engine],
             f"{point.trials_ok()}/{len(point.trials)}" + (f" ({', '.join(sorted(statuses))})" if statuses else ""),
             format_seconds(mean), "—" if cv is None else f"{cv:.1%}" + (" [yellow]noisy[/]" if point.noisy() else ""),
             instructions_cell(point), *ratios, check, mib(max(rss) if rss else None, "—")]
@@ -95,11 +100,12 @@ def uncounted(points: dict) -> str | None:
     return "\n".join(f"instructions not counted for {e}: {why}" for e, why in reasons.items()) or None
 
 
-def _shown_params(workload: str, params: dict) -> str:
-    """The parameters that tell a workload's points apart: those of a one-value grid say nothing."""
+def shown_params(workload: str, params: dict, separator: str = " ") -> str:
+    """The parameters that tell a workload's points apart, each after `separator`: those of a
+    one-value grid say nothing."""
     try:
         grid = load(workload).grid
     except KeyError:
         grid = {}
     shown = {k: v for k, v in params.items() if len(grid.get(k, (0, 1))) > 1}
-    return " " + " ".join(f"{k}={v}" for k, v in shown.items()) if shown else ""
+    return "".join(f"{separator}{k}={v}" for k, v in shown.items())

@@ -17,7 +17,7 @@ from rich.text import Text
 from engines.none import FLOOR
 from harness.analysis.labels import short_ids
 from harness.analysis.points import run_points
-from harness.analysis.summary import _shown_params, format_seconds
+from harness.analysis.summary import format_seconds, shown_params
 from harness.report import claim_files, claims, versions
 from harness.report.render import render_report
 
@@ -118,7 +118,7 @@ def speed_lines(run) -> list[str]:
     for (workload, _), points in by_point.items():
         fast = min(points, key=lambda p: p.time_mean())
         slow = max(points, key=lambda p: p.time_mean())
-        name = workload + _shown_params(workload, fast.params)
+        name = workload + shown_params(workload, fast.params)
         line = f"  {escape(name):<28} [bold]{escape(labels[fast.engine])}[/] {format_seconds(fast.time_mean())}"
         if slow is not fast:
             line += (f", {claims.fx(slow.time_mean() / fast.time_mean())} faster than {escape(labels[slow.engine])} "
