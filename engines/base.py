@@ -68,7 +68,7 @@ class EngineSpec:
                  # environment's SPEC, which its id carries, and the interpreter of that environment.
                  env: str = "", python: str = ""):
         values = locals()
-        for name in self.FIELDS:
+        for name in EngineSpec.FIELDS:  # a subclass sets the fields it adds
             object.__setattr__(self, name, values[name])
 
     def __setattr__(self, name, value):

@@ -6,9 +6,9 @@ the spec for the command of a trial (`command`), runs it like every child (pinne
 memory cap, timeout, wait4 CPU time, init run and measured run) in a fresh scratch folder, and
 asks the spec to turn what it printed and left in that folder into the payload (`payload`).
 
-Where their source comes from: `--upstream DIR|ARCHIVE` on `burtbench run` (which sets
-$BURTBENCH_UPSTREAM for the run), else $BURTBENCH_UPSTREAM, else the checkout `burtbench
-fetch-upstream` makes by default (build/upstream/checkout). With none, the engine is unavailable
+Where their source comes from: `--upstream DIR|ARCHIVE` on `burtbench run` (the run's plan keeps
+it, and the planned engine carries it as its `source`), else $BURTBENCH_UPSTREAM, else the checkout
+`burtbench fetch-upstream` makes by default (build/upstream/checkout). With none, the engine is unavailable
 and says how to get one. Nothing of theirs is stored in this project (GPL v3).
 
 prepare(planned) builds, before the first trial, every program the planned trials need: their
@@ -46,8 +46,11 @@ class ProgramUnavailable(RuntimeError):
     """One of their programs cannot be had here (no source, a failed build); str() is one line."""
 
 
-def upstream_location() -> tuple[Path | None, str]:
-    """(where their source is, how it was found); None where nothing was given or fetched."""
+def upstream_location(given: str = "") -> tuple[Path | None, str]:
+    """(where their source is, how it was found): `given` (the run's --upstream), else the variable,
+    else an earlier fetch; None where nothing was given or fetched."""
+    if given:
+        return Path(given), "--upstream"
     value = os.environ.get(ENV_VAR, "").strip()
     if value:
         return Path(value).expanduser(), f"${ENV_VAR}"
@@ -60,8 +63,8 @@ _trees: dict[str, object] = {}     # location -> SourceTree, opened once per pro
 _builds: dict[tuple, object] = {}  # (location, target, changes) -> BuildResult
 
 
-def source_tree():
-    where, how = upstream_location()
+def source_tree(given: str = ""):
+    where, how = upstream_location(given)
     if where is None:
         raise ProgramUnavailable(NO_SOURCE)
     key = str(where)
@@ -77,9 +80,10 @@ NO_SOURCE = ("no copy of the authors' BurTorch: pass --upstream DIR|ARCHIVE (a c
              " tarball), set $BURTBENCH_UPSTREAM, or run `burtbench fetch-upstream`")
 
 
-def executables(workload: str, params: dict, iterations: int) -> list:
-    """The BuildResult of each of the workload's programs at this point and iteration count (built if needed)."""
-    tree = source_tree()
+def executables(workload: str, params: dict, iterations: int, given: str = "") -> list:
+    """The BuildResult of each of the workload's programs at this point and iteration count (built if
+    needed), from the source `given` (else upstream_location's)."""
+    tree = source_tree(given)
     values = knob_values(workload, params, iterations)
     results = []
     for step in PROGRAMS[workload].steps:
@@ -97,13 +101,13 @@ def executables(workload: str, params: dict, iterations: int) -> list:
     return results
 
 
-def data_path(step, inputs) -> Path | None:
+def data_path(step, inputs, given: str = "") -> Path | None:
     """The data file their program reads (argv[1]): the one the point's inputs were prepared from
     (the run's --data-dir, recorded in their config.txt), else their repository's copy."""
     if step.data_file is None:
         return None
     real = shared.read_config(Path(inputs) / shared.CONFIG).get("corpus_path") if inputs else None
-    return Path(real) if real else source_tree().datasets_dir / step.data_file
+    return Path(real) if real else source_tree(given).datasets_dir / step.data_file
 
 
 def peak_file(workdir: Path, step) -> Path:
@@ -121,10 +125,16 @@ def _preload() -> tuple[str | None, str | None]:
 class AuthorsEngine(EngineSpec):
     """Their programs, built on first use; see the module docstring."""
 
+    FIELDS = EngineSpec.FIELDS + ("source",)
+
+    def __init__(self, *args, source: str = "", **fields):
+        super().__init__(*args, **fields)
+        object.__setattr__(self, "source", source)  # the run's --upstream; "" : the variable, or a fetch
+
     def unavailable_reason(self) -> str | None:
         if shutil.which("cmake") is None:
             return "cmake not found on PATH (needed to build the authors' BurTorch programs)"
-        where, how = upstream_location()
+        where, how = upstream_location(self.source)
         if where is None:
             return NO_SOURCE
         if not where.exists():
@@ -137,10 +147,10 @@ class AuthorsEngine(EngineSpec):
         if why is not None:
             return why
         try:
-            source_tree()
+            source_tree(self.source)
             for pt in planned:
                 for iterations in sorted({pt.iterations, *((1,) if pt.with_init else ())}):
-                    executables(pt.workload.name, pt.params, iterations)
+                    executables(pt.workload.name, pt.params, iterations, self.source)
         except ProgramUnavailable as exc:
             return str(exc)
         return None
@@ -149,7 +159,7 @@ class AuthorsEngine(EngineSpec):
         """The child's argv and the variables to add to its environment (it runs in `workdir`)."""
 
         program = PROGRAMS[pt.workload.name]
-        built = executables(pt.workload.name, pt.params, iterations)
+        built = executables(pt.workload.name, pt.params, iterations, self.source)
         env: dict[str, str] = {}
         library, _ = _preload()
         if library:
@@ -157,7 +167,7 @@ class AuthorsEngine(EngineSpec):
             env["LD_PRELOAD"] = f"{library}:{existing}" if existing else library
         if program.line_buffer_ok:
             env[LINEBUF_VAR] = "1"
-        argvs = [step.argv(b.executable, data_path(step, inputs)) for step, b in zip(program.steps, built)]
+        argvs = [step.argv(b.executable, data_path(step, inputs, self.source)) for step, b in zip(program.steps, built)]
         if len(argvs) == 1:
             env[OUT_VAR] = str(peak_file(workdir, program.steps[0]))
             return argvs[0], env
@@ -176,7 +186,7 @@ class AuthorsEngine(EngineSpec):
         """What the finished child printed and left in `workdir`, as the worker's JSON line would say it."""
 
         program = PROGRAMS[pt.workload.name]
-        built = executables(pt.workload.name, pt.params, iterations)
+        built = executables(pt.workload.name, pt.params, iterations, self.source)
         texts = stdout.split(STEP_MARK + "\n") if len(program.steps) > 1 else [stdout]
         if len(texts) != len(program.steps):
             return {"status": "failed", "reason": f"expected the output of {len(program.steps)} programs"}
@@ -207,7 +217,7 @@ class AuthorsEngine(EngineSpec):
             "pinned_itself_to": sorted(pinned)[0] if pinned else None,
             "program": [b.target for b in built], "variant": [b.variant for b in built],
             "changes": [c.as_record() for b in built for c in b.changes],
-            "data_file": [str(data_path(s, inputs)) for s in program.steps if s.data_file] or None,
+            "data_file": [str(data_path(s, inputs, self.source)) for s in program.steps if s.data_file] or None,
         }
         kept = ("timer", "timers_s", "printed", "outputs_source", "param_count", "records", "steps_planned",
                 "save_s", "load_s", "save_per_iter_s", "load_per_iter_s", "file_size_bytes")
@@ -216,7 +226,7 @@ class AuthorsEngine(EngineSpec):
 
     def manifest_record(self) -> dict:
         """Their source and every program built for this run, with each variant's changes."""
-        where, how = upstream_location()
+        where, how = upstream_location(self.source)
         record: dict = {"location": str(where) if where else None, "found_by": how}
         tree = _trees.get(str(where)) if where else None
         if tree is not None:

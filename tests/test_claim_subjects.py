@@ -153,15 +153,15 @@ def no_source(monkeypatch, tmp_path):
     return tmp_path / "checkout"
 
 
-def authors_plan():
-    return [pt for pt in plan_for("--param", "hidden_dim=4", "--param", "batch=1")]
+def authors_plan(*extra: str):
+    return [pt for pt in plan_for("--param", "hidden_dim=4", "--param", "batch=1", *extra)]
 
 
-def provide(fetch):
+def provide(fetch, *extra: str):
     from harness.running import upstream
 
     console = Console(record=True, width=200)
-    plan, gone = upstream.provide(authors_plan(), console, fetch=fetch)
+    plan, gone = upstream.provide(authors_plan(*extra), console, fetch=fetch)
     return plan, gone, console.export_text()
 
 
@@ -170,11 +170,12 @@ def refuse():
 
 
 def test_flag_then_variable_then_earlier_fetch_then_fetch(no_source, monkeypatch, tmp_path):
-    from harness.running import session
+    import os
 
-    session.use_upstream(str(tmp_path))  # --upstream: sets the variable the engine reads
-    plan, gone, out = provide(refuse)
+    plan, gone, out = provide(refuse, "--upstream", str(tmp_path))  # the flag: the plan's, on their engine
     assert gone == {} and out == "" and any(pt.engine.id == AUTHORS for pt in plan)
+    assert {pt.engine.source for pt in plan if pt.engine.id == AUTHORS} == {str(tmp_path.resolve())}
+    assert "BURTBENCH_UPSTREAM" not in os.environ  # nothing travels through the environment
     monkeypatch.setenv("BURTBENCH_UPSTREAM", str(tmp_path))  # the variable alone
     assert provide(refuse)[1] == {}
     monkeypatch.delenv("BURTBENCH_UPSTREAM")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import secrets
 import sys
 from dataclasses import dataclass
@@ -18,7 +17,6 @@ from pathlib import Path
 from rich.console import Console
 
 from engines import all_engines
-from engines.authors.source import ENV_VAR
 from engines.base import split_id
 from harness.analysis import summary
 from harness.envs import specs as envs
@@ -98,7 +96,7 @@ def new_plan(args) -> RunPlan:
     data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
     selection.check_data_dir(data_dir, usable)
     upstream = str(Path(args.upstream).expanduser().resolve()) if getattr(args, "upstream", None) else None
-    use_upstream(upstream)
+    check_upstream(upstream)
     if args.adaptive and args.trials and args.max_trials < args.trials:
         raise UsageError(f"--max-trials {args.max_trials} is below --trials {args.trials}")
 
@@ -152,7 +150,7 @@ def request(args) -> RunRequest:
                              + ", ".join(f"--{o.replace('_', '-')}" for o in given))
         manifest, plan = resumable_manifest(run_dir)
         selection.check_data_dir(plan.data_dir, planned_workloads(plan))
-        use_upstream(plan.upstream)
+        check_upstream(plan.upstream)
         cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
         cpus = ()  # the run's own cores, unless --cpu or --cpus says otherwise
         if args.cpus or (args.cpu is None and manifest.get("cpus")):
@@ -174,15 +172,11 @@ def request(args) -> RunRequest:
                       cpus=tuple(cpus), dry_run=args.dry_run, estimate_from=estimate_from)
 
 
-def use_upstream(path: str | None) -> None:
-    """--upstream: the authors' BurTorch source for the burtorch-authors engines (and their builds)."""
-    if path is None:
-        return
-
-    if not Path(path).exists():
+def check_upstream(path: str | None) -> None:
+    """--upstream: the authors' BurTorch source is there (the plan keeps it; make_plan gives it to their engines)."""
+    if path is not None and not Path(path).exists():
         raise UsageError(f"--upstream {path}: no such file or folder (a checkout or a `git archive` tarball;"
                          f" burtbench fetch-upstream makes one)")
-    os.environ[ENV_VAR] = path
 
 
 def planned_workloads(plan: RunPlan) -> list:
@@ -200,6 +194,9 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
         if env and base in registry:
             registry[eid] = registry[base].replace(env=env)
     registry = envs.bind(registry, environments or {})
+    if asked.upstream:  # the authors' engines build from the run's --upstream
+        registry = {eid: e.replace(source=asked.upstream) if upstream_source.is_authors(eid) else e
+                    for eid, e in registry.items()}
     missing = [e for e in asked.engines if e not in registry]
     if missing:
         raise UsageError(f"the run names engines this installation does not know: {', '.join(missing)}")

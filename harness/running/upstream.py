@@ -1,7 +1,7 @@
 """The authors' BurTorch source for a run's burtorch-authors engines: the paper's code in the default job.
 
-Where it comes from, first found wins: `--upstream PATH` (session.use_upstream sets
-$BURTBENCH_UPSTREAM from it), then $BURTBENCH_UPSTREAM, then the checkout of an earlier fetch
+Where it comes from, first found wins: `--upstream PATH` (the plan keeps it and session.make_plan
+gives it to their engines as their `source`), then $BURTBENCH_UPSTREAM, then the checkout of an earlier fetch
 (build/upstream/checkout, engines/burtorch_authors.py DEFAULT_CHECKOUT), then a fetch of the pinned
 commit into that checkout, verified by its HEAD and kept for later runs: what `burtbench
 fetch-upstream` does. A fetch that fails (no network, no git) leaves their rows out with one line
@@ -27,10 +27,10 @@ def is_authors(engine_id: str) -> bool:
     return engine_id.split("/")[0] == AUTHORS.split("/")[0]
 
 
-def locate() -> tuple[Path | None, str]:
+def locate(given: str = "") -> tuple[Path | None, str]:
     """(the source, how it was found) from --upstream / $BURTBENCH_UPSTREAM / an earlier fetch; (None, …) else."""
 
-    return upstream_location()
+    return upstream_location(given)
 
 
 def _fetch_pinned() -> str:
@@ -42,8 +42,8 @@ def _fetch_pinned() -> str:
 def provide(plan: list, console: Console, fetch: Callable[[], str] = _fetch_pinned) -> tuple[list, dict]:
     """The plan, and {engine id: why} for the authors' engines left out because their source cannot be had."""
 
-    theirs = sorted({pt.engine.id for pt in plan if is_authors(pt.engine.id)})
-    if not theirs or locate()[0] is not None:
+    theirs = {pt.engine.id: pt.engine for pt in plan if is_authors(pt.engine.id)}
+    if not theirs or any(locate(engine.source)[0] is not None for engine in theirs.values()):
         return plan, {}
     try:
         commit = fetch()
