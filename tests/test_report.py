@@ -238,7 +238,7 @@ def test_engine_missing_from_the_paper_and_failed_trials(linux_tables):
     tflite = rows["tflite/graph/interpreter/cpu"]
     assert tflite["in_run"] and tflite["trials_ok"] == 0 and tflite["time_per_iter_s"] is None
     assert tflite["rel_time_per_iter_s"] is None
-    assert any(n.startswith("1 of 1 trials unavailable") for n in tflite["notes"])
+    assert any(n.startswith("1 of 1 trial unavailable") for n in tflite["notes"])
 
 
 def test_small_table_marks_estimates_and_missing_memory(linux_tables, linux_report):
@@ -334,3 +334,12 @@ def test_a_noisy_row_is_marked(tmp_path):
     shaky = group([trial(0, 1.0), trial(1, 1.3), trial(2, 0.8)])
     assert not any("noisy" in n for s in steady.values() for n in s.notes())
     assert any("noisy" in n for s in shaky.values() for n in s.notes())
+
+
+def test_counts_in_the_status_notes_are_in_correct_english(tmp_path):
+    from harness.report.run import status_notes
+
+    one_wrong = [make_trial("jax/jit/python/cpu", "tiny", {}, 0, 1e-4, check_ok=False),
+                 make_trial("torch/eager/python/cpu", "tiny", {}, 0, 1e-4)]
+    notes = status_notes(load_run(write_run(tmp_path / "one", "Linux", one_wrong)))
+    assert "1 trial computed a wrong result (their check failed): their rows are marked." in notes

@@ -165,5 +165,6 @@ def decide(time: Ratio, floor: float | None, instructions: Ratio | None = None) 
     if time.degenerate == "identical samples":
         return Verdict("identical samples", "wall time")
     if time.n < MIN_ROUNDS:
-        return Verdict(f"undecided: {time.n} rounds ({MIN_ROUNDS} or more let the signed-rank test decide)", "nothing")
+        return Verdict(f"undecided: {time.n} round{'' if time.n == 1 else 's'} ({MIN_ROUNDS} or more let the signed-rank "
+                       "test decide)", "nothing")
     return Verdict(f"same within noise ({noise_text})", "wall time")

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from harness.analysis.stats import coefficient_of_variation, relative_half_width
 from harness.store.results import params_key
 from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
+from harness.units import count
 
 # A point whose trials vary more than this (coefficient of variation) is marked noisy.
 
@@ -176,16 +177,16 @@ class Point:
         """What a reader must know about this point whatever the table: failures, failed checks, noise."""
         notes = []
         total = len(self.trials)
-        for status, count in sorted(self.status_counts().items()):
+        for status, n in sorted(self.status_counts().items()):
             if status != "ok":
                 reasons = sorted({str(t.get("reason") or "") for t in self.trials if t.get("status") == status} - {""})
                 why = f": {'; '.join(reasons)}" if reasons else ""
-                notes.append(f"{count} of {total} trials {status}{why}")
+                notes.append(f"{n} of {count(total, 'trial')} {status}{why}")
         ok, worst = self.check()
         if ok is False:
             failed = sum(1 for t in self.trials if isinstance(t.get("check"), dict) and t["check"].get("ok") is False)
             err = f", max rel. error {worst:.3g}" if worst is not None else ""
-            notes.append(f"numerical check FAILED in {failed} of {total} trials{err}")
+            notes.append(f"numerical check FAILED in {failed} of {count(total, 'trial')}{err}")
         if self.noisy():
             notes.append(f"noisy: trials vary by {self.time_cv():.1%} "
                          f"(coefficient of variation > {self.noise_threshold:.0%})")

@@ -23,6 +23,7 @@ from harness.running.spawn import MemoryCapFailed
 from harness.store.lock import RunLocked
 from harness.store.results import ResultsError, ResultsUnreadable
 from harness.store.runs import check_out_dir, existing_run
+from harness.units import count
 from workloads import PROBE_WORKLOADS
 
 
@@ -188,8 +189,8 @@ def doctor_interference(args, console: Console) -> int:
         raise UsageError(f"--interference needs at least two cores (this process may use {affinity.format_cpus(cpus)})")
     engines = selection.resolve_engines(args.engine, all_engines())
     workloads = selection.resolve_workloads(args.workload, all_workloads())
-    console.print(f"interference: {len(engines)} engines × {len(workloads)} workloads, {interference.ROUNDS} rounds "
-                  f"alone and busy; this takes a few minutes", highlight=False)
+    console.print(f"interference: {count(len(engines), 'engine')} × {count(len(workloads), 'workload')}, "
+                  f"{interference.ROUNDS} rounds alone and busy; this takes a few minutes", highlight=False)
     rows = interference.interference(engines, workloads, cpus)
     console.print(interference.format_table(rows, cpus))
     return 0

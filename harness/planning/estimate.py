@@ -26,6 +26,7 @@ from harness.paths import ROOT
 from harness.planning.plan import PlannedTrial
 from harness.store import results
 from harness.store.results import params_key
+from harness.units import count
 from workloads import all_workloads
 
 REFERENCE_RUN = ROOT / "results" / "reference"
@@ -172,7 +173,7 @@ class Estimator:
             # A shared (cloud) machine has run the same trials 2x slower on one day than on another.
             head += f" (made {made[:10]}: a machine's speed can change from day to day)"
         head += self.speed_note
-        return head + (f"; {rough} of {len(plan)} trials from rough built-in figures (not in that run)" if rough else "")
+        return head + (f"; {rough} of {count(len(plan), 'trial')} from rough built-in figures (not in that run)" if rough else "")
 
 
 def wall_s(plan: list[PlannedTrial], estimator: Estimator, workers: int) -> float:

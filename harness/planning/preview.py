@@ -53,7 +53,7 @@ def show(plan: list, req, estimator, console: Console) -> int:
                       highlight=False)
     shard = req.plan.shard
     if shard:
-        console.print(f"shard {shard['index']}/{shard['count']}: {len(shard['points'])} points "
+        console.print(f"shard {shard['index']}/{shard['count']}: {count(len(shard['points']), 'point')} "
                       f"(split balanced by {shard['estimated_from']})", highlight=False)
     console.print(f"{estimator.describe(plan)}; ETA: {eta} "
                   f"(an estimate; nothing was run)", highlight=False)

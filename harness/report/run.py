@@ -1,26 +1,27 @@
 """A run read back for the report: its manifest, its trials and the OS whose paper tables it compares with."""
 from __future__ import annotations
 
+from collections import Counter
+
 from harness.store.runs import Run
+from harness.units import count
 
 
 def status_notes(run: Run) -> list[str]:
     """What a reader must know before any number: the run did not finish, or some trials failed."""
-    from collections import Counter
-
     notes = []
     status = run.manifest.get("status")
     if status and status != "complete":
-        notes.append(f"This run is {status}, not complete: the report covers the {len(run.trials)} trials written "
+        notes.append(f"This run is {status}, not complete: the report covers the {count(len(run.trials), 'trial')} written "
                      f"before it stopped (burtbench run --resume RUN_DIR runs the rest).")
     failed = Counter(t.get("status") for t in run.trials if (t.get("status") or "ok") != "ok")
     if failed:
         listed = ", ".join(f"{n} {s}" for s, n in sorted(failed.items()))
-        notes.append(f"{sum(failed.values())} of {len(run.trials)} trials did not succeed ({listed}): "
+        notes.append(f"{sum(failed.values())} of {count(len(run.trials), 'trial')} did not succeed ({listed}): "
                      f"their rows are marked in the tables.")
     wrong = sum(1 for t in run.trials if isinstance(t.get("check"), dict) and t["check"].get("ok") is False)
     if wrong:
-        notes.append(f"{wrong} trials computed a wrong result (their check failed): their rows are marked.")
+        notes.append(f"{count(wrong, 'trial')} computed a wrong result (their check failed): their rows are marked.")
     return notes + parallel_notes(run.manifest)
 
 

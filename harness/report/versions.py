@@ -25,6 +25,7 @@ from harness.analysis.summary import count_text, format_seconds
 from harness.envs.specs import AA_COPY
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
+from harness.units import count
 
 FIELDS = ["engine", "params", "version", "env", "trials_ok", "trials", "check_ok", "rounds",
           "time_per_iter_s", "time_ratio", "time_ci_low", "time_ci_high", "time_p", "time_verdict",
@@ -88,7 +89,7 @@ def aa_floor(points: dict[str, Point]) -> tuple[float | None, list[str]]:
             floors.append(floor)
         spread = paired.log_spread(paired.pairs(compare.by_round(points[original], trial_time),
                                                 compare.by_round(copy, trial_time)))
-        lines.append(f"A/A {original or 'no environment'}: B/A {compare.ratio_text(aa.ratio, aa.ci)} over {aa.n} rounds, "
+        lines.append(f"A/A {original or 'no environment'}: B/A {compare.ratio_text(aa.ratio, aa.ci)} over {count(aa.n, 'round')}, "
                      f"per-round spread {'n/a' if spread is None else paired.percent(spread)} (sd of log ratio); "
                      f"floor {'n/a' if floor is None else '±' + paired.percent(floor)}")
     return (max(floors) if floors else None), lines
