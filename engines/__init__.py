@@ -39,7 +39,3 @@ def all_engines() -> dict[str, EngineSpec]:
         for spec in importlib.import_module(name).ENGINES:
             engines[spec.id] = spec
     return engines
-
-
-def module_of(spec: EngineSpec):
-    return importlib.import_module(spec.module)

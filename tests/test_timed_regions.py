@@ -2,11 +2,12 @@
 the engines time what it says: observed by counting what a step creates, never by timing it."""
 from __future__ import annotations
 
+import importlib
 import types
 
 import pytest
 
-from engines import all_engines, module_of
+from engines import all_engines
 from engines.base import find_executable
 from harness.commands.cli import main
 from harness.planning.plan import PlannedTrial
@@ -49,7 +50,7 @@ def test_a_row_that_adopts_the_authors_loop_has_a_paper_step_and_no_other_does()
         if spec.kind != "python" or spec.unavailable_reason() or workload not in ("tiny", "small", "save_load"):
             continue
         try:
-            program = module_of(spec).BUILDERS[load(workload).kind](spec, load(workload), load(workload).points()[0], None)
+            program = importlib.import_module(spec.module).BUILDERS[load(workload).kind](spec, load(workload), load(workload).points()[0], None)
         except ImportError:
             continue  # a framework that is installed but cannot start here (no GPU)
         has_paper_step = getattr(program, "paper_step", None) is not None
@@ -64,7 +65,7 @@ def build(engine_id: str, workload: str, graph=None):
     w = load(workload)
     view = types.SimpleNamespace(name=w.name, kind=w.kind, precision=w.precision, graph=graph or w.graph)
     try:
-        return module_of(spec).BUILDERS[w.kind](spec, view, w.points()[0], None)
+        return importlib.import_module(spec.module).BUILDERS[w.kind](spec, view, w.points()[0], None)
     except ImportError as exc:
         pytest.skip(str(exc))
 

@@ -222,7 +222,3 @@ DIFFERENCES: tuple[Difference, ...] = (
                 " their generator seeded 123",
         evidence=("bin_gpt_example/src/main_gpt.cpp:122-197,730-758,868-900",)),
 )
-
-
-def for_workload(workload: str) -> tuple[Difference, ...]:
-    return tuple(d for d in DIFFERENCES if workload in d.workloads)

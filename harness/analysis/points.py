@@ -111,10 +111,6 @@ class Point:
         stds = [number((t.get("per_iter_s") or {}).get("std")) for t in self.trials if isinstance(t.get("per_iter_s"), dict)]
         return _mean([s for s in stds if s is not None])
 
-    def block_times(self) -> list[float]:
-        return [v for t in self.trials if isinstance(t.get("samples_s"), list)
-                for v in map(number, t["samples_s"]) if v is not None]
-
     def time_cv(self) -> float | None:
         return coefficient_of_variation(self.time_values())
 

@@ -31,12 +31,6 @@ def coefficient_of_variation(values: list[float]) -> float | None:
     return statistics.stdev(values) / mean if mean else None
 
 
-def t_quantile(p: float, df: float) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(p, df))
-
-
 def relative_half_width(values: list[float], confidence: float = CONFIDENCE) -> float | None:
     """Half-width of the confidence interval of the mean, relative to the mean (Student's t)."""
     n = len(values)

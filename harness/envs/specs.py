@@ -115,11 +115,6 @@ def original_env(env: str) -> str:
     return env.removesuffix(AA_COPY)
 
 
-def aa_original(engine_id: str) -> str | None:
-    """The engine an A/A copy copies, or None for an engine that is no copy."""
-    return engine_id.removesuffix(AA_COPY).removesuffix("@") if engine_id.endswith(AA_COPY) else None
-
-
 def bind(engines: dict, environments: dict) -> dict:
     """The run's engines with the interpreter of their environment; an environment that could not
     be made leaves its engines unavailable, with the installer's reason."""
