@@ -201,7 +201,7 @@ def gpt_inputs(tmp_path_factory):
 def gpt_losses(engine_id: str, step_name: str, inputs) -> dict[str, float]:
     """The first losses of a torch GPT program stepped with `step_name`, checked as the harness checks them."""
     spec = all_engines()[engine_id]
-    program = module_of(spec).BUILDERS["training"](spec, load("gpt"), GPT_POINT, inputs)
+    program = importlib.import_module(spec.module).BUILDERS["training"](spec, load("gpt"), GPT_POINT, inputs)
     for _ in range(CHECKED_STEPS):
         getattr(program, step_name)()
     losses = program.outputs()
