@@ -157,7 +157,6 @@ class AuthorsEngine(EngineSpec):
 
     def command(self, pt, iterations: int, inputs, workdir: Path) -> tuple[list[str], dict]:
         """The child's argv and the variables to add to its environment (it runs in `workdir`)."""
-
         program = PROGRAMS[pt.workload.name]
         built = executables(pt.workload.name, pt.params, iterations, self.source)
         env: dict[str, str] = {}
@@ -184,7 +183,6 @@ class AuthorsEngine(EngineSpec):
 
     def payload(self, pt, iterations: int, stdout: str, workdir: Path, inputs) -> dict:
         """What the finished child printed and left in `workdir`, as the worker's JSON line would say it."""
-
         program = PROGRAMS[pt.workload.name]
         built = executables(pt.workload.name, pt.params, iterations, self.source)
         texts = stdout.split(STEP_MARK + "\n") if len(program.steps) > 1 else [stdout]

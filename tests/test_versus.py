@@ -4,11 +4,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from harness.commands import versus
 from harness.machine import peak
 from harness.measure import affinity
+from harness.report.tables import build_tables
 from harness.store import manifest
+from harness.store.runs import load_run
 
 
 def test_a_training_point_has_gflops_from_its_step_flops_and_others_none():
@@ -51,11 +54,6 @@ def test_a_run_that_trains_records_the_cores_peak_and_a_graph_run_does_not(tmp_p
 
 
 def test_the_training_tables_show_each_steps_gflops_and_their_share_of_the_measured_peak():
-    from pathlib import Path
-
-    from harness.report.tables import build_tables
-    from harness.store.runs import load_run
-
     run = load_run(Path(__file__).resolve().parents[1] / "results" / "reference")
     run.manifest["native"] = {"peak_gflops_fp32": 100.0, "peak_source": "burtorch-bench --peak on core 1"}
     table = next(t for t in build_tables(run) if t.name == "mlp_b64")

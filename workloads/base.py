@@ -124,6 +124,10 @@ class Workload:
         if self.kind not in KINDS:
             raise ValueError(f"workload {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
 
+    def step_rate(self, params: Mapping, seconds: float | None) -> float | None:
+        """FLOP/s of a step of `seconds` at a point; None where the workload has no FLOP count."""
+        return self.step_flops(params) / seconds if self.step_flops and seconds else None
+
     def timing_blocks(self, iterations: int) -> int:
         return iterations if self.blocks is None else self.blocks
 

@@ -112,7 +112,6 @@ def affected(difference: Difference, workloads: dict) -> list[str]:
 def markdown_table(workloads: dict | None = None) -> str:
     """The README's table: every difference, the tables it affects, the paper's way, ours and why."""
     if workloads is None:
-
         workloads = all_workloads()
     lines = ["| | the paper's programs | here | why | report tables |", "|---|---|---|---|---|"]
     for d in DIFFERENCES:

@@ -43,8 +43,8 @@ def rows(trials: list[dict], engine: str) -> list[tuple]:
 
 def step_gflops(workload: str, params: str, seconds: float) -> float | None:
     """GFLOP/s of a step of `seconds` at a point (params: its params_key); None where no count."""
-    count = load(workload).step_flops
-    return None if count is None else count(json.loads(params)) / seconds / 1e9
+    rate = load(workload).step_rate(json.loads(params), seconds)
+    return None if rate is None else rate / 1e9
 
 
 def _rate(gflops: float | None, peak: float | None) -> str:

@@ -58,11 +58,10 @@ def _resident(point: Point):
 def step_rate(point: Point) -> float | None:
     """FLOP/s of a training step: its workload's count (Workload.step_flops) over the mean step time."""
     try:
-        count = load(point.workload).step_flops
+        workload = load(point.workload)
     except KeyError:  # a plug-in workload this process does not know
         return None
-    seconds = point.time_mean()
-    return count(point.params) / seconds if count and seconds else None
+    return workload.step_rate(point.params, point.time_mean())
 
 
 GFLOPS_NOTE = ("GFLOP/s = one step's FLOPs (workloads/flops.py: the matrix products' multiply-adds, forward and "

@@ -11,7 +11,6 @@ selection before any of this.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Callable
 
 from rich.console import Console
@@ -27,12 +26,6 @@ def is_authors(engine_id: str) -> bool:
     return engine_id.split("/")[0] == AUTHORS.split("/")[0]
 
 
-def locate(given: str = "") -> tuple[Path | None, str]:
-    """(the source, how it was found) from --upstream / $BURTBENCH_UPSTREAM / an earlier fetch; (None, …) else."""
-
-    return upstream_location(given)
-
-
 def _fetch_pinned() -> str:
     """Fetch the pinned commit into the default checkout; its commit, verified. Raises SourceError."""
 
@@ -43,7 +36,7 @@ def provide(plan: list, console: Console, fetch: Callable[[], str] = _fetch_pinn
     """The plan, and {engine id: why} for the authors' engines left out because their source cannot be had."""
 
     theirs = {pt.engine.id: pt.engine for pt in plan if is_authors(pt.engine.id)}
-    if not theirs or any(locate(engine.source)[0] is not None for engine in theirs.values()):
+    if not theirs or any(upstream_location(engine.source)[0] is not None for engine in theirs.values()):
         return plan, {}
     try:
         commit = fetch()
