@@ -67,8 +67,12 @@ def first_trial(tmp_path: Path) -> Path:
 
 def descendants(pid: int) -> list[int]:
     found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            children = task.read_text().split()
+        except (FileNotFoundError, ProcessLookupError):  # a thread or process that ended meanwhile has none
+            continue
+        for child in children:
             found += [int(child), *descendants(int(child))]
     return found
 
