@@ -25,6 +25,17 @@ std::vector<KernelChoice> everyChoice() {
   return out;
 }
 
+// A row-major matrix whose rows say they are contiguous only in runs of `run` values.
+template <class T>
+struct InRuns {
+  const T* base;
+  std::size_t stride, run;
+  T* segment(std::size_t r, std::size_t k, std::size_t& len) const noexcept {
+    len = run - k % run;
+    return const_cast<T*>(base + r * stride + k);
+  }
+};
+
 template <class T>
 struct Operands {
   std::size_t m, n, k, stride;
@@ -69,6 +80,31 @@ bool checkGemm(const KernelChoice& choice, std::size_t m, std::size_t n, std::si
   std::fill(c.begin(), c.end(), T(0.5));
   gemm<T>(choice, m, n, k, AFromColumns<StridedRows<T>>{atRows, m}, BFromRows<StridedRows<T>>{bRows, n}, cRows, W{W::kAdd});
   ok = ok && x.holds(c, T(0.5));
+  gemm<T>(choice, m, n, k, AInPlace<T>{x.a.data(), k, m}, BFromRows<StridedRows<T>>{bRows, n}, cRows, W{W::kStore});
+  ok = ok && x.holds(c, T(0));
+  // Rows contiguous only in short runs (the embedding rows a context is made of): packed across
+  // them as from whole rows.
+  for (const std::size_t run : {std::size_t{3}, std::size_t{16}}) {
+    gemm<T>(choice, m, n, k, AFromRows<InRuns<T>>{{x.a.data(), k, run}, m}, BFromColumns<InRuns<T>>{{x.bt.data(), k, run}, n}, cRows, W{W::kStore});
+    ok = ok && x.holds(c, T(0));
+  }
+  return ok;
+}
+
+// C^T = B^T A^T with A^T read where it lies gives C's bits: each element the same chains (a
+// layer's forward as Y^T = W X^T, linear_rows.hpp).
+template <class T>
+bool sameBitsTransposed(const KernelChoice& choice, std::size_t m, std::size_t n, std::size_t k) {
+  const Operands<T> x(m, n, k);
+  const StridedRows<T> aRows{const_cast<T*>(x.a.data()), k}, btRows{const_cast<T*>(x.bt.data()), k};
+  std::vector<T> c(m * n), ct(n * m);
+  gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromColumns<StridedRows<T>>{btRows, n}, StridedRows<T>{c.data(), n},
+          WriteBack<T>{WriteBack<T>::kStore});
+  gemm<T>(choice, n, m, k, AInPlace<T>{x.bt.data(), k, n}, BFromColumns<StridedRows<T>>{aRows, m}, StridedRows<T>{ct.data(), m},
+          WriteBack<T>{WriteBack<T>::kStore});
+  bool ok = true;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) ok = ok && c[i * n + j] == ct[j * m + i];
   return ok;
 }
 
@@ -104,10 +140,19 @@ constexpr std::array<std::array<std::size_t, 3>, 6> kShapes{{{1, 1, 1}, {7, 33, 
 
 }  // namespace
 
-TEST_CASE("gemm: agrees with a plain loop for each packing, register width and block choice, at shapes off the tiles") {
+TEST_CASE("gemm: agrees with a plain loop for each packing (A where it lies too), register width and block choice, at shapes off the tiles") {
   for (const KernelChoice& choice : everyChoice())
     for (const auto& [m, n, k] : kShapes) {
       const bool ok = checkGemm<float>(choice, m, n, k) && checkGemm<double>(choice, m, n, k);
+      if (!ok) std::printf("    %s at %zu x %zu x %zu\n", describe(choice).c_str(), m, n, k);
+      CHECK(ok);
+    }
+}
+
+TEST_CASE("gemm: A read where it lies gives the packed product's bits, transposed") {
+  for (const KernelChoice& choice : everyChoice())
+    for (const auto& [m, n, k] : kShapes) {
+      const bool ok = sameBitsTransposed<float>(choice, m, n, k) && sameBitsTransposed<double>(choice, m, n, k);
       if (!ok) std::printf("    %s at %zu x %zu x %zu\n", describe(choice).c_str(), m, n, k);
       CHECK(ok);
     }

@@ -64,22 +64,27 @@ template <std::size_t P, class T, class Rows>
 BURTORCH_INLINE void packAcross(const Rows& rows, std::size_t r0, std::size_t count, std::size_t k0, std::size_t kc, T* out) noexcept {
   constexpr std::size_t w = kTransposeTile<T>;
   if constexpr (w > 1 && P % w == 0) {
-    // Every row there and contiguous over the block: w x w transposes in registers.
-    const T* src[P];
-    bool whole = r0 + P <= count;
-    for (std::size_t i = 0; i < P && whole; ++i) {
-      std::size_t len;
-      src[i] = rows.segment(r0 + i, k0, len);
-      whole = len >= kc;
-    }
-    if (whole) {
-      // w rows at a time down the whole block: w streams of reads, not P (Zen 5, the MLP's
-      // forward product at b = 64, e = 1,024: 180 -> 208 GFLOP/s).
-      const std::size_t transposed = kc / w * w;
-      for (std::size_t g = 0; g < P; g += w)
-        for (std::size_t k = 0; k < transposed; k += w) transposeTile(src + g, k, out + k * P + g, P);
-      for (std::size_t k = transposed; k < kc; ++k)
-        for (std::size_t i = 0; i < P; ++i) out[k * P + i] = src[i][k];
+    if (r0 + P <= count) {
+      // Every row there: along k a stretch at a time over which every row is contiguous (the
+      // whole block of a matrix; a run of the embedding rows a context is made of), in w x w
+      // transposes in registers, w rows at a time down the stretch: w streams of reads, not P
+      // (Zen 5, the MLP's forward product at b = 64, e = 1,024: 180 -> 208 GFLOP/s).
+      for (std::size_t k = 0; k < kc;) {
+        const T* src[P];
+        std::size_t common = kc - k;
+        for (std::size_t i = 0; i < P; ++i) {
+          std::size_t len;
+          src[i] = rows.segment(r0 + i, k0 + k, len);
+          common = std::min(common, len);
+        }
+        const std::size_t stretch = std::max<std::size_t>(common / w * w, 1);
+        if (stretch < w)
+          for (std::size_t i = 0; i < P; ++i) out[k * P + i] = src[i][0];
+        else
+          for (std::size_t g = 0; g < P; g += w)
+            for (std::size_t q = 0; q < stretch; q += w) transposeTile(src + g, q, out + (k + q) * P + g, P);
+        k += stretch;
+      }
       return;
     }
   }
@@ -173,6 +178,22 @@ struct BFromColumns {
   }
 };
 
+// A read where it lies, not packed: row i at base + i * stride, contiguous along k (the micro-
+// kernel's RowsOfA). For a matrix that changes between products and is read whole by each:
+// packing would be a pass over it of its own (the MLP's forward at b = 64, e = 1,024: a fifth of
+// the step). A tile past A's last row reads that row again, for products that go nowhere.
+template <class T>
+struct AInPlace {
+  const T* base;
+  std::size_t stride;
+  std::size_t m;
+};
+
+template <class PackA>
+inline constexpr bool kAInPlace = false;
+template <class T>
+inline constexpr bool kAInPlace<AInPlace<T>> = true;
+
 // The blocks of a product in registers of `lanes` values of T, from the kernel choice.
 struct Blocks {
   std::size_t kc;  // k per block
@@ -207,7 +228,7 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
   alignas(64) T tile[mr * nr];
   // One tile: from the packed panels into C, through `tile` where C's rows are not contiguous
   // over the tile (or at the edges).
-  const auto tileAt = [&](const T* a, const T* b, std::size_t kc, std::size_t i0, std::size_t mm, std::size_t j0, std::size_t nn, const WriteBack<T>& to) {
+  const auto tileAt = [&](auto a, const T* b, std::size_t kc, std::size_t i0, std::size_t mm, std::size_t j0, std::size_t nn, const WriteBack<T>& to) {
     T* rows[mr];
     bool direct = (nn == nr || nn == lanes) && mm == mr;
     for (std::size_t i = 0; i < mm && direct; ++i) {
@@ -233,6 +254,16 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
         j += count;
       }
   };
+  // The tile's rows of A from row i0 (of the block at ap's ir) along k from pc.
+  const auto aAt = [&](std::size_t i0, std::size_t ir, std::size_t pc, std::size_t kc) {
+    if constexpr (kAInPlace<PackA>) {
+      RowsOfA<T, mr> rows;
+      for (std::size_t i = 0; i < mr; ++i) rows.row[i] = packA.base + std::min(i0 + i, m - 1) * packA.stride + pc;
+      return rows;
+    } else {
+      return PackedA<T, mr>{ap + ir * kc};
+    }
+  };
   // As many columns of B per block as keep a block of B within kc x nc values: wider where k
   // is short, so that C is swept along longer rows.
   const std::size_t ncMax = std::max(blocks.nc, blocks.kc * blocks.nc / std::min(k, blocks.kc) / nr * nr);
@@ -246,24 +277,26 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
     // Panels one cache line further apart than their size: at a power-of-two distance,
     // packing B row by row would write every panel's line to the same set of L1.
     const std::size_t bStride = kc * nr + nr;
-    if (oneBlockOfA) packA.template pack<mr>(0, m, pc, kc, ap);
+    if constexpr (!kAInPlace<PackA>)
+      if (oneBlockOfA) packA.template pack<mr>(0, m, pc, kc, ap);
     for (std::size_t jc = 0; jc < n; jc += ncMax) {
       const std::size_t nc = std::min(ncMax, n - jc);
       packB.template pack<nr>(pc, kc, jc, nc, bp, bStride);
       for (std::size_t ic = 0; ic < m; ic += blocks.mc) {
         const std::size_t mc = std::min(blocks.mc, m - ic);
-        if (!oneBlockOfA) packA.template pack<mr>(ic, mc, pc, kc, ap);
-        if (kc >= blocks.kc / 2) {
+        if constexpr (!kAInPlace<PackA>)
+          if (!oneBlockOfA) packA.template pack<mr>(ic, mc, pc, kc, ap);
+        if (kc >= blocks.kc / 2 && !kAInPlace<PackA>) {
           // A panel of B stays in L1 while the tiles go down the rows of the block.
           for (std::size_t jr = 0; jr < nc; jr += nr)
             for (std::size_t ir = 0; ir < mc; ir += mr)
-              tileAt(ap + ir * kc, bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+              tileAt(aAt(ic + ir, ir, pc, kc), bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
         } else {
           // Few products per tile: reading and writing C costs more than the panels, so the
           // tiles go along C's rows, as the hardware prefetches.
           for (std::size_t ir = 0; ir < mc; ir += mr)
             for (std::size_t jr = 0; jr < nc; jr += nr)
-              tileAt(ap + ir * kc, bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+              tileAt(aAt(ic + ir, ir, pc, kc), bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
         }
       }
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <span>
 #include <type_traits>
+#include <vector>
 
 #include "burtorch/activation.hpp"
 #include "burtorch/gemm.hpp"
@@ -35,6 +36,10 @@ struct LinearRecord {
 // token: below, packing the panels costs more than it saves. Measured on the mini-GPT (8 tokens
 // per sample, d_model 24): b = 1 stays token by token, with the same bits as ever.
 inline constexpr std::size_t kBlockTokens = 16;
+
+// Weights from which a layer's block product reads W where it lies (Y^T = W X^T) rather than
+// packing W^T's panels each step.
+inline constexpr std::size_t kWeightsInPlace = std::size_t{1} << 12;
 
 // Token t's input, a run or equal-length runs (lists.hpp), as row t of a matrix for the GEMM's
 // packers: over the pool's values in the forward, over its gradients in the backward.
@@ -90,7 +95,18 @@ void linearBlock(const LinearRecord& layer, std::size_t tokens, const Index* lis
   const std::size_t n = layer.n, rows = layer.rows;
   const InputRows<T> x{v, pool.links(), lists};
   const kernels::StridedRows<T> w{v + layer.firstWeight, n}, y{v + layer.firstOutput, rows};
-  kernels::gemm<T>(tokens, rows, n, kernels::AFromRows<InputRows<T>>{x, tokens}, kernels::BFromColumns<kernels::StridedRows<T>>{w, rows}, y, true);
+  if (rows * n >= kWeightsInPlace) {
+    // Y^T = W X^T, W read where it lies (gemm.hpp's AInPlace), into a buffer, then Y from it.
+    static thread_local std::vector<T> transposed;  // grows to the largest block, then stays
+    if (transposed.size() < rows * tokens) transposed.resize(rows * tokens);
+    kernels::gemm<T>(rows, tokens, n, kernels::AInPlace<T>{v + layer.firstWeight, n, rows}, kernels::BFromColumns<InputRows<T>>{x, tokens},
+                     kernels::StridedRows<T>{transposed.data(), tokens}, true);
+    T* const out = v + layer.firstOutput;
+    for (std::size_t t = 0; t < tokens; ++t)
+      for (std::size_t j = 0; j < rows; ++j) out[t * rows + j] = transposed[j * tokens + t];
+  } else {
+    kernels::gemm<T>(tokens, rows, n, kernels::AFromRows<InputRows<T>>{x, tokens}, kernels::BFromColumns<kernels::StridedRows<T>>{w, rows}, y, true);
+  }
   if (layer.hasBias()) addToEachRow(v + layer.firstOutput, v + layer.firstBias, tokens, rows);
   // In FP32, tanh for the whole block at once (tanh_block.hpp).
   if constexpr (std::is_same_v<T, float>)

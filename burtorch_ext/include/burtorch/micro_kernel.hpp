@@ -74,10 +74,28 @@ BURTORCH_INLINE void writeTile(typename Register<T, lanes>::V (&acc)[mr][regs], 
   });
 }
 
-// C tile (kMR x kNR) (+)= a (kc x kMR panel) x b (kc x kNR panel); c[i]: row i of the tile, kNR
-// values, no two overlapping.
-template <class T, std::size_t lanes>
-BURTORCH_INLINE void microKernel(std::size_t kc, const T* BURTORCH_RESTRICT a, const T* BURTORCH_RESTRICT b, T* const* c, const WriteBack<T>& write) noexcept {
+// How the micro-kernels read A: a packed panel (gemm.hpp's packers: the tile's kMR values of each k
+// together), or A where it lies (a weight matrix that changes once a step and is read whole by
+// each product: packing it would cost a pass of its own).
+template <class T, std::size_t mr>
+struct PackedA {
+  const T* a;
+  BURTORCH_INLINE const T* at(std::size_t i) const noexcept { return a + i; }
+  BURTORCH_INLINE void next() noexcept { a += mr; }
+};
+
+template <class T, std::size_t mr>
+struct RowsOfA {
+  const T* row[mr];
+  std::size_t k = 0;  // one offset for all the rows: one add a step, not one a row
+  BURTORCH_INLINE const T* at(std::size_t i) const noexcept { return row[i] + k; }
+  BURTORCH_INLINE void next() noexcept { ++k; }
+};
+
+// C tile (kMR x kNR) (+)= a (kc x kMR) x b (kc x kNR panel); c[i]: row i of the tile, kNR values,
+// no two overlapping.
+template <class T, std::size_t lanes, class A>
+BURTORCH_INLINE void microKernel(std::size_t kc, A a, const T* BURTORCH_RESTRICT b, T* const* c, const WriteBack<T>& write) noexcept {
   using R = Register<T, lanes>;
   constexpr std::size_t mr = Tile<T, lanes>::kMR, w = lanes;
   typename R::V acc[mr][2];
@@ -85,11 +103,11 @@ BURTORCH_INLINE void microKernel(std::size_t kc, const T* BURTORCH_RESTRICT a, c
   for (std::size_t k = 0; k < kc; ++k) {
     const typename R::V b0 = R::load(b), b1 = R::load(b + w);
     forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA {
-      const typename R::V ai = R::broadcast(a + i);
+      const typename R::V ai = R::broadcast(a.at(i));
       acc[i][0] = R::mulAdd(ai, b0, acc[i][0]);
       acc[i][1] = R::mulAdd(ai, b1, acc[i][1]);
     });
-    a += mr;
+    a.next();
     b += 2 * w;
   }
   writeTile<T, lanes>(acc, c, write);
@@ -98,16 +116,16 @@ BURTORCH_INLINE void microKernel(std::size_t kc, const T* BURTORCH_RESTRICT a, c
 // The same over the first half of the panel of b (one register per row of the tile): the last
 // panel of a narrow C (24 columns in AVX registers: 16 + 8), without multiplying the panel's
 // zeros or going through a buffer. The same chains, so the same bits.
-template <class T, std::size_t lanes>
-BURTORCH_INLINE void microKernelHalf(std::size_t kc, const T* BURTORCH_RESTRICT a, const T* BURTORCH_RESTRICT b, T* const* c, const WriteBack<T>& write) noexcept {
+template <class T, std::size_t lanes, class A>
+BURTORCH_INLINE void microKernelHalf(std::size_t kc, A a, const T* BURTORCH_RESTRICT b, T* const* c, const WriteBack<T>& write) noexcept {
   using R = Register<T, lanes>;
   constexpr std::size_t mr = Tile<T, lanes>::kMR, w = lanes;
   typename R::V acc[mr][1];
   forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = R::zero(); });
   for (std::size_t k = 0; k < kc; ++k) {
     const typename R::V b0 = R::load(b);
-    forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = R::mulAdd(R::broadcast(a + i), b0, acc[i][0]); });
-    a += mr;
+    forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = R::mulAdd(R::broadcast(a.at(i)), b0, acc[i][0]); });
+    a.next();
     b += 2 * w;
   }
   writeTile<T, lanes>(acc, c, write);
