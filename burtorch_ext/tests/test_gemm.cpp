@@ -138,39 +138,31 @@ bool checkDescend(const KernelChoice& choice, std::size_t m, std::size_t n, std:
 
 constexpr std::array<std::array<std::size_t, 3>, 6> kShapes{{{1, 1, 1}, {7, 33, 17}, {13, 70, 300}, {64, 40, 520}, {100, 24, 96}, {9, 1100, 8}}};
 
-// check(choice, m, n, k) in float and double at every choice and shape; those where it fails printed.
-template <template <class> class Check>
-void checkEverywhere() {
+// check.operator()<T>(choice, m, n, k) in float and double at every choice and shape; those where it
+// fails printed.
+template <class Check>
+void checkEverywhere(Check check) {
   for (const KernelChoice& choice : everyChoice())
     for (const auto& [m, n, k] : kShapes) {
-      const bool ok = Check<float>::at(choice, m, n, k) && Check<double>::at(choice, m, n, k);
+      const bool ok = check.template operator()<float>(choice, m, n, k) && check.template operator()<double>(choice, m, n, k);
       if (!ok) std::printf("    %s at %zu x %zu x %zu\n", describe(choice).c_str(), m, n, k);
       CHECK(ok);
     }
 }
 
-template <class T>
-struct PlainLoop {
-  static bool at(const KernelChoice& c, std::size_t m, std::size_t n, std::size_t k) { return checkGemm<T>(c, m, n, k); }
-};
-template <class T>
-struct Transposed {
-  static bool at(const KernelChoice& c, std::size_t m, std::size_t n, std::size_t k) { return sameBitsTransposed<T>(c, m, n, k); }
-};
-template <class T>
-struct Descend {
-  static bool at(const KernelChoice& c, std::size_t m, std::size_t n, std::size_t k) { return checkDescend<T>(c, m, n, k); }
-};
-
 }  // namespace
 
 TEST_CASE("gemm: agrees with a plain loop for each packing (A where it lies too), register width and block choice, at shapes off the tiles") {
-  checkEverywhere<PlainLoop>();
+  checkEverywhere([]<class T>(const KernelChoice& c, std::size_t m, std::size_t n, std::size_t k) { return checkGemm<T>(c, m, n, k); });
 }
 
-TEST_CASE("gemm: A read where it lies gives the packed product's bits, transposed") { checkEverywhere<Transposed>(); }
+TEST_CASE("gemm: A read where it lies gives the packed product's bits, transposed") {
+  checkEverywhere([]<class T>(const KernelChoice& c, std::size_t m, std::size_t n, std::size_t k) { return sameBitsTransposed<T>(c, m, n, k); });
+}
 
-TEST_CASE("gemm: the SGD write-backs leave v - step (C + A B) and zero gradients, in every choice") { checkEverywhere<Descend>(); }
+TEST_CASE("gemm: the SGD write-backs leave v - step (C + A B) and zero gradients, in every choice") {
+  checkEverywhere([]<class T>(const KernelChoice& c, std::size_t m, std::size_t n, std::size_t k) { return checkDescend<T>(c, m, n, k); });
+}
 
 TEST_CASE("gemm: the default choice is the running CPU's") {
   const KernelChoice& c = kernelChoice();

@@ -224,7 +224,8 @@ template <class T, std::size_t lanes, class PackA, class PackB, class CRows>
 void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t k, const PackA& packA, const PackB& packB, const CRows& cRows, const WriteBack<T>& write) noexcept {
   constexpr std::size_t mr = Tile<T, lanes>::kMR, nr = Tile<T, lanes>::kNR;
   static thread_local PanelBuffer<T> aBuffer, bBuffer;
-  T* const ap = aBuffer.fit(blocks.mc * blocks.kc);
+  constexpr bool packsA = !kAInPlace<PackA>;
+  T* const ap = packsA ? aBuffer.fit(blocks.mc * blocks.kc) : nullptr;
   alignas(64) T tile[mr * nr];
   // One tile: from the packed panels into C, through `tile` where C's rows are not contiguous
   // over the tile (or at the edges).
@@ -254,11 +255,15 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
         j += count;
       }
   };
-  // The tile's rows of A from row i0 (of the block at ap's ir) along k from pc.
-  const auto aAt = [&](std::size_t i0, std::size_t ir, std::size_t pc, std::size_t kc) {
+  // Rows [i0, i0 + mc) of A into their panels, along k from pc; A read where it lies has none.
+  const auto packBlockOfA = [&](std::size_t i0, std::size_t mc, std::size_t pc, std::size_t kc) {
+    if constexpr (packsA) packA.template pack<mr>(i0, mc, pc, kc, ap);
+  };
+  // The tile's rows of A: row ir of the block from row ic, along k from pc.
+  const auto aAt = [&](std::size_t ic, std::size_t ir, std::size_t pc, std::size_t kc) {
     if constexpr (kAInPlace<PackA>) {
       RowsOfA<T, mr> rows;
-      for (std::size_t i = 0; i < mr; ++i) rows.row[i] = packA.base + std::min(i0 + i, m - 1) * packA.stride + pc;
+      for (std::size_t i = 0; i < mr; ++i) rows.row[i] = packA.base + std::min(ic + ir + i, m - 1) * packA.stride + pc;
       return rows;
     } else {
       return PackedA<T, mr>{ap + ir * kc};
@@ -277,29 +282,27 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
     // Panels one cache line further apart than their size: at a power-of-two distance,
     // packing B row by row would write every panel's line to the same set of L1.
     const std::size_t bStride = kc * nr + nr;
-    if constexpr (!kAInPlace<PackA>)
-      if (oneBlockOfA) packA.template pack<mr>(0, m, pc, kc, ap);
+    if (oneBlockOfA) packBlockOfA(0, m, pc, kc);
     for (std::size_t jc = 0; jc < n; jc += ncMax) {
       const std::size_t nc = std::min(ncMax, n - jc);
       packB.template pack<nr>(pc, kc, jc, nc, bp, bStride);
       for (std::size_t ic = 0; ic < m; ic += blocks.mc) {
         const std::size_t mc = std::min(blocks.mc, m - ic);
-        if constexpr (!kAInPlace<PackA>)
-          if (!oneBlockOfA) packA.template pack<mr>(ic, mc, pc, kc, ap);
+        if (!oneBlockOfA) packBlockOfA(ic, mc, pc, kc);
         // A read where it lies goes along C's rows too: each tile's rows of A are fetched once for
         // every panel of B, not once per panel (the MLP's forward at b = 64, e = 1,024 on the
         // Intel host: 1.32 -> 1.25 ms a step, one run each).
-        if (kc >= blocks.kc / 2 && !kAInPlace<PackA>) {
+        if (kc >= blocks.kc / 2 && packsA) {
           // A panel of B stays in L1 while the tiles go down the rows of the block.
           for (std::size_t jr = 0; jr < nc; jr += nr)
             for (std::size_t ir = 0; ir < mc; ir += mr)
-              tileAt(aAt(ic + ir, ir, pc, kc), bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+              tileAt(aAt(ic, ir, pc, kc), bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
         } else {
           // Few products per tile: reading and writing C costs more than the panels, so the
           // tiles go along C's rows, as the hardware prefetches.
           for (std::size_t ir = 0; ir < mc; ir += mr)
             for (std::size_t jr = 0; jr < nc; jr += nr)
-              tileAt(aAt(ic + ir, ir, pc, kc), bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+              tileAt(aAt(ic, ir, pc, kc), bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
         }
       }
     }
