@@ -91,8 +91,8 @@ bool checkGemm(const KernelChoice& choice, std::size_t m, std::size_t n, std::si
   return ok;
 }
 
-// C^T = B^T A^T with A^T read where it lies gives C's bits: each element the same chains (a
-// layer's forward as Y^T = W X^T, linear_rows.hpp).
+// C^T = B^T A^T with A^T read where it lies, transposed back, gives C's bits: each element the
+// same chains (a layer's forward as Y^T = W X^T, linear_rows.hpp).
 template <class T>
 bool sameBitsTransposed(const KernelChoice& choice, std::size_t m, std::size_t n, std::size_t k) {
   const Operands<T> x(m, n, k);
@@ -102,10 +102,9 @@ bool sameBitsTransposed(const KernelChoice& choice, std::size_t m, std::size_t n
           WriteBack<T>{WriteBack<T>::kStore});
   gemm<T>(choice, n, m, k, AInPlace<T>{x.bt.data(), k, n}, BFromColumns<StridedRows<T>>{aRows, m}, StridedRows<T>{ct.data(), m},
           WriteBack<T>{WriteBack<T>::kStore});
-  bool ok = true;
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < n; ++j) ok = ok && c[i * n + j] == ct[j * m + i];
-  return ok;
+  std::vector<T> back(m * n);
+  transpose(ct.data(), n, m, back.data());
+  return back == c;
 }
 
 // The SGD step fused into the product: v -= step (C + A B), C = 0, values and gradients in

@@ -103,9 +103,7 @@ void linearBlock(const LinearRecord& layer, std::size_t tokens, const Index* lis
     if (transposed.size() < rows * tokens) transposed.resize(rows * tokens);
     kernels::gemm<T>(rows, tokens, n, kernels::AInPlace<T>{v + layer.firstWeight, n, rows}, kernels::BFromColumns<InputRows<T>>{x, tokens},
                      kernels::StridedRows<T>{transposed.data(), tokens}, true);
-    T* const out = v + layer.firstOutput;
-    for (std::size_t t = 0; t < tokens; ++t)
-      for (std::size_t j = 0; j < rows; ++j) out[t * rows + j] = transposed[j * tokens + t];
+    kernels::transpose(transposed.data(), rows, tokens, v + layer.firstOutput);
   } else {
     kernels::gemm<T>(tokens, rows, n, kernels::AFromRows<InputRows<T>>{x, tokens}, kernels::BFromColumns<kernels::StridedRows<T>>{w, rows}, y, true);
   }
