@@ -282,12 +282,12 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
   };
   // The tile's rows of A: row ir of the block from row ic, along k from pc.
   const auto aAt = [&](std::size_t ic, std::size_t ir, std::size_t pc, std::size_t kc) {
-    if constexpr (kAInPlace<PackA>) {
+    if constexpr (packsA) {
+      return PackedA<T, mr>{ap + ir * kc};
+    } else {
       RowsOfA<T, mr> rows;
       for (std::size_t i = 0; i < mr; ++i) rows.row[i] = packA.base + std::min(ic + ir + i, m - 1) * packA.stride + pc;
       return rows;
-    } else {
-      return PackedA<T, mr>{ap + ir * kc};
     }
   };
   // As many columns of B per block as keep a block of B within kc x nc values: wider where k
