@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_claims import LINUX, TINY, exact_run, gpt_trials, mlp_trials
+from test_claims import LINUX, TINY, exact_run, gpt_trials, mlp_trials, repeated
 from test_report import make_trial, write_run
 from tests_support import chromium
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # ----------------------------------------------------------------------------- the report's files
 
 def full_run(tmp_path: Path, **manifest) -> Path:
-    trials = exact_run() + gpt_trials(5e-4, 8e-3, batches=(1, 64)) + mlp_trials({4: 40.0, 1024: 1.3})
+    trials = repeated(exact_run() + gpt_trials(5e-4, 8e-3, batches=(1, 64)) + mlp_trials({4: 40.0, 1024: 1.3}))
     trials.append(make_trial("micrograd/eager/python/cpu", "tiny", TINY, 1, None, status="timeout"))
     return write_run(tmp_path / "results" / "run-1", LINUX, trials, **manifest)
 
@@ -41,11 +41,11 @@ def test_report_writes_claims_md_csv_json_and_marks_an_interrupted_run(interrupt
     md = (folder / "claims.md").read_text(encoding="utf-8")
     assert md.startswith("# The BurTorch paper's claims on run run-1")
     assert "This run is interrupted, not complete" in md
-    assert "1 of 14 trials did not succeed (1 timeout)" in md
+    assert "1 of 40 trials did not succeed (1 timeout)" in md
     assert "; profile quick." in md  # the plan's, which manifest.json keeps under "plan" alone
     assert ("| On the mini-GPT BurTorch is up to ×20 faster than PyTorch (`abstract-gpt-time`) | Abstract; Sec. 2.5 "
-            "(Table 7) | up to ×20 | – **not measurable here** | ≈ **partly**: ×16 at gpt batch=1: "
-            "torch/eager/python/cpu |") in md
+            "(Table 7) | up to ×20 | – **not measurable here** | ≈ **partly**: ×16 [16, 16] (3 / 3 trials) at "
+            "gpt batch=1: torch/eager/python/cpu |") in md
     rows = list(csv.DictReader(open(folder / "claims.csv", encoding="utf-8")))
     assert [r["id"] for r in rows] == [c.id for c in claims.load_claims()]
     data = json.loads((folder / "claims.json").read_text(encoding="utf-8"))
@@ -82,10 +82,10 @@ def test_summary_lines(interrupted):
     rendered = interrupted
     text = "\n".join(summary_lines(rendered))
     assert "This run is interrupted" in text
-    assert "abstract-gpt-time" in text and "partly[/] ×16" in text and "paper ×20" in text
+    assert "abstract-gpt-time" in text and "[yellow]≈[/] ×16 [16, 16] 3/3" in text and "paper ×20" in text
     assert "tiny" in text and "burtorch/eager/cpp[/] 1 µs" in text
     assert (rendered.folder / "index.html").resolve().as_uri() in text
-    judged = [j for j in rendered.judged if any(v.verdict in ("reproduced", "partly", "not reproduced")
+    judged = [j for j in rendered.judged if any(v.verdict in ("reproduced", "partly", "not reproduced", "undecided")
                                                for v in j.verdicts())]
     assert 0 < len([line for line in summary_lines(rendered) if " │ authors " in line]) == len(judged)
     assert "more not judged here: see claims.md" in text

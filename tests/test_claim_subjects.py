@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from test_claims import EXACT, GPT_TIME, LINUX, MB, PT, exact_run, outputs_trial
+from test_claims import EXACT, GPT_TIME, LINUX, MB, PT, exact_run, outputs_trial, repeated
 from test_report import make_trial, write_run
 
 from engines.base import AUTHORS, BASELINE
@@ -24,7 +24,7 @@ HEADER = ("id,claim,where,metric,tables,points,engines,rule,stated,stated_text,s
 
 
 def judged(tmp_path: Path, trials: list, line: str, **manifest) -> claims.Judged:
-    run = load_run(write_run(tmp_path / "run", LINUX, trials, **manifest))
+    run = load_run(write_run(tmp_path / "run", LINUX, repeated(trials), **manifest))
     (parsed,) = claims.parse_claims(HEADER + line + "\n")
     (result,) = claims.judge(run, build_tables(run), (parsed,))
     return result

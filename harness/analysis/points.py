@@ -19,10 +19,6 @@ from harness.store.results import params_key
 from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
 from harness.units import count
 
-# A point whose trials vary more than this (coefficient of variation) is marked noisy.
-
-
-
 
 class PointKey(NamedTuple):
     engine: str
@@ -49,12 +45,18 @@ def measure(trial: dict, name: str) -> float | None:
     return number(value)
 
 
+# A trial's time per iteration, read by every table, figure, claim and compare: robust to a stall in one
+# step (BenchmarkTools.jl's estimator for heavy right tails). Programs that print only a total give their mean.
+STATISTIC = "median of the trial's timed blocks"
+
+
 def trial_time(trial: dict) -> float | None:
-    """Seconds per iteration of one trial: the mean over its timed blocks, else loop time / iterations."""
+    """Seconds per iteration of one trial (STATISTIC), else the mean over its blocks, else loop time / iterations."""
     per_iter = trial.get("per_iter_s")
-    mean = number(per_iter.get("mean")) if isinstance(per_iter, dict) else None
-    if mean is not None:
-        return mean
+    for name in ("median", "mean"):
+        value = number(per_iter.get(name)) if isinstance(per_iter, dict) else None
+        if value is not None:
+            return value
     loop, iterations = number(trial.get("loop_time_s")), number(trial.get("iterations"))
     return loop / iterations if loop is not None and iterations else None
 

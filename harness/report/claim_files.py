@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from engines.base import finite
+from harness.analysis.points import STATISTIC
 from harness.report import claims, paper
 from harness.report.claims import Judged, Verdict
 from harness.store.runs import Run
@@ -18,12 +19,16 @@ SUBJECTS_TEXT = ("Each claim is judged twice: for the authors' BurTorch (their p
                  "Where the authors' program differs from our workload (claims.csv's `authors` column), the "
                  "factor still counts where the claim is about time or memory and the difference does not change "
                  "what is compared; where it cannot answer the claim, its verdict is not comparable.")
-HOW = ("Each factor is the other engine over the subject at the same point (above 1: BurTorch better). "
-       "reproduced: ours reaches the paper's number within the claim's tolerance; partly: same direction, "
-       "smaller factor; not reproduced: opposite direction; not comparable: the authors' program computes "
-       "something else; not measurable here: this run lacks the claim's rows, or this machine the measure or the "
-       "subject. Times are held to the paper's number as stated (from its Windows tables); "
-       "memory, another measure on each OS, to the paper's own figure on this run's OS over the same rows.")
+HOW = ("Each factor is the other engine over the subject at the same point (above 1: BurTorch better), with its "
+       "95% interval over trials (processes): a t interval on the logs of the per-round ratios where both ran in "
+       "the same rounds, else Welch's. A trial's time is the median of its timed blocks. The verdict holds the "
+       "whole interval to the paper's number: reproduced: all of it reaches the paper's number within the "
+       "claim's tolerance; partly: all of it in the same direction, short of the number; not reproduced: all of "
+       "it in the opposite direction; undecided: it spans a boundary (the verdict says which trials would "
+       "decide it); not comparable: the authors' program computes something else; not measurable here: this "
+       "run lacks the claim's rows, or this machine the measure or the subject. Times are held to the paper's "
+       "number as stated (from its Windows tables); memory, another measure on each OS, to the paper's own "
+       "figure on this run's OS over the same rows.")
 
 def shown(v: Verdict, which: str) -> str:
     """'Paper' and 'Ours' cells."""
@@ -33,19 +38,21 @@ def shown(v: Verdict, which: str) -> str:
             return "n/a"
         return "exactly equal" if value == 0 else ("wrong results" if math.isinf(value) else f"max rel. diff {value:.2g}")
     if v.claim.rule == "flat" and which == "ours":
-        return f"×{v.ours:.3f}" if v.ours is not None else "n/a"
+        return f"×{v.ours:.3f}{claims.interval(v)}" if v.ours is not None else "n/a"
     if which == "paper":
         if v.paper is None or v.paper_basis == "as stated":
             return v.claim.stated_text
-        return f"{claims.fx(v.paper)} ({v.paper_basis})"
-    return claims.fx(v.ours) if v.ours is not None else "n/a"
+        return (f"{v.claim.stated_text} ({paper.OS_NAMES.get(v.claim.stated_os, v.claim.stated_os)} memory); held to "
+                f"{claims.fx(v.paper)}, the same rows in {v.paper_basis}, the measure this run has")
+    return f"{claims.fx(v.ours)}{claims.interval(v)}" if v.ours is not None else "n/a"
 
 
 def cell(v: Verdict) -> str:
-    """One subject's cell: its verdict, its number and where it comes from."""
+    """One subject's cell: its verdict, its number with its interval and trials, and where it comes from."""
     if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE):
         return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**"
-    return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**: {shown(v, 'ours')}" + (f" at {v.at}" if v.at else "")
+    trials = f" ({v.trials[0]} / {v.trials[1]} trials)" if v.trials else ""
+    return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**: {shown(v, 'ours')}{trials}" + (f" at {v.at}" if v.at else "")
 
 
 def markdown_table(judged: list[Judged]) -> str:
@@ -89,6 +96,9 @@ def markdown(run: Run, judged: list[Judged], status: list[str]) -> str:
         for s, v in zip(claims.SUBJECTS, j.verdicts()):
             head += [f"- **{s.title[0].upper() + s.title[1:]}** ({s.engine}): {v.verdict}: {shown(v, 'ours')}"
                      + (f" at {v.at}" if v.at else "") + f". {v.why[0].upper() + v.why[1:] if v.why else ''}."]
+            if v.trials:
+                head.append(f"  - From {v.trials[0]} trials of {s.short} and {v.trials[1]} of the other engine "
+                            f"({v.method}; a trial's time: the {STATISTIC}).")
             if v.used:
                 head.append(f"  - From the run's rows: {'; '.join(v.used)}.")
             if v.missing and not v.why.startswith("missing:"):
@@ -114,7 +124,8 @@ def machine_text(run: Run) -> str:
 
 
 CLAIM_FIELDS = ["id", "claim", "where", "metric", "rule", "stated", "stated_text", "tolerance", "authors_program"]
-SUBJECT_FIELDS = ["verdict", "value", "at", "paper", "paper_basis", "why", "missing"]
+SUBJECT_FIELDS = ["verdict", "value", "low", "high", "trials", "statistic", "method", "at", "paper", "paper_basis",
+                  "why", "missing"]
 CSV_FIELDS = CLAIM_FIELDS + [f"{s.key}_{f}" for s in claims.SUBJECTS for f in SUBJECT_FIELDS]
 
 
@@ -128,8 +139,10 @@ def csv_text(judged: list[Judged]) -> str:
         row = {"id": c.id, "claim": c.claim, "where": c.where, "metric": c.metric, "rule": c.rule,
                "stated": c.stated, "stated_text": c.stated_text, "tolerance": c.tolerance, "authors_program": c.authors}
         for s, v in zip(claims.SUBJECTS, j.verdicts()):
-            values = {"verdict": v.verdict, "value": v.ours, "at": v.at, "paper": v.paper, "paper_basis": v.paper_basis,
-                      "why": v.why, "missing": "; ".join(v.missing)}
+            values = {"verdict": v.verdict, "value": v.ours, "low": v.low, "high": v.high,
+                      "trials": " / ".join(map(str, v.trials)) if v.trials else None,
+                      "statistic": STATISTIC if v.trials else None, "method": v.method, "at": v.at, "paper": v.paper,
+                      "paper_basis": v.paper_basis, "why": v.why, "missing": "; ".join(v.missing)}
             row.update({f"{s.key}_{k}": "" if x is None else x for k, x in values.items()})
         writer.writerow(row)
     return out.getvalue()

@@ -8,10 +8,14 @@ from dataclasses import dataclass
 
 from engines import all_engines
 from engines.base import AUTHORS, BASELINE
+from harness.analysis import effect as effects
+from harness.analysis.effect import Effect
+from harness.analysis.points import Point, run_points
 from harness.report import paper
 from harness.report.metrics import Metric, resolve
 from harness.report.tables import Table
-from harness.report.verdicts import NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, Verdict, fx, reach
+from harness.report.verdicts import (BY_KEY, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED,
+                                     SUBJECTS, UNDECIDED, Verdict, fx, interval, regions)
 from harness.store.results import params_key
 from harness.store.runs import Run
 from workloads import all_workloads
@@ -34,6 +38,8 @@ class Row:
     lacks: str | None = None  # the engine whose measurement at this point the run lacks
     # For a quotient metric ("init/step_time"): the engine's own quotient and the subject's, ours and the paper's.
     own: tuple | None = None
+    effect: Effect | None = None  # the factor over trials, with its interval (harness/analysis/effect.py)
+    params: dict | None = None  # the point's parameters
 
 
 def point_text(table: Table, params: dict) -> str:
@@ -68,6 +74,33 @@ def _quotient(row: dict, prefix: str, metrics: list[Metric]) -> float | None:
     return result
 
 
+def _quotient_of(values: list) -> float | None:
+    if any(v is None for v in values) or any(not v for v in values[1:]):
+        return None
+    result = float(values[0])
+    for v in values[1:]:
+        result /= float(v)
+    return result
+
+
+def _point(run: Run, engine: str, workload: str, params: dict) -> Point | None:
+    return next((p for p in run_points(run).values() if p.engine == engine and p.workload == workload
+                 and all(p.params.get(k) == v for k, v in params.items())), None)
+
+
+def trial_samples(run: Run, engine: str, workload: str, params: dict, metrics: list[Metric]) -> dict:
+    """{round: the metric's value in that trial} at the engine's point; a quotient's parts from one trial."""
+    point = _point(run, engine, workload, params)
+    if point is None:
+        return {}
+    found = {}
+    for trial in point.trials:
+        value = _quotient_of([m.ours(Point(point.key, [trial])) for m in metrics])
+        if value is not None and isinstance(trial.get("trial"), int):
+            found[trial["trial"]] = value
+    return found
+
+
 def claim_tables(claim: Claim, tables: list[Table]) -> tuple[list[Table], list[str]]:
     """The report's tables a claim reads, and the paper tables this run has no table of."""
     found = [t for t in tables if t.declaration.csv_name in claim.tables]
@@ -96,12 +129,17 @@ def ratio_rows(claim: Claim, subject: str, run: Run, tables: list[Table]) -> lis
             mine = _quotient(row, "", metrics) if row["in_run"] else None
             own = _quotient(base, "", metrics) if base is not None else None
             lacks = engine if mine is None else (subject if not own else None)
+            found = None
+            if lacks is None:
+                found = effects.effect(trial_samples(run, subject, table.workload, row["params"], metrics),
+                                       trial_samples(run, engine, table.workload, row["params"], metrics))
             rows.append(Row(point=point_text(table, row["params"]), engine=engine,
-                            ours=mine / own if lacks is None else None,
+                            ours=(found.estimate if found and found.estimate else mine / own) if lacks is None else None,
                             paper=_quotient(row, "paper_rel_", metrics), in_run=row["in_run"], required=required,
                             notes=list(row["notes"] or []), iterations=row["iterations"],
                             paper_iterations=table.declaration.iterations, table=table, lacks=lacks,
-                            own=_own_quotients(table, row, base, metrics) if len(metrics) > 1 else None))
+                            own=_own_quotients(table, row, base, metrics) if len(metrics) > 1 else None,
+                            effect=found, params=row["params"]))
     return rows
 
 
@@ -186,20 +224,72 @@ def ratio_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> 
         return verdict
     verdict.ours, best = _aggregate(claim.rule, present, "ours")
     verdict.at = f"{best.point}: {best.engine}"
-    outcome = reach(verdict.ours, verdict.paper, claim.tolerance)
-    holds_anyway = (claim.rule == "max" and outcome == REPRODUCED) or (claim.rule == "min" and outcome != REPRODUCED)
+    if best.effect is not None:
+        verdict.trials, verdict.method = (best.effect.n_a, best.effect.n_b), best.effect.method()
+    bounds, names = regions(verdict.paper, claim.tolerance)
+    low, high = _aggregate_interval(claim.rule, present)
+    if low > 0 or high < math.inf:
+        verdict.low, verdict.high = low, high
+    region = effects.region_of(low, bounds)
+    outcome = names[region] if region == effects.region_of(high, bounds) else UNDECIDED
+    holds_anyway = (claim.rule == "max" and outcome == REPRODUCED) or \
+        (claim.rule == "min" and outcome not in (REPRODUCED, UNDECIDED))
     if missing and not holds_anyway:
-        verdict.why = (f"missing: {'; '.join(missing)}; on the rows this run has, ours is {fx(verdict.ours)} "
-                       f"({verdict.at})")
+        verdict.why = (f"missing: {'; '.join(missing)}; on the rows this run has, {_short(subject)} is "
+                       f"{fx(verdict.ours)} ({verdict.at})")
         return verdict
     verdict.verdict = outcome
-    verdict.why = _ratio_why(claim, verdict, outcome, bool(missing))
+    if outcome == UNDECIDED:
+        verdict.needs = _needs(present, bounds, low, high)
+        verdict.why = _undecided_why(verdict, subject, bounds, low, high)
+        return verdict
+    verdict.why = _ratio_why(claim, verdict, outcome, bool(missing), subject)
     if best.own and None not in best.own[0]:
         (theirs, base), paper_own = best.own
         verdict.why += (f" ({claim.metric} in its own terms: {best.engine} {theirs:,.0f}, {subject} {base:,.0f}" + (
             f"; {best.table.paper_source}: {paper_own[0]:,.0f} and {paper_own[1]:,.0f}"
             if None not in paper_own else "") + ")")
     return verdict
+
+
+def _short(engine: str) -> str:
+    """The subject's name in its own column's words ('authors', 'ours')."""
+    return next((s.short for s in SUBJECTS if s.engine == engine), engine)
+
+
+def _aggregate_interval(rule: str, rows: list[Row]) -> tuple[float, float]:
+    """The interval of the claim's factor: of the largest (smallest) row's factor, [max of lows, max of
+    highs] (min for min); a row with no interval could be anywhere, [0, ∞]."""
+    spans = [(r.effect.low, r.effect.high) if r.effect is not None and r.effect.low is not None else (0.0, math.inf)
+             for r in rows]
+    pick = max if rule == "max" else min
+    return pick(low for low, _ in spans), pick(high for _, high in spans)
+
+
+def _needs(rows: list[Row], bounds: tuple, low: float, high: float) -> list[tuple]:
+    """(workload, params, engine, point, more trials or None) of the rows whose interval spans a boundary
+    the claim's interval spans: their trials decide it."""
+    spanned = [b for b in bounds if low < b <= high]
+    needs = []
+    for r in rows:
+        e = r.effect
+        if e is None or e.estimate is None:
+            continue
+        decision = effects.decide(e, bounds)
+        if decision.decided or (e.low is not None and not any(e.low < b <= e.high for b in spanned)):
+            continue
+        needs.append((r.table.workload, r.params, r.engine, r.point, decision.more))
+    return needs
+
+
+def _undecided_why(v: Verdict, subject: str, bounds: tuple, low: float, high: float) -> str:
+    spanned = [b for b in bounds if low < b <= high]
+    head = (f"{_short(subject)} {fx(v.ours)}{interval(v)} at {v.at} spans "
+            + " and ".join(fx(b) for b in spanned))
+    ways = [f"≈ {more} more trial{'s' if more != 1 else ''} at {point} ({engine} and {_short(subject)})"
+            if more else f"{point} ({engine}): more trials cannot decide it (the factor sits on the boundary)"
+            for _, _, engine, point, more in v.needs]
+    return head + (f"; {'; '.join(ways)} would decide it" if ways else "")
 
 
 def _measure(claim: Claim, os_name: str) -> str:
@@ -214,14 +304,14 @@ def _table_title(csv_name: str) -> str:
     return csv_name
 
 
-def _ratio_why(claim: Claim, v: Verdict, outcome: str, rows_missing: bool) -> str:
+def _ratio_why(claim: Claim, v: Verdict, outcome: str, rows_missing: bool, subject: str) -> str:
     where = f" at {v.at}" if v.at else ""
     word = {"max": "largest", "min": "smallest"}.get(claim.rule, "")
-    ours = f"ours{' (' + word + ')' if word and len(v.used) > 1 else ''} {fx(v.ours)}{where}"
+    ours = f"{_short(subject)}{' (' + word + ')' if word and len(v.used) > 1 else ''} {fx(v.ours)}{interval(v)}{where}"
     paper_number = f"the paper's {fx(v.paper)}" + ("" if v.paper_basis == "as stated" else f" ({v.paper_basis})")
     if outcome == REPRODUCED:
         slack = f" within {claim.tolerance:.0%}" if claim.tolerance and not _beyond(v.ours, v.paper) else ""
-        text = f"{ours} reaches {paper_number}{slack}"
+        text = f"{ours} reaches {paper_number}{slack} over its whole interval"
         return text + ("; rows missing from this run could only raise it" if rows_missing else "")
     if outcome == PARTLY:
         share = math.log(v.ours) / math.log(v.paper) if v.paper not in (None, 1) else None
@@ -251,29 +341,44 @@ def flat_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> V
             if row["engine"] != subject:
                 continue
             if row["in_run"] and row.get(metric.key) is not None:
-                ours.append((row[metric.key], label))
+                ours.append((row[metric.key], label, row["params"], table.workload))
                 have.update((name, row["params"].get(name)) for name in claim.points)
     if theirs:
         verdict.paper_rows = max(theirs.values()) / min(theirs.values())
         verdict.paper_rows_source = f"{_paper_source(found)[1]}, BurTorch over its batch sizes"
-    verdict.used = [f"{label}: {subject} {value * metric.scale:,.3g} {metric.unit}" for value, label in ours]
+    verdict.used = [f"{label}: {subject} {value * metric.scale:,.3g} {metric.unit}" for value, label, _, _ in ours]
     verdict.missing = [f"{_table_title(name)} (no trial in this run)" for name in absent_tables]
     verdict.missing += [f"{name}={value}: {subject}" for name, values in claim.points.items()
                         for value in values if (name, value) not in have]
     if verdict.missing or not ours:
         verdict.why = f"missing: {'; '.join(verdict.missing) or 'every row'}"
         return verdict
-    (low, low_at), (high, high_at) = min(ours), max(ours)
-    verdict.ours = high / low
-    verdict.at = ", ".join(dict.fromkeys(label for _, label in ours))
+    smallest, largest = min(ours, key=lambda o: o[0]), max(ours, key=lambda o: o[0])
+    low, high = smallest[0], largest[0]
+    # Two points of one engine ran in different rounds: their trials are not paired.
+    found = effects.effect(*(trial_samples(run, subject, workload, params, [metric])
+                             for _, _, params, workload in (smallest, largest)), paired=False)
+    verdict.ours = found.estimate or high / low
+    verdict.low, verdict.high = found.low, found.high
+    verdict.trials, verdict.method = (found.n_a, found.n_b), found.method()
+    verdict.at = ", ".join(dict.fromkeys(label for _, label, _, _ in ours))
     span = (f"{metric.title} {low * metric.scale:,.3g} → {high * metric.scale:,.3g} {metric.unit} "
             f"over {len(ours)} points")
-    if verdict.ours <= claim.stated * (1 + claim.tolerance):
+    bound = claim.stated * (1 + claim.tolerance)
+    decision = effects.decide(found, (bound,))
+    if not decision.decided:
+        verdict.verdict = UNDECIDED
+        verdict.needs = [(w, p, subject, label, decision.more) for _, label, p, w in (smallest, largest)]
+        more = f"≈ {decision.more} more trials at {smallest[1]} and {largest[1]} would decide it" \
+            if decision.more else "more trials cannot decide it"
+        verdict.why = f"×{verdict.ours:.3f}{interval(verdict)} spans the {claim.tolerance:.0%} allowed ({span}); {more}"
+    elif decision.region == 0:
         verdict.verdict = REPRODUCED
-        verdict.why = f"flat within {claim.tolerance:.0%}: {span} (×{verdict.ours:.3f})"
+        verdict.why = f"flat within {claim.tolerance:.0%}: {span} (×{verdict.ours:.3f}{interval(verdict)})"
     else:
         verdict.verdict = NOT_REPRODUCED
-        verdict.why = f"grows ×{verdict.ours:.3g} ({span}), beyond the {claim.tolerance:.0%} allowed"
+        verdict.why = (f"grows ×{verdict.ours:.3g}{interval(verdict)} ({span}), beyond the {claim.tolerance:.0%} "
+                       "allowed")
     return verdict
 
 

@@ -12,11 +12,16 @@ claim_rules.py:
 - flat: the subject's largest over smallest value across the run's points (memory against batch).
 - same_outputs: every engine's outputs compared bit for bit with the subject's at the same point.
 
-A verdict is `reproduced` (the run reaches the paper's number within the claim's tolerance),
-`partly` (same direction, a smaller factor), `not reproduced` (the opposite direction), `not
-comparable` (the authors' program computes something else, so it cannot answer the claim: the
-claim's `authors` column) or `not measurable here` (this run lacks the claim's rows, or this
-machine the measure or the subject).
+Each factor comes with its 95% interval over trials (processes), paired by round where both engines
+ran in the same rounds (harness/analysis/effect.py, the one rule); a trial's time is the median of
+its timed blocks (analysis/points.py's STATISTIC), so one stalled step moves neither. A verdict is
+held to the whole interval: `reproduced` (all of it reaches the paper's number within the claim's
+tolerance), `partly` (all of it in the paper's direction, short of its number), `not reproduced`
+(all of it on the other side of ×1), `undecided` (it spans a boundary: the verdict says which rows'
+trials would decide it, and how many), `not comparable` (the authors' program computes something
+else, so it cannot answer the claim: the claim's `authors` column) or `not measurable here` (this
+run lacks the claim's rows, or this machine the measure or the subject). For max (min) the claim's
+interval is that of the largest (smallest) factor: [largest low, largest high] over the rows.
 A maximum that already reaches the paper's number stands even when some rows are missing (more
 rows can only raise it); otherwise missing rows make the claim not measurable, never guessed.
 
@@ -32,15 +37,17 @@ from engines.base import AUTHORS
 from harness.analysis.points import run_points
 from harness.report import claim_rules
 from harness.report.tables import Table
-from harness.report.verdicts import (BY_KEY, NOT_COMPARABLE, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY,
-                                     REPRODUCED, SUBJECTS, SYMBOLS, VERDICTS, Judged, Subject, Verdict, fx, reach)
+from harness.report.verdicts import (BY_KEY, DECIDED, NOT_COMPARABLE, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC,
+                                     PARTLY, REPRODUCED, SUBJECTS, SYMBOLS, UNDECIDED, VERDICTS, Judged, Subject,
+                                     Verdict, fx, interval)
 from harness.store.runs import Run
 from workloads.claims import NOT_COMPARABLE as AUTHORS_NOT_COMPARABLE
 from workloads.claims import Claim, load_claims, parse_claims
 
 # What the pages, the summary and the tests read from here, defined in verdicts.py and workloads/claims.py.
-__all__ = ["BY_KEY", "NOT_COMPARABLE", "NOT_MEASURABLE", "NOT_REPRODUCED", "OS_SPECIFIC", "PARTLY", "REPRODUCED",
-           "SUBJECTS", "SYMBOLS", "VERDICTS", "Claim", "Judged", "Subject", "Verdict", "fx", "reach", "load_claims",
+__all__ = ["BY_KEY", "DECIDED", "NOT_COMPARABLE", "NOT_MEASURABLE", "NOT_REPRODUCED", "OS_SPECIFIC", "PARTLY",
+           "REPRODUCED", "SUBJECTS", "SYMBOLS", "UNDECIDED", "VERDICTS", "Claim", "Judged", "Subject", "Verdict", "fx",
+           "interval", "load_claims",
            "parse_claims", "judge", "evaluate", "absent_subject"]
 
 

@@ -16,13 +16,13 @@ from rich.text import Text
 
 from engines.none import FLOOR
 from harness.analysis.labels import short_ids
-from harness.analysis.points import run_points
+from harness.analysis.points import STATISTIC, run_points
 from harness.analysis.summary import format_seconds, shown_params
 from harness.report import claim_files, claims, versions
 from harness.report.render import render_report
 
-STYLES = {"reproduced": "green", "partly": "yellow", "not reproduced": "red", "not comparable": "magenta",
-          "not measurable here": "dim"}
+STYLES = {"reproduced": "green", "partly": "yellow", "not reproduced": "red", "undecided": "cyan",
+          "not comparable": "magenta", "not measurable here": "dim"}
 
 
 def after_run(run_dir: Path, console: Console, out_root: Path) -> None:
@@ -42,8 +42,11 @@ WIDTH = 120  # the summary fits a 120-column terminal
 def _subject_text(v) -> tuple[str, str]:
     """(plain text, styled text) of one subject's verdict: symbol, verdict, number."""
 
-    value = "" if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE) else f" {claim_files.shown(v, 'ours')}"
-    head = f"{claims.SYMBOLS[v.verdict]} {v.verdict}"
+    if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE):
+        head, value = f"{claims.SYMBOLS[v.verdict]} {v.verdict}", ""
+    else:
+        head = claims.SYMBOLS[v.verdict]
+        value = f" {claim_files.shown(v, 'ours')}" + (f" {v.trials[0]}/{v.trials[1]}" if v.trials else "")
     return head + value, f"[{STYLES[v.verdict]}]{escape(head)}[/]{escape(value)}"
 
 
@@ -76,10 +79,11 @@ def _paper_number(judged) -> str:
 def judgeable(judged) -> bool:
     """A claim with a number for at least one subject."""
 
-    return any(v.verdict in (claims.REPRODUCED, claims.PARTLY, claims.NOT_REPRODUCED) for v in judged.verdicts())
+    return any(v.verdict in (*claims.DECIDED, claims.UNDECIDED) for v in judged.verdicts())
 
 
-LEGEND = "✓ reproduced, ≈ partly, ✗ not reproduced, ≠ not comparable, – not measurable"
+LEGEND = "✓ reproduced, ≈ partly, ✗ not reproduced, ? undecided, ≠ not comparable, – not measurable"
+READING = f"factor [95% interval] trials of the subject/of the other engine; a trial's time: the {STATISTIC}"
 
 
 def _tally(judged: list, key: str) -> dict:
@@ -104,6 +108,7 @@ def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
     lines += [claim_line(j) for j in shown]
     rest = [j for j in judged_all if not judgeable(j)]
     lines.append(f"  {escape(LEGEND)}" + (f"; {len(rest)} more not judged here: see claims.md" if rest else ""))
+    lines.append(f"  {escape(READING)}")
     return lines
 
 

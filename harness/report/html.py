@@ -229,7 +229,8 @@ def status_html(status: list[str]) -> str:
 
 def _subject_cell(v) -> str:
     value = "" if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE) else \
-        f" {esc(claim_files.shown(v, 'ours'))}" + (f" at {esc(v.at)}" if v.at else "")
+        f" {esc(claim_files.shown(v, 'ours'))}" + (f" at {esc(v.at)}" if v.at else "") + (
+            f" ({v.trials[0]} / {v.trials[1]} trials, {esc(v.method)})" if v.trials else "")
     return (f"<td class='v-{v.verdict.replace(' ', '-')}'><b>{claims.SYMBOLS[v.verdict]} {esc(v.verdict)}</b>{value}"
             f"<br><small>{esc(v.why)}</small></td>")
 

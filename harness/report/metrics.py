@@ -41,8 +41,8 @@ class Metric:
     relative: bool = True
 
 
-PER_ITERATION_NOTE = ("Times are per iteration: ours = mean over trials of each trial's per-iteration time "
-                      "({our_iterations} iterations per trial); paper = its total over {paper_iterations} "
+PER_ITERATION_NOTE = ("Times are per iteration: ours = mean over trials of each trial's per-iteration time, the "
+                      "median of its timed blocks ({our_iterations} iterations per trial); paper = its total over {paper_iterations} "
                       "iterations / {paper_iterations}.")
 SMALL_NOTE = ("Min = the fastest trial. CPU clocks per iteration: ours = cpu_clocks / iterations, ≈ marks an "
               "estimate (CPU time × TSC rate); paper = its total clocks / {paper_iterations}.")

@@ -5,13 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engines.base import AUTHORS, BASELINE
+from harness.analysis.points import STATISTIC
 from harness.report import cells
 from workloads.claims import Claim
 
 REPRODUCED, PARTLY, NOT_REPRODUCED = "reproduced", "partly", "not reproduced"
+UNDECIDED = "undecided"  # the factor's interval spans a boundary: more trials would decide it
 NOT_COMPARABLE, NOT_MEASURABLE = "not comparable", "not measurable here"
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_COMPARABLE, NOT_MEASURABLE)
-SYMBOLS = {REPRODUCED: "✓", PARTLY: "≈", NOT_REPRODUCED: "✗", NOT_COMPARABLE: "≠", NOT_MEASURABLE: "–"}
+VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, UNDECIDED, NOT_COMPARABLE, NOT_MEASURABLE)
+DECIDED = (REPRODUCED, PARTLY, NOT_REPRODUCED)
+SYMBOLS = {REPRODUCED: "✓", PARTLY: "≈", NOT_REPRODUCED: "✗", UNDECIDED: "?", NOT_COMPARABLE: "≠",
+           NOT_MEASURABLE: "–"}
 # Metric ids whose measure is another one on each OS.
 OS_SPECIFIC = {"paper_memory", "peak_private", "peak_resident"}
 
@@ -43,6 +47,13 @@ class Verdict:
     used: list[str] = field(default_factory=list)  # the run's rows it was computed from
     missing: list[str] = field(default_factory=list)
     why: str = ""
+    # The factor's 95% interval over trials (harness/analysis/effect.py) and what it came from.
+    low: float | None = None
+    high: float | None = None
+    trials: tuple[int, int] | None = None  # (the subject's, the other side's) trials behind the factor
+    method: str = ""
+    # Undecided: (workload, params, engine, more trials per side or None) of the rows that would decide it.
+    needs: list[tuple] = field(default_factory=list)
 
     @property
     def engine(self) -> str:
@@ -54,7 +65,9 @@ class Verdict:
                 "claim": c.claim, "where": c.where, "metric": c.metric, "engines": list(c.engines), "rule": c.rule,
                 "stated": c.stated, "stated_text": c.stated_text, "tolerance": c.tolerance, "paper": self.paper,
                 "paper_basis": self.paper_basis, "paper_rows": self.paper_rows,
-                "paper_rows_source": self.paper_rows_source, "ours": self.ours, "at": self.at, "why": self.why,
+                "paper_rows_source": self.paper_rows_source, "ours": self.ours, "low": self.low, "high": self.high,
+                "trials": list(self.trials) if self.trials else None, "statistic": STATISTIC, "method": self.method,
+                "at": self.at, "why": self.why,
                 "used": self.used, "missing": self.missing, "note": c.note}
 
 
@@ -69,15 +82,32 @@ class Judged:
         return [getattr(self, s.key) for s in SUBJECTS]
 
 
-def reach(ours: float, target: float, tolerance: float) -> str:
-    """Does the run's factor reach the paper's, in the paper's direction (above or below 1)?"""
+def regions(target: float, tolerance: float) -> tuple[tuple[float, ...], tuple[str, ...]]:
+    """The boundaries a factor is held to for the paper's number, and the verdict of each region
+    between them (effect.decide): ×1 and the paper's number within the tolerance, in its direction."""
     if target >= 1:
-        if ours >= target * (1 - tolerance):
-            return REPRODUCED
-        return PARTLY if ours > 1 else NOT_REPRODUCED
-    if ours <= target / (1 - tolerance):
-        return REPRODUCED
-    return PARTLY if ours < 1 else NOT_REPRODUCED
+        reached = target * (1 - tolerance)
+        if reached > 1:
+            return (1.0, reached), (NOT_REPRODUCED, PARTLY, REPRODUCED)
+        return (reached,), (NOT_REPRODUCED, REPRODUCED)
+    reached = target / (1 - tolerance)
+    if reached < 1:
+        return (reached, 1.0), (REPRODUCED, PARTLY, NOT_REPRODUCED)
+    return (reached,), (REPRODUCED, NOT_REPRODUCED)
+
+
+def interval(v: "Verdict") -> str:
+    """' [0.91, 1.48]' after a factor, or ' (1 trial)' where its trials give no interval."""
+    if v.low is not None:
+        return f" [{_bare(v.low)}, {_bare(v.high)}]"
+    if v.trials:
+        n = min(v.trials)
+        return f" ({n} trial{'s' if n != 1 else ''}, no interval)"
+    return ""
+
+
+def _bare(value: float) -> str:
+    return "∞" if value == float("inf") else fx(value).removeprefix("×")
 
 
 def fx(value: float | None) -> str:
