@@ -11,6 +11,8 @@ from test_claims import EXACT, GPT_TIME, LINUX, MB, PT, exact_run, outputs_trial
 from test_report import make_trial, write_run
 
 from engines.base import AUTHORS, BASELINE
+from harness.analysis.effect import MIN_TRIALS
+from harness.planning.claim_points import SKIPPED_POINT
 from harness.report import claims
 from harness.report.tables import build_tables
 from harness.store.runs import load_run
@@ -122,15 +124,38 @@ def test_quick_plan_holds_every_claim_s_mlp_points():
         for e in c.points.get("hidden_dim", (4, 16, 32, 64, 128, 512, 1024)):
             for engine in (BASELINE, AUTHORS, PT):
                 assert (engine, e, 1) in have, (c.id, engine, e)
-    added = {(pt.engine.id, pt.params["hidden_dim"]) for pt in plan if pt.for_claims}
+    added = {(pt.engine.id, pt.params["hidden_dim"]) for pt in plan if pt.why == SKIPPED_POINT}
     assert {e for _, e in added} == {16, 32, 64, 512}
+
+
+def test_every_point_a_claim_reads_gets_three_trials_with_their_init_runs():
+    plan = plan_for()
+    trials: dict = {}
+    for pt in plan:
+        trials.setdefault((pt.engine.id, pt.params["hidden_dim"], pt.params["batch"]), []).append(pt)
+    for e in (4, 16, 32, 64, 128, 512, 1024):
+        for engine in (BASELINE, AUTHORS, PT):
+            assert len(trials[(engine, e, 1)]) >= MIN_TRIALS, (engine, e)
+    # Table 1's init claims read e = 4, 64, 512, 1024 at b = 1: an init run in every trial there, once elsewhere.
+    assert all(pt.with_init for e in (4, 64, 512, 1024) for pt in trials[(PT, e, 1)])
+    assert [pt.with_init for pt in trials[(PT, 16, 1)]] == [True, False, False]
+    # A point no claim reads keeps the profile's one trial.
+    assert len(trials[(PT, 128, 64)]) == 1
+    # Rounds stay whole: trial k of every engine before trial k + 1 of any.
+    assert [pt.trial for pt in plan] == sorted(pt.trial for pt in plan)
+
+
+def test_the_users_trials_are_kept():
+    plan = plan_for("--trials", "2")
+    assert max(pt.trial for pt in plan) == 1
 
 
 def test_a_grid_that_has_them_adds_nothing_and_param_wins():
     smoke = plan_for("--profile", "smoke")
-    assert not any(pt.for_claims for pt in smoke)
+    assert not any(pt.why for pt in smoke)
     narrowed = plan_for("--param", "hidden_dim=4")
-    assert {pt.params["hidden_dim"] for pt in narrowed} == {4} and not any(pt.for_claims for pt in narrowed)
+    assert {pt.params["hidden_dim"] for pt in narrowed} == {4} and not any(pt.why == SKIPPED_POINT for pt in narrowed)
+    assert sum(pt.engine.id == PT and pt.params["batch"] == 1 for pt in narrowed) == MIN_TRIALS
 
 
 def test_no_upstream_leaves_the_authors_out():

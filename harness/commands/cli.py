@@ -58,6 +58,7 @@ EXAMPLES = """examples:
   burtbench run --profile paper --shard 2/4        the second of 4 machines; then: burtbench merge RUN... --out DIR
   burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
+  burtbench claims results/reference/runs/*        the claims on several runs: one machine's pooled, machines apart
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
   burtbench fetch-data --data-dir data
   burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
@@ -84,6 +85,11 @@ def build_parser() -> Parser:
     report.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by burtbench run")
     report.add_argument("--out", default=str(reports_root()), metavar="DIR",
                         help="reports folder (default: $BURTBENCH_REPORTS, else reports); writes DIR/<run-id>/")
+
+    pooled = describe(sub, "claims", "the paper's claims judged on several runs: runs of one machine pooled, "
+                                     "each machine apart, \"holds on k of n machines\"")
+    pooled.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (of one --timing and profile)")
+    pooled.add_argument("--out", metavar="DIR", help="also write DIR/claims-pooled.md and claims-pooled.json")
 
     compare = describe(sub, "compare", "ratio B/A of time and memory per engine and workload, with a 95%% interval")
     compare.add_argument("run_a", metavar="RUN_A", help="a run folder, or RUN@SPEC: one environment (--env SPEC) of it")
@@ -225,6 +231,21 @@ def cmd_compare(args, console: Console) -> int:
     return code
 
 
+def cmd_claims(args, console: Console) -> int:
+    from rich.markup import escape
+
+    from harness.report import pooled
+
+    machines = pooled.judge_machines([str(existing_run(r, "RUN_DIR")) for r in args.runs])
+    for line in pooled.lines(machines):
+        console.print(escape(line), highlight=False)
+    if args.out:
+        check_out_dir(Path(args.out), "claims folder")
+        for path in pooled.write(Path(args.out), machines):
+            console.print(f"wrote {escape(str(path))}", highlight=False)
+    return 0
+
+
 def cmd_fetch_data(args, console: Console) -> int:
     from workloads import data
 
@@ -270,10 +291,12 @@ def cmd_merge(args, console: Console) -> int:
 
 
 def cmd_run(args, console: Console) -> int:
+    from harness.report.deciding import Deciding
     from harness.report.epilogue import after_run
     from harness.running import session
 
-    outcome = session.run(session.request(args), console)
+    # The rounds for undecided claims judge the claims: the report's stage, joined to the run here.
+    outcome = session.run(session.request(args), console, extend=Deciding)
     # The report is the run's last stage, above it: the command joins the two.
     if outcome.run_dir is not None and not args.no_report:
         after_run(outcome.run_dir, console, Path(args.report_dir))
@@ -288,7 +311,7 @@ class ReportUnwritable(Exception):
     """The reports folder refused a file: one line, exit code 1."""
 
 
-COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
+COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cmd_claims, "compare": cmd_compare,
             "envs": cmd_envs, "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor,
             "merge": cmd_merge}
 

@@ -7,7 +7,7 @@ import re
 from harness.envs.cache import default_env_dir as where
 from harness.paths import reports_root
 from harness.planning import selection
-from harness.store.run_plan import DEFAULT_TIMING, TIMINGS
+from harness.store.run_plan import DEFAULT_CLAIMS_BUDGET_MIN, DEFAULT_TIMING, TIMINGS
 from workloads.base import PROFILES
 
 
@@ -27,6 +27,11 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--max-trials", type=at_most(positive_int, selection.MAX_TRIALS_PER_POINT), default=10, metavar="N", help="with --adaptive (default 10)")
     run.add_argument("--noise-threshold", type=at_most(positive_float, selection.MAX_NOISE_PCT), default=5.0, metavar="PCT",
                      help="coefficient of variation over trials above which a point is noisy (default 5)")
+    run.add_argument("--claims-budget", type=at_most(non_negative_float, 24 * 60), default=DEFAULT_CLAIMS_BUDGET_MIN,
+                     metavar="MINUTES",
+                     help="after the plan, add rounds at the points of the paper's claims still undecided (their "
+                          "factor's interval spans a boundary), where they narrow it most for their cost, for at "
+                          f"most this long (default {DEFAULT_CLAIMS_BUDGET_MIN:g}; 0: none)")
     run.add_argument("--cpu", type=int, metavar="N", help="core to pin every trial to (default: the last core)")
     run.add_argument("--cpus", metavar="LIST",
                      help="run up to len(LIST) trials at once, each pinned to its own core of LIST (e.g. 2-15 or 0,1); "
@@ -118,6 +123,16 @@ def positive_float(text: str) -> float:
         value = -1.0
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number ≥ 0, got {text!r}")
     return value
 
 

@@ -30,7 +30,9 @@ class PlannedTrial:
     # The init run (1 iteration, end to end) is a property of the point, not of the trial: it is
     # repeated for every trial only in the paper profile, where its spread is reported.
     with_init: bool = True
-    for_claims: bool = False  # added for the paper's claims beyond the profile's grid (claim_points.py)
+    # Why the trial joined the plan beyond the profile's counts ("" for the profile's own): the paper's claims'
+    # points and repetitions (claim_points.py), or rounds that decide an undecided claim; shown in the progress.
+    why: str = ""
 
     def key(self) -> tuple:
         return trial_key(self.engine.id, self.workload.name, self.params, self.trial)
@@ -40,7 +42,8 @@ class PlannedTrial:
 
     def label(self) -> str:
         point = ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
-        return f"{self.engine.id} · {self.workload.name}[{point}] · trial {self.trial + 1}"
+        return f"{self.engine.id} · {self.workload.name}[{point}] · trial {self.trial + 1}" + \
+            (f" · {self.why}" if self.why else "")
 
 
 def make_plan(engines: list[EngineSpec], workloads: list[Workload], profile: str,

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.errors import UsageError
-from harness.planning.claim_points import added_points
+from harness.planning.claim_points import added_trials
 from harness.planning.estimate import wall_s
 from harness.units import count
 
@@ -47,10 +47,13 @@ def show(plan: list, req, estimator, console: Console) -> int:
     table.add_row("total", str(len({pt.point_key() for pt in plan})), str(len({pt.engine.id for pt in plan})),
                   str(len(plan)), duration(sum(estimator.trial_s(pt) for pt in plan)), eta, "", style="bold")
     console.print(table)
-    added = added_points(plan)
-    if added:
-        console.print(f"added for the paper's claims (points the profile's grid skips): {'; '.join(added)}",
-                      highlight=False)
+    for line, trials in added_trials(plan):
+        console.print(f"added for the paper's claims: {line} (core time "
+                      f"{duration(sum(estimator.trial_s(pt) for pt in trials))})", highlight=False)
+    budget = getattr(req, "claims_budget_s", None)
+    if budget:
+        console.print(f"then, within {duration(budget)} (--claims-budget), rounds at the points of claims still "
+                      "undecided", highlight=False)
     shard = req.plan.shard
     if shard:
         console.print(f"shard {shard['index']}/{shard['count']}: {count(len(shard['points']), 'point')} "

@@ -3,7 +3,8 @@
 
 With --adaptive, once the plan is done, points whose trials disagree too much get more trials,
 one round at a time across all of them (interleaved, like the plan), until the confidence
-interval of their mean is tight enough or --max-trials is reached.
+interval of their mean is tight enough or --max-trials is reached. Then the job's follow-up (the
+rounds that decide the paper's undecided claims) adds rounds until it has none to add.
 """
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ class Job:
     meter: object = None  # the energy meter, for trials that measure energy
     estimator: object = None  # planning/estimate.py's Estimator, for the progress ETA
     data_dir: str | None = None  # the plan's --data-dir: the real data sets the inputs are prepared from
+    # Once the plan (and --adaptive's trials) are done: () -> more trials, each with its `why`, until it gives none
+    # (the rounds that decide undecided claims, within --claims-budget).
+    follow_up: object = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,10 @@ def _execute(plan: list[PlannedTrial], job: Job) -> int:
                     if run.interrupted:
                         return _finish(run_dir, manifest, "interrupted", console)
                     todo = more_trials(plan, run_dir, job.adaptive, manifest["unavailable"]) if job.adaptive else []
+                    if not todo and job.follow_up is not None:
+                        todo = [pt for pt in job.follow_up() if pt.engine.id not in manifest["unavailable"]]
+                        for why in dict.fromkeys(pt.why for pt in todo):
+                            progress.console.print(f"one more round: {why}", highlight=False)
                     if todo:
                         progress.update(task, total=progress.tasks[0].total + len(todo), **eta.add(todo))
             return _finish(run_dir, manifest, "complete", console)

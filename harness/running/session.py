@@ -48,7 +48,7 @@ from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
 PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "env", "env_dir",
-                "pip_arg", "shard", "timing", "seed", "aa", "instructions")
+                "pip_arg", "shard", "timing", "seed", "aa", "instructions")  # --claims-budget: a default, so not here
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,8 @@ def new_plan(args) -> RunPlan:
                    explicit_engines=args.engine.strip() != "all", noise_threshold=args.noise_threshold / 100,
                    adaptive_max_trials=args.max_trials if args.adaptive else None, data_dir=data_dir,
                    upstream=upstream, timing=args.timing or DEFAULT_TIMING, envs=tuple(environments["envs"]),
-                   env_dir=environments["env_dir"], pip_args=tuple(environments["pip_args"]), **rounds_and_counts(args))
+                   env_dir=environments["env_dir"], pip_args=tuple(environments["pip_args"]),
+                   claims_budget_min=args.claims_budget, **rounds_and_counts(args))
     if args.shard:
         if args.seed is None:  # every machine must draw the same rounds' order
             plan = dataclasses.replace(plan, round_seed=plan_seed(plan))
@@ -209,9 +210,9 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
                              f"{', '.join(map(str, sorted(set(values) - grid, key=str)))}")
     engines = [registry[e] for e in asked.engines]
     plan = plan_of(engines, workloads, asked.profile, narrow, asked.trials, asked.timeout_s, asked.round_seed)
-    if not narrow:  # --param: the user chose the points; else the claims' points join the profile's
-
-        plan = with_claim_points(plan, engines, workloads, asked.profile, asked.trials, asked.timeout_s)
+    # --param: the user chose the points (the claims' repetitions still reach those a claim reads).
+    plan = with_claim_points(plan, engines, workloads, asked.profile, asked.trials, asked.timeout_s,
+                             add_points=not narrow)
     if asked.shard:
 
         plan = shard.only(plan, asked.shard["points"])
@@ -254,7 +255,9 @@ class Outcome:
     run_dir: Path | None  # the run's folder; None: a dry run
 
 
-def run(req: RunRequest, console: Console) -> Outcome:
+def run(req: RunRequest, console: Console, extend=None) -> Outcome:
+    """`extend(plan, run_dir, budget_s)`, where given, makes the follow-up that adds rounds for undecided
+    claims once the plan is done (it judges the claims: the report's stage, which the command passes in)."""
     if req.dry_run:
 
         plan = make_plan(req.plan)
@@ -271,18 +274,18 @@ def run(req: RunRequest, console: Console) -> Outcome:
     unavailable = {**no_source, **unavailable}
     if req.run_dir is not None:
         with RunLock(req.run_dir):
-            return Outcome(_run_locked(req, console, req.run_dir, plan, unavailable, environments), req.run_dir)
+            return Outcome(_run_locked(req, console, req.run_dir, plan, unavailable, environments, extend), req.run_dir)
     run_dir = new_run_dir(req.out, req.plan.profile)
     try:
         run_dir.mkdir(parents=True)
     except OSError as exc:
         raise ResultsUnwritable(f"cannot create {run_dir}: {exc.strerror or exc}") from None
     with RunLock(run_dir):
-        return Outcome(_run_locked(req, console, run_dir, plan, unavailable, environments), run_dir)
+        return Outcome(_run_locked(req, console, run_dir, plan, unavailable, environments, extend), run_dir)
 
 
 def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, unavailable: dict,
-                environments: dict) -> int:
+                environments: dict, extend=None) -> int:
 
     if req.run_dir is not None:
         manifest, _ = resumable_manifest(run_dir)
@@ -320,8 +323,10 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
                   highlight=False)
     meter = energy_meter(req, plan, run_dir, manifest, console)
     adaptive = req.plan.adaptive_max_trials and orchestrator.Adaptive(req.plan.adaptive_max_trials, req.plan.noise_threshold)
+    budget_s = req.plan.claims_budget_min * 60
+    follow_up = extend(plan, run_dir, budget_s) if extend is not None and budget_s > 0 else None
     job = orchestrator.Job(run_dir, manifest, options, tsc.tsc_rate_hz(), console, cores, adaptive or None, meter,
-                           estimator(req), req.plan.data_dir)
+                           estimator(req), req.plan.data_dir, follow_up)
     code = orchestrator.execute(plan, job)
     console.print(summary.summary_table(results.read_trials(run_dir), req.plan.noise_threshold))
     console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)

@@ -16,6 +16,9 @@ DEFAULT_TIMING = "paper"
 DEFAULT_PROFILE = "quick"
 # A point whose 95% interval is wider than this fraction of its mean is flagged noisy (--noise-threshold).
 DEFAULT_NOISE_THRESHOLD = 0.05
+# Minutes of rounds added after the plan at the points of claims still undecided (--claims-budget): with it
+# `make bench-linux` stays within about 30 minutes on a 2-core VM.
+DEFAULT_CLAIMS_BUDGET_MIN = 3.0
 
 
 class PlanDamaged(ValueError):
@@ -43,6 +46,7 @@ class RunPlan:
     round_seed: int | None = None  # the seed of the rounds' random order (planning/plan.py); None: plan order
     aa: bool = False  # --aa: each variant beside an A/A copy of itself, for the noise floor
     instructions: bool = False  # --instructions: each trial's instructions per iteration counted too
+    claims_budget_min: float = DEFAULT_CLAIMS_BUDGET_MIN  # --claims-budget; 0: no rounds for undecided claims
 
     def to_record(self) -> dict:
         """The plan as manifest.json keeps it (the record's field names are older than this class)."""
@@ -99,6 +103,7 @@ CHECKS = {
     "shard": lambda v: isinstance(v, dict) and isinstance(v.get("points"), list) and all(
         isinstance(p, list) and len(p) == 3 and all(isinstance(x, str) for x in p) for p in v["points"]),
     "timing": lambda v: v in TIMINGS,
+    "claims_budget_min": lambda v: _is(v, int, float) and math.isfinite(v) and v >= 0,
 }
 
 

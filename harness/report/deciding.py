@@ -1,0 +1,89 @@
+"""Rounds that decide the paper's undecided claims, added once a run's plan is done (--claims-budget).
+
+After the plan the claims are judged on the trials so far (claims.py). An undecided verdict names
+the rows whose interval spans a boundary and how many more trials each would need (from the spread
+seen so far: harness/analysis/effect.py). A round at a row is one more trial of the subject and of the
+other engine at that point, in the same round, so that they pair. Rows go cheapest first for the
+trials they need (Kalibera & Jones: repeat where the variance is, for its cost); each call adds one
+round at every such row that fits the budget left, and the claims are judged again on the next call,
+until every claim is decided, more trials cannot decide the rest, or the next round would pass the
+budget. It runs in the runner's process as the trial loop's follow-up (running/orchestrator.py).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from harness.analysis.points import measure
+from harness.planning.plan import PlannedTrial
+from harness.report import claims
+from harness.report.tables import build_tables
+from harness.store.results import params_key
+from harness.store.runs import load_run
+
+
+class Deciding:
+    def __init__(self, plan: list[PlannedTrial], run_dir: Path, budget_s: float, clock=time.monotonic):
+        self.plan, self.run_dir, self.budget_s, self.clock = plan, Path(run_dir), budget_s, clock
+        self.started: float | None = None
+
+    def __call__(self) -> list[PlannedTrial]:
+        if self.started is None:
+            self.started = self.clock()
+        left = self.budget_s - (self.clock() - self.started)
+        run = load_run(self.run_dir)
+        rounds = []
+        for (workload, params, engines), (more, why) in self.undecided(run).items():
+            cost = sum(self.trial_cost(run, engine, workload, params) for engine in engines)
+            rounds.append((cost * more, cost, workload, params, engines, why))
+        added = []
+        for _, cost, workload, params, engines, why in sorted(rounds, key=lambda r: r[0]):
+            if cost > left:
+                continue
+            trials = self.round_at(run, workload, params, engines, why, {pt.key() for pt in added})
+            if trials:
+                added += trials
+                left -= cost
+        return added
+
+    @staticmethod
+    def undecided(run) -> dict[tuple, tuple[int, str]]:
+        """{(workload, params key, (subject, engine)): (fewest more trials it needs, why)} of every row that
+        would decide an undecided claim with more trials."""
+        rows: dict[tuple, tuple[int, str]] = {}
+        for judged in claims.judge(run, build_tables(run)):
+            for v in judged.verdicts():
+                if v.verdict != claims.UNDECIDED:
+                    continue
+                for workload, params, engine, _, more in v.needs:
+                    if more is None:
+                        continue
+                    key = (workload, params_key(params), tuple(dict.fromkeys((v.engine, engine))))
+                    if key not in rows or more < rows[key][0]:
+                        rows[key] = (more, f"deciding {judged.claim.id} ({claims.BY_KEY[v.subject].short})")
+        return rows
+
+    @staticmethod
+    def trial_cost(run, engine: str, workload: str, params: str) -> float:
+        """Seconds one more trial of the engine at the point takes: its trials' mean, end to end."""
+        spent = [(measure(t, "wall_time_s") or 0.0) + (measure(t, "init_time_s") or 0.0) for t in run.trials
+                 if t.get("engine") == engine and t.get("workload") == workload
+                 and params_key(t.get("params")) == params]
+        return statistics.fmean(spent) if spent else 0.0
+
+    def round_at(self, run, workload: str, params: str, engines: tuple, why: str, taken: set) -> list[PlannedTrial]:
+        """One trial of each engine at the point, all with the same new round index."""
+        templates = {}
+        for pt in self.plan:
+            if pt.workload.name == workload and params_key(pt.params) == params and pt.engine.id in engines:
+                kept = templates.get(pt.engine.id)
+                templates[pt.engine.id] = pt if kept is None or (pt.with_init and not kept.with_init) else kept
+        if set(templates) != set(engines):
+            return []
+        done = [t.get("trial") for t in run.trials if t.get("workload") == workload
+                and params_key(t.get("params")) == params and t.get("engine") in engines]
+        index = max([i for i in done if isinstance(i, int)] + [pt.trial for pt in templates.values()]) + 1
+        trials = [replace(pt, trial=index, why=why) for pt in templates.values()]
+        return [] if any(pt.key() in taken for pt in trials) else trials
