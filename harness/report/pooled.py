@@ -40,6 +40,11 @@ def machine_name(run: Run) -> str:
     return " ".join(model.replace("(R)", "").replace("(TM)", "").split())
 
 
+def trials_timing(run: Run) -> str:
+    """The timing its trials were measured with (load_run refuses a run whose trials mix two)."""
+    return next((t["timing"] for t in run.trials if t.get("timing")), run.timing)
+
+
 def check_poolable(runs: list[Run], names: list[str]) -> None:
     """Runs of another --timing or profile measured other things, and one run given twice would count its
     trials twice: one line, before any judging."""
@@ -49,7 +54,7 @@ def check_poolable(runs: list[Run], names: list[str]) -> None:
         if key in seen:
             raise UsageError(f"burtbench claims: {name} is the run {seen[key]} again; give each run once")
         seen[key] = name
-    for what, value in (("--timing", lambda r: r.timing), ("profile", lambda r: r.plan.profile)):
+    for what, value in (("--timing", trials_timing), ("profile", lambda r: r.plan.profile)):
         seen = {value(r) for r in runs}
         if len(seen) > 1:
             which = ", ".join(f"{n}: {value(r)}" for n, r in zip(names, runs))

@@ -1,0 +1,124 @@
+"""Rounds for undecided claims within --claims-budget (harness/report/deciding.py), and claims pooled
+across runs and machines (harness/report/pooled.py, `burtbench claims`)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_claims import LINUX, MB, PT, BT
+from test_report import make_trial, write_run
+
+from engines import all_engines
+from harness.planning.plan import PlannedTrial
+from harness.report import pooled
+from harness.report.deciding import Deciding
+from harness.store.runs import load_run
+from workloads import load
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def gpt_round(k: int, spread: float, cpu: str = "Synthetic CPU 9000") -> list:
+    """One round at GPT b = 1: ours 0.5 ms, PyTorch ×20 ± spread, each trial 4 s end to end."""
+    jitter = 1 + spread * (1 if k % 2 else -1)
+    return [make_trial(BT, "gpt", {"batch": 1}, k, 5e-4, wall_time_s=1.0, init_time_s=1.0, peak_virtual_bytes=16 * MB),
+            make_trial(PT, "gpt", {"batch": 1}, k, 1e-2 * jitter, wall_time_s=2.0, init_time_s=2.0,
+                       peak_virtual_bytes=1300 * MB)]
+
+
+def planned(engine: str, trial: int) -> PlannedTrial:
+    gpt = load("gpt")
+    return PlannedTrial(engine=all_engines()[engine], workload=gpt, params={"batch": 1}, trial=trial,
+                        iterations=20, warmup=2, timeout_s=60.0)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def undecided_run(tmp_path) -> Path:
+    trials = [t for k in range(3) for t in gpt_round(k, 0.15)]
+    return write_run(tmp_path / "run", LINUX, trials)
+
+
+def test_a_round_for_an_undecided_claim_pairs_both_engines_in_a_new_round(undecided_run):
+    plan = [planned(e, k) for k in range(3) for e in (BT, PT)]
+    added = Deciding(plan, undecided_run, budget_s=60.0, clock=Clock())()
+    assert sorted((pt.engine.id, pt.trial) for pt in added) == [(BT, 3), (PT, 3)]
+    assert all(pt.why == "deciding abstract-gpt-time (ours)" for pt in added)
+    assert "deciding abstract-gpt-time" in added[0].label()
+
+
+def test_the_budget_holds_on_a_fake_clock(undecided_run):
+    plan = [planned(e, k) for k in range(3) for e in (BT, PT)]
+    clock = Clock()
+    deciding = Deciding(plan, undecided_run, budget_s=10.0, clock=clock)
+    assert len(deciding()) == 2  # a round costs 6 s (its trials' own times): it fits 10 s
+    clock.now += 5.0  # 5 s of the budget spent: the next 6 s round would pass it
+    assert deciding() == []
+    assert Deciding(plan, undecided_run, budget_s=5.0, clock=Clock())() == []  # one round is over budget
+
+
+def test_decided_claims_add_nothing(tmp_path):
+    trials = [t for k in range(3) for t in gpt_round(k, 0.0)]
+    plan = [planned(e, k) for k in range(3) for e in (BT, PT)]
+    assert Deciding(plan, write_run(tmp_path / "run", LINUX, trials), budget_s=600.0, clock=Clock())() == []
+
+
+# ----------------------------------------------------------------------------- pooled across runs and machines
+
+def gpt_run(folder: Path, first_round: int, spread: float, cpu: str = "Synthetic CPU 9000", **manifest) -> Path:
+    trials = [t for k in range(first_round, first_round + 3) for t in gpt_round(k, spread)]
+    run = write_run(folder, LINUX, trials, **manifest)
+    data = json.loads((run / "manifest.json").read_text())
+    data["machine"]["cpu_model"] = cpu
+    (run / "manifest.json").write_text(json.dumps(data))
+    return run
+
+
+def ours(machine: pooled.Machine, claim: str):
+    return next(j.ours for j in machine.judged if j.claim.id == claim)
+
+
+def test_runs_of_one_machine_pool_into_a_narrower_interval(tmp_path):
+    runs = [str(gpt_run(tmp_path / f"r{i}", 0, 0.1, created_at=f"2026-11-2{i}")) for i in range(3)]
+    (one,) = pooled.judge_machines(runs[:1])
+    (three,) = pooled.judge_machines(runs)
+    single, pool = ours(one, "abstract-gpt-time"), ours(three, "abstract-gpt-time")
+    assert pool.trials == (9, 9) and single.trials == (3, 3)
+    assert (pool.high / pool.low) ** 2 < single.high / single.low  # in log terms, at least twice as narrow
+    # Each run's rounds stay its own: no trial index repeats in the pool.
+    keys = [(t["engine"], t["trial"]) for t in three.pooled.trials]
+    assert len(keys) == len(set(keys))
+
+
+def test_runs_of_two_machines_make_two_columns_and_a_holds_line(tmp_path):
+    intel = gpt_run(tmp_path / "intel", 0, 0.01, cpu="Intel(R) Xeon(R) Processor", created_at="a")
+    amd = gpt_run(tmp_path / "amd", 0, 0.01, cpu="AMD EPYC", created_at="b")
+    machines = pooled.judge_machines([str(intel), str(amd)])
+    assert [m.name for m in machines] == ["Intel Xeon Processor", "AMD EPYC"]
+    text = "\n".join(pooled.lines(machines))
+    assert "ours: holds on 2 of 2 machines (Intel Xeon Processor ✓ ×19.9 [19.4, 20.5] 3/3; AMD EPYC ✓ ×19.9" in text
+    md = pooled.markdown(machines)
+    assert "| ours: Intel Xeon Processor | ours: AMD EPYC |" in md.replace("authors: AMD EPYC | ", "")
+
+
+def test_mixed_timings_and_a_run_given_twice_are_refused_in_one_line(tmp_path):
+    lean = gpt_run(tmp_path / "lean", 0, 0.01, created_at="a")
+    data = json.loads((lean / "manifest.json").read_text())
+    trials = [json.loads(line) for line in (lean / "trials.jsonl").read_text().splitlines()]
+    (lean / "trials.jsonl").write_text("".join(json.dumps({**t, "timing": "lean"}) + "\n" for t in trials))
+    paper = gpt_run(tmp_path / "paper", 0, 0.01, created_at="b")
+    for runs, message in (([lean, paper], "differ in --timing"), ([paper, paper], "again; give each run once")):
+        proc = subprocess.run([sys.executable, "-m", "harness.commands.cli", "claims", *map(str, runs)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert data  # the manifest stayed readable
