@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.compare import compare_runs, exit_status, format_comparison, regressions
+from harness.analysis.compare import compare_runs, exit_status, format_comparison, regression_lines, regressions
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 
 MB = 2**20
@@ -69,28 +69,29 @@ def row(result: dict, workload: str, engine: str) -> dict:
 def test_planted_slowdown_is_found(runs):
     result = compare_runs(*runs)
     torch = row(result, "tiny", "torch/eager/python/cpu")
-    assert torch["time_verdict"] == "slower"
+    assert torch["answer"] == "slower" and torch["decided_by"] == "time"
+    assert torch["answer_text"].startswith("slower by 9") and torch["time_verdict"] == torch["answer_text"]
     assert torch["time_ratio"] == pytest.approx(2.0, rel=0.05)
     assert 1.8 < torch["time_ci"][0] < torch["time_ratio"] < torch["time_ci"][1] < 2.2
-    assert torch["mem_verdict"] == "larger"
+    assert torch["mem_verdict"].startswith("larger by 5")
     assert torch["mem_ratio"] == pytest.approx(1.5, rel=0.01)
 
 
-def test_unchanged_engines_are_no_significant_change(runs):
+def test_unchanged_engines_are_never_faster_or_slower(runs):
     result = compare_runs(*runs)
     for workload in ("tiny", "small"):
         burtorch = row(result, workload, "burtorch/eager/cpp/cpu")
-        assert burtorch["time_verdict"] == "no significant change"
+        assert burtorch["answer"] in ("same", "undecided")
         assert burtorch["time_ci"][0] < 1 < burtorch["time_ci"][1]
-        assert burtorch["mem_verdict"] == "no significant change"
-    assert result["geomean"]["small"]["verdict"] == "no significant change"
+        assert burtorch["mem_verdict"] == "same within 1%"
+    assert not result["geomean"]["small"]["answer_text"].startswith(("faster", "slower"))
 
 
 def test_geometric_mean_per_workload(runs):
     tiny = compare_runs(*runs)["geomean"]["tiny"]
     assert tiny["n"] == 2
     assert tiny["ratio"] == pytest.approx(2 ** 0.5, rel=0.05)
-    assert tiny["verdict"] == "slower"
+    assert tiny["answer_text"].startswith("slower by")
 
 
 def test_engines_in_one_run_only_and_unmeasured(runs):
@@ -111,7 +112,7 @@ def test_comparison_is_deterministic_and_a_run_equals_itself(runs):
     a, _ = runs
     assert json.dumps(compare_runs(*runs)) == json.dumps(compare_runs(*runs))
     same = compare_runs(a, a)
-    assert {r["time_verdict"] for r in same["rows"]} == {"no significant change"}
+    assert {r["answer"] for r in same["rows"]} == {"same"}
     assert same["warnings"] == []
     assert exit_status(same, 0) == 0
 
@@ -129,11 +130,11 @@ def test_output_formats(runs, monkeypatch):
     result = compare_runs(*runs)
     assert json.loads(format_comparison(result, "json")) == json.loads(json.dumps(result))
     md = format_comparison(result, "md")
-    assert "| Workload | Engine |" in md
+    assert "| Point | Engine |" in md
     # Engine ids without the parts every row shares (the legend says them once).
     assert "- Engines: mode eager, device cpu (every row)." in md
     torch_lines = [line for line in md.splitlines() if line.startswith("| tiny | torch/python |")]
-    assert len(torch_lines) == 1 and "| slower |" in torch_lines[0]
+    assert len(torch_lines) == 1 and "| slower by 9" in torch_lines[0]
     table = format_comparison(result, "table")
     assert "WARNING: CPU model differs" in table
     assert "geo. mean of 2" in table and "slower" in table
@@ -142,26 +143,30 @@ def test_output_formats(runs, monkeypatch):
 
 
 def test_single_trials_give_a_ratio_and_no_verdict(tmp_path):
-    # The timing blocks inside one process are not independent trials: no interval, a `*`, and the
-    # gate does not fail on a row it cannot judge.
+    # The timing blocks inside one process are not independent trials: no interval, undecided, and the
+    # gate fails on a row it cannot judge, saying why.
     a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=21, trials=1))
     b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1.5e-7, seed=22, trials=1))
     result = compare_runs(a, b)
     only = result["rows"][0]
-    assert only["time_ci"] is None and only["time_starred"]
-    assert only["time_verdict"] == "not enough trials"
+    assert only["time_ci"] is None and only["answer"] == "undecided"
+    assert only["answer_text"] == "undecided: 1 trial a side (3 give an interval)"
     assert only["time_ratio"] == pytest.approx(only["time_b"] / only["time_a"])
-    assert "not enough trials *" in format_comparison(result, "md")
-    assert "rerun with --trials 6 or more" in format_comparison(result, "md")
-    assert exit_status(result, 1) == 0
+    assert "| undecided: 1 trial a side (3 give an interval) |" in format_comparison(result, "md")
+    assert exit_status(result, 1) == 1
+    assert regression_lines(result, 1) == ["cannot judge 1 of 1 rows: fewer than 3 trials a side give no interval "
+                                           "(rerun with --trials 3 or more)"]
 
 
 def test_a_failing_gate_says_which_rows_and_why_on_stderr(runs, capsys):
     from harness.commands.cli import main
 
-    assert main(["compare", str(runs[0]), str(runs[1]), "--fail-if-slower", "10"]) == 1
+    assert main(["compare", str(runs[0]), str(runs[1]), "--fail-if-slower", "10", "--allow-mixed"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "slower by more than 10%: tiny torch/eager/python/cpu" in err[0] and "B/A 1.9" in err[0]
+    assert len(err) == 1 and "slower by more than 10%: tiny torch/eager/python/cpu" in err[0] and "slower by 9" in err[0]
+    # Two CPU models: the gate would compare machines, not code, and is refused unless asked for.
+    assert main(["compare", str(runs[0]), str(runs[1]), "--fail-if-slower", "10"]) == 2
+    assert "different CPU models (Synthetic CPU and Other CPU)" in capsys.readouterr().err
 
 
 def test_geometric_means_leave_out_the_floor_row_and_keep_the_star(tmp_path):
@@ -174,7 +179,7 @@ def test_geometric_means_leave_out_the_floor_row_and_keep_the_star(tmp_path):
                                    *noisy_trials(floor, "small", 5e-8, seed=36)])  # a 5x floor change
     result = compare_runs(a, b)
     mean = result["geomean"]["small"]
-    assert mean["n"] == 2 and mean["starred"]  # the floor row is out; torch's single trial stars it
+    assert mean["n"] == 2  # the floor row is out
     assert mean["ratio"] == pytest.approx(1.0, rel=0.1)
     assert "Only in" not in format_comparison(result, "md")
 
@@ -186,3 +191,21 @@ def test_only_in_one_run_is_a_count_and_a_short_list(tmp_path):
     line = next(x for x in format_comparison(compare_runs(a, b), "md").splitlines() if "Only in B" in x)
     assert line.startswith("- Only in B: 9 points (engines: fw0/eager/python/cpu, ") and "and 3 more" in line
     assert line.count("tiny") == 1
+
+
+def test_no_point_in_common_is_one_line_and_exit_2(tmp_path, capsys):
+    from harness.commands.cli import main
+
+    a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=61))
+    b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "small", 1e-7, seed=62))
+    assert main(["compare", str(a), str(b)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no (engine, workload, point) in common" in err[0]
+
+
+def test_the_gate_never_judges_the_floor_row(tmp_path):
+    floor = "none/empty/python/cpu"
+    a = write_run(tmp_path / "a", noisy_trials(floor, "small", 1e-8, seed=71))
+    b = write_run(tmp_path / "b", noisy_trials(floor, "small", 5e-8, seed=72))
+    result = compare_runs(a, b)
+    assert result["rows"][0]["answer"] == "slower" and exit_status(result, 10) == 0

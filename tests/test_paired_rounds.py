@@ -56,7 +56,7 @@ def test_the_seed_is_recorded_and_a_resumed_run_replans_the_same_order(fake_engi
     (run_dir,) = tmp_path.iterdir()
     plan = results.read_manifest(run_dir)["plan"]
     assert isinstance(plan["round_seed"], int) and plan["aa"] is True
-    assert plan["engines"] == ["fake/ok/python/cpu", "fake/ok/python/cpu@#2"]
+    assert plan["engines"] == ["fake/ok/python/cpu", "fake/ok/python/cpu@#copy"]
     trials = results.read_trials(run_dir)
     expected = [pt.key() for pt in plan_of_spec(RunPlan.from_record(plan))]
     assert [results.trial_key(t["engine"], t["workload"], t["params"], t["trial"]) for t in trials] == expected
@@ -98,7 +98,7 @@ def test_the_same_env_twice_with_aa_is_one_variant_and_its_copy(tmp_path):
         ["run", "--engine", "autograd", "--workload", "tiny", "--env", "autograd==1.9.1", "--env", "autograd==1.9.1",
          "--aa", "--env-dir", str(tmp_path)]))
     assert plan.envs == ("autograd==1.9.1",)
-    assert list(plan.engines) == ["autograd/eager/python/cpu@autograd==1.9.1", "autograd/eager/python/cpu@autograd==1.9.1#2"]
+    assert list(plan.engines) == ["autograd/eager/python/cpu@autograd==1.9.1", "autograd/eager/python/cpu@autograd==1.9.1#copy"]
 
 
 def test_aa_copies_run_in_the_original_environment():
@@ -106,8 +106,8 @@ def test_aa_copies_run_in_the_original_environment():
     spec = envs.parse_spec("autograd==1.9.1")
     (variant,) = envs.variants([registry["autograd/eager/python/cpu"]], [spec], True)
     original, copy = envs.aa_copies([variant])
-    assert copy.id == "autograd/eager/python/cpu@autograd==1.9.1#2"
-    assert copy.base_id == original.base_id and copy.env == original.env + "#2"
+    assert copy.id == "autograd/eager/python/cpu@autograd==1.9.1#copy"
+    assert copy.base_id == original.base_id and copy.env == original.env + "#copy"
 
     class Made:
         problem, python = None, "/envs/autograd-1.9.1/bin/python"

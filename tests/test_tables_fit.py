@@ -61,7 +61,7 @@ SMOKE = ["burtorch/eager/cpp/cpu", "burtorch/eager/python/cpu", "burtorch-author
 VERSIONS = ["autograd/eager/python/cpu@autograd==1.7.0", "autograd/eager/python/cpu@autograd==1.9.1"]
 
 
-AA = [f"{e}#2" for e in VERSIONS] + VERSIONS
+AA = [f"{e}#copy" for e in VERSIONS] + VERSIONS
 
 
 @pytest.mark.parametrize("engines,workloads,counted", [

@@ -2,15 +2,17 @@
 
 For each (engine, workload, params) measured in both runs: the ratio B/A of the per-iteration
 time, of the instructions per iteration (--instructions: a proxy for time, shown beside it) and of
-the peak resident memory, each with its 95% interval (harness/analysis/paired.py):
+the peak resident memory, each with its 95% interval, and one answer per row from the rule every
+surface uses (harness/analysis/effect.py: faster / slower / same within the floor / undecided, and
+what decided it):
 - two variants of one run (RUN@A RUN@B of the same RUN): paired by round, since the plan ran them
-  once each per round: per-round ratios, a Wilcoxon signed-rank test and a bootstrap interval;
-- two runs: unpaired, Welch's t on the log values of the trials.
+  once each per round, with the noise floor the run's A/A pairs measured (--aa);
+- two runs: unpaired, Welch's t on the log values of the trials, with no floor.
 The unit of replication is the trial (one process): the timing blocks inside a trial are never
-counted as independent samples, so a side with one trial gives a ratio and no interval (`*`).
-The times shown are the geometric means the ratio is computed from (ratio = B / A exactly).
+counted as independent samples, and a side with fewer than 3 trials gives a ratio and no interval.
+The times shown are the geometric means the ratio is computed from.
 
-Memory changes under 1% are reported as no change (peak memory repeats to within a few pages).
+Memory changes under 1% are no change (peak memory repeats to within a few pages).
 A workload's geometric-mean row compares, per trial, the geometric mean over its rows (the
 harness's floor row excluded: a floor change is no engine's), paired or not as its rows are.
 """
@@ -22,13 +24,16 @@ import math
 import shutil
 from pathlib import Path
 
+from rich.markup import escape
+
 from engines.base import finite, split_id
 from engines.none import FLOOR
-from harness.analysis import paired as stats
+from harness.analysis import effect
 from harness.analysis.labels import short_ids
 from harness.analysis.points import Point, group, measure, trial_time
 from harness.analysis.stats import CONFIDENCE
 from harness.analysis.summary import count_text, format_seconds
+from harness.envs.specs import AA_COPY
 from harness.errors import UsageError
 from harness.store.run_plan import read_plan
 from harness.store.runs import load_run
@@ -38,7 +43,6 @@ MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor"
 # Peak memory repeats to within a few pages, so a tiny but consistent difference is
 # "significant" without meaning anything: memory changes under 1% are no change.
 MEMORY_TOLERANCE = 0.01
-MIN_ROUNDS = stats.MIN_ROUNDS
 ONLY_SHOWN = 6  # "Only in A/B": names listed before "and N more"
 
 
@@ -54,57 +58,53 @@ def by_round(point: Point, value) -> dict[int, float]:
     return found
 
 
-def ratio_of(a: Point, b: Point, value, pair: bool) -> stats.Ratio:
+def effect_of(a: Point, b: Point, value, pair: bool) -> effect.Effect:
     """B/A of one measure (value: trial -> float or None), paired by round or not."""
-    va, vb = by_round(a, value), by_round(b, value)
-    return stats.paired(stats.pairs(va, vb)) if pair else stats.unpaired(list(va.values()), list(vb.values()))
+    return effect.effect(by_round(a, value), by_round(b, value), paired=pair)
 
 
-def verdict(r: stats.Ratio, worse: str = "slower", better: str = "faster") -> str:
-    if r.ratio is None:
+def geo(point: Point, value) -> float | None:
+    values = [v for v in by_round(point, value).values() if v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def effect_text(e: effect.Effect) -> str:
+    if e.estimate is None:
+        return "n/a"
+    return f"{e.estimate:.3f}" + (f" [{e.low:.3f}, {e.high:.3f}]" if e.low is not None else "")
+
+
+def memory_answer(e: effect.Effect) -> str:
+    """Memory: no change under 1%, else smaller or larger where the whole interval says so."""
+    if e.estimate is None:
         return "not measured"
-    if r.degenerate == "identical samples":
-        return "identical samples"
-    if r.ci is None:
-        return "not enough trials"
-    if r.significant():
-        return worse if r.ratio > 1 else better
-    return "no significant change"
+    if abs(e.estimate - 1) < MEMORY_TOLERANCE and (e.low is None or (1 - MEMORY_TOLERANCE < e.low
+                                                                      and e.high < 1 + MEMORY_TOLERANCE)):
+        return "same within 1%"
+    answer = effect.time_answer(e, None, MEMORY_TOLERANCE)
+    return answer.text.replace("faster", "smaller").replace("slower", "larger")
 
 
-def fields(name: str, r: stats.Ratio, verdict_text: str) -> dict:
-    return {f"{name}_a": r.a, f"{name}_b": r.b, f"{name}_ratio": r.ratio, f"{name}_ci": list(r.ci) if r.ci else None,
-            f"{name}_p": r.p, f"{name}_n": r.n, f"{name}_note": r.degenerate, f"{name}_verdict": verdict_text}
+def fields(name: str, e: effect.Effect, a: float | None, b: float | None, verdict_text: str) -> dict:
+    return {f"{name}_a": a, f"{name}_b": b, f"{name}_ratio": e.estimate,
+            f"{name}_ci": [e.low, e.high] if e.low is not None else None, f"{name}_n": e.n,
+            f"{name}_note": e.why, f"{name}_verdict": verdict_text}
 
 
-def compare_time(a: Point, b: Point, pair: bool = False) -> tuple[dict, stats.Ratio]:
-    r = ratio_of(a, b, trial_time, pair)
-    found = fields("time", r, verdict(r))
-    # `*`: no fair verdict: a side with one trial, or paired rounds too few for the signed-rank test.
-    found["time_starred"] = r.ratio is not None and (r.ci is None or (pair and r.n < MIN_ROUNDS)) \
-        and r.degenerate != "identical samples"
-    return found, r
-
-
-def compare_instructions(a: Point, b: Point, pair: bool = False) -> tuple[dict, stats.Ratio | None]:
-    r = ratio_of(a, b, lambda t: measure(t, "instructions_per_iter"), pair)
-    if r.ratio is None:
-        return fields("instr", r, "not counted"), None
-    spread = max(r.half_width() or 0.0, stats.INSTRUCTIONS_TOLERANCE)
-    same = abs(r.ratio - 1) <= spread
-    return fields("instr", r, "same" if same else ("more" if r.ratio > 1 else "fewer")), r
-
-
-def compare_init(a: Point, b: Point, pair: bool = False) -> dict:
-    """B/A of the init run (one iteration, end to end): one value per trial that ran one."""
-    r = ratio_of(a, b, lambda t: measure(t, "init_time_s"), pair)
-    return fields("init", r, verdict(r))
-
-
-def compare_memory(a: Point, b: Point, pair: bool = False) -> dict:
-    r = ratio_of(a, b, lambda t: measure(t, "peak_resident_bytes"), pair)
-    negligible = r.ratio is not None and abs(r.ratio - 1) < MEMORY_TOLERANCE
-    return fields("mem", r, "no significant change" if negligible else verdict(r, "larger", "smaller"))
+def compare_row(a: Point, b: Point, pair: bool, floor: effect.Floor | None, threshold: float) -> tuple[dict, effect.Effect]:
+    """Every measure of one row, and the row's one answer (time, then instructions where time cannot tell)."""
+    time = effect_of(a, b, trial_time, pair)
+    instr = effect_of(a, b, lambda t: measure(t, "instructions_per_iter"), pair)
+    memory = effect_of(a, b, lambda t: measure(t, "peak_resident_bytes"), pair)
+    answer = effect.change_answer(time, floor, threshold, instr if instr.estimate is not None else None)
+    row = {**fields("time", time, geo(a, trial_time), geo(b, trial_time), effect.time_answer(time, floor, threshold).text),
+           **fields("instr", instr, geo(a, lambda t: measure(t, "instructions_per_iter")),
+                    geo(b, lambda t: measure(t, "instructions_per_iter")), "counted" if instr.estimate else "not counted"),
+           **fields("mem", memory, geo(a, lambda t: measure(t, "peak_resident_bytes")),
+                    geo(b, lambda t: measure(t, "peak_resident_bytes")), memory_answer(memory)),
+           "answer": answer.kind, "answer_text": answer.text, "decided_by": answer.decided_by,
+           "floor": floor.factor if floor else None, "floor_pair": floor.pair if floor else None}
+    return row, time
 
 
 # ----------------------------------------------------------------------------- two runs
@@ -129,6 +129,7 @@ def _manifest_warnings(a: dict, b: dict) -> list[str]:
 
 def _run_info(run, env: str | None) -> dict:
     return {"run_id": run.run_id + (f"@{env}" if env else ""), "profile": run.plan.profile,
+            "cpu_model": _value(run.manifest, "machine", "cpu_model"),
             "timing": run.timing, "created_at": run.manifest.get("created_at"), "git_commit": run.manifest.get("git_commit"),
             "frameworks": _env_freeze(run.manifest, env) if env else run.manifest.get("frameworks") or {}}
 
@@ -140,8 +141,20 @@ def _env_freeze(manifest: dict, env: str) -> dict:
     return (record.get("freeze") if isinstance(record, dict) else None) or {}
 
 
+def aa_floors(points: dict[str, Point]) -> dict[str, effect.Floor]:
+    """The noise floor each A/A pair of one point measured (an environment against its copy), by environment."""
+    floors = {}
+    for env, copy in points.items():
+        original = env.removesuffix(AA_COPY)
+        if env.endswith(AA_COPY) and original in points:
+            floor = effect.floor_of(effect_of(points[original], copy, trial_time, pair=True), original or "no environment")
+            if floor is not None:
+                floors[original] = floor
+    return floors
+
+
 def _geometric_means(pairs_by_workload: dict[str, list[tuple[Point, Point]]], pair: bool,
-                     starred: dict[str, bool]) -> dict[str, dict]:
+                     threshold: float) -> dict[str, dict]:
     """Per workload: B/A of the per-trial geometric mean over its rows (the trial indices every row
     has), paired or not as the rows are."""
     means = {}
@@ -152,10 +165,10 @@ def _geometric_means(pairs_by_workload: dict[str, list[tuple[Point, Point]]], pa
             common = set.intersection(*(set(t) for t in times))
             sides.append({r: math.exp(sum(math.log(t[r]) for t in times) / len(times)) for r in common
                           if all(t[r] > 0 for t in times)})
-        r = stats.paired(stats.pairs(*sides)) if pair else stats.unpaired(list(sides[0].values()),
-                                                                            list(sides[1].values()))
-        means[workload] = {"ratio": r.ratio, "ci": list(r.ci) if r.ci else None, "p": r.p, "verdict": verdict(r),
-                           "n": len(rows), "starred": starred.get(workload, False)}
+        e = effect.effect(*sides, paired=pair)
+        answer = effect.time_answer(e, None, threshold)
+        means[workload] = {"ratio": e.estimate, "ci": [e.low, e.high] if e.low is not None else None,
+                           "answer_text": answer.text, "decided_by": answer.decided_by, "n": len(rows)}
     return means
 
 
@@ -163,6 +176,26 @@ def in_env(points: dict, env: str) -> dict:
     """The points of one environment of a run, keyed by their engine ids without it."""
     return {key._replace(engine=split_id(key.engine)[0]): point for key, point in points.items()
             if split_id(key.engine)[1] == env}
+
+
+def _floors(points: dict, env_a: str, env_b: str) -> dict:
+    """{point key without environment: the wider floor of the two environments' A/A pairs}."""
+    by_point: dict = {}
+    for key, point in points.items():
+        base, env = split_id(key.engine)
+        by_point.setdefault(key._replace(engine=base), {})[env or ""] = point
+    found = {}
+    for key, envs in by_point.items():
+        floors = aa_floors(envs)
+        found[key] = effect.wider(floors.get(env_a), floors.get(env_b))
+    return found
+
+
+def sort_key(key) -> tuple:
+    """Rows by workload, then their parameters' values (numbers as numbers), then engine."""
+    params = json.loads(key.params)
+    return (key.workload, [(isinstance(v, str), v if not isinstance(v, str) else 0, str(v)) for v in params.values()],
+            key.engine)
 
 
 def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str | None = None) -> dict:
@@ -174,55 +207,90 @@ def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str 
                          "timed regions differ (workloads/timed_regions.csv); compare runs of one --timing")
     pair = Path(run_a).resolve() == Path(run_b).resolve() and (env_a or "") != (env_b or "")
     points_a, points_b = group(a.trials), group(b.trials)
+    floors = _floors(points_a, env_a or "", env_b or "") if pair else {}
     if env_a or env_b:  # a side without one: the engines that ran in the runner's own environment
         points_a, points_b = in_env(points_a, env_a or ""), in_env(points_b, env_b or "")
-    rows, by_workload, starred = [], {}, {}
-    for key in sorted(set(points_a) & set(points_b), key=lambda k: (k.workload, k.engine, k.params)):
+    common = set(points_a) & set(points_b)
+    if not common:
+        raise UsageError(f"{a.run_id}{'@' + env_a if env_a else ''} and {b.run_id}{'@' + env_b if env_b else ''} "
+                         "have no (engine, workload, point) in common: nothing to compare")
+    threshold = b.plan.noise_threshold
+    rows, by_workload = [], {}
+    for key in sorted(common, key=sort_key):
         pa, pb = points_a[key], points_b[key]
-        time, r = compare_time(pa, pb, pair)
-        if key.engine != FLOOR and r.ratio is not None:
+        row, time = compare_row(pa, pb, pair, floors.get(key), threshold)
+        if key.engine != FLOOR and time.estimate is not None:
             by_workload.setdefault(key.workload, []).append((pa, pb))
-            starred[key.workload] = starred.get(key.workload, False) or time["time_starred"]
         rows.append({"workload": key.workload, "engine": key.engine, "params": json.loads(key.params),
-                     "trials_a": len(pa.trials), "trials_b": len(pb.trials), **time,
-                     **compare_instructions(pa, pb, pair)[0], **compare_memory(pa, pb, pair)})
-    how = ("paired by round (one run: every variant once per round): Wilcoxon signed-rank test, BCa bootstrap "
-           "interval of the per-round ratios" if pair else "unpaired (two runs): Welch t interval on log values")
+                     "trials_a": len(pa.trials), "trials_b": len(pb.trials), **row})
+    how = ("paired by round (one run: every variant once per round): a t interval on the per-round log ratios"
+           if pair else "unpaired (two runs): Welch's t interval on the log values")
     return {
-        "run_a": _run_info(a, env_a), "run_b": _run_info(b, env_b), "paired": pair,
+        "run_a": _run_info(a, env_a), "run_b": _run_info(b, env_b), "paired": pair, "threshold": threshold,
         "method": f"B/A of time per iteration, of instructions per iteration (a proxy, --instructions) and of peak "
                   f"resident memory over trials (one value per process), {CONFIDENCE:.0%} interval {how}; "
                   f"times shown are the geometric means the ratio comes from",
         "warnings": _manifest_warnings(a.manifest, b.manifest),
+        "mixed_cpu": _value(a.manifest, "machine", "cpu_model") != _value(b.manifest, "machine", "cpu_model"),
         "rows": rows,
-        "geomean": _geometric_means(by_workload, pair, starred),
+        "geomean": _geometric_means(by_workload, pair, threshold),
         "only_in_a": _describe(set(points_a) - set(points_b)),
         "only_in_b": _describe(set(points_b) - set(points_a)),
     }
 
 
+def _value(manifest: dict, section: str, name: str):
+    part = manifest.get(section)
+    return part.get(name) if isinstance(part, dict) else None
+
+
 # ----------------------------------------------------------------------------- the regression gate
 
+def gated(result: dict) -> list[dict]:
+    """The rows a gate judges: every engine's, never the harness's floor row (an empty step, no framework)."""
+    return [row for row in result["rows"] if row["engine"] != FLOOR]
+
+
 def regressions(result: dict, fail_if_slower_pct: float) -> list[dict]:
-    """Rows significantly slower (interval above 1, a fair verdict: no `*`) whose B/A exceeds 1 + PCT/100."""
+    """Rows slower over their whole interval (beyond the floor, where one was measured) by more than PCT."""
     limit = 1 + fail_if_slower_pct / 100
-    return [row for row in result["rows"]
-            if row["time_verdict"] == "slower" and not row["time_starred"] and row["time_ratio"] > limit]
+    return [row for row in gated(result)
+            if row["answer"] == "slower" and row["decided_by"] == "time" and row["time_ratio"] > limit]
+
+
+def unjudged(result: dict) -> list[dict]:
+    """Rows a gate cannot judge: no interval (fewer than 3 trials a side)."""
+    return [row for row in gated(result) if row["time_ratio"] is not None and row["time_ci"] is None]
 
 
 def regression_lines(result: dict, fail_if_slower_pct: float) -> list[str]:
-    """Why --fail-if-slower fails: one line per regressed row."""
-    return [f"slower by more than {fail_if_slower_pct:g}%: {row['workload']} {row['engine']} "
-            f"{_params(row['params'])}B/A {ratio_text(row['time_ratio'], row['time_ci'])}"
-            + (f", p={row['time_p']:.3g}" if row["time_p"] is not None else "")
-            for row in regressions(result, fail_if_slower_pct)]
+    """Why --fail-if-slower fails: one line per regressed row, and one for the rows it cannot judge."""
+    lines = [f"slower by more than {fail_if_slower_pct:g}%: {row['workload']} {row['engine']} "
+             f"{_params(row['params'])}{row['answer_text']}" for row in regressions(result, fail_if_slower_pct)]
+    blind = unjudged(result)
+    if blind:
+        lines.append(f"cannot judge {len(blind)} of {len(gated(result))} rows: fewer than {effect.MIN_TRIALS} trials "
+                     f"a side give no interval (rerun with --trials {effect.MIN_TRIALS} or more)")
+    return lines
+
+
+def check_gate(result: dict, allow_mixed: bool) -> None:
+    """A gate across two CPU models compares the machines, not the code: refused unless asked for."""
+    if result["mixed_cpu"] and not allow_mixed:
+        raise UsageError("--fail-if-slower: the runs are of different CPU models ("
+                         f"{_value_text(result, 'run_a')} and {_value_text(result, 'run_b')}); gate runs of one "
+                         "machine, or pass --allow-mixed")
+
+
+def _value_text(result: dict, side: str) -> str:
+    return str(result[side].get("cpu_model"))
 
 
 def exit_status(result: dict, fail_if_slower_pct: float | None) -> int:
-    """0, or 1 when --fail-if-slower PCT is given and some (engine, workload, params) regressed by more."""
+    """0, or 1 when --fail-if-slower PCT is given and some row regressed by more, or cannot be judged."""
     if fail_if_slower_pct is None:
         return 0
-    return 1 if regressions(result, fail_if_slower_pct) else 0
+    return 1 if regressions(result, fail_if_slower_pct) or unjudged(result) else 0
 
 
 # ----------------------------------------------------------------------------- output
@@ -241,8 +309,11 @@ def ratio_text(ratio: float | None, interval: list[float] | None) -> str:
     return f"{ratio:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
 
 
-HEADERS = ["Workload", "Engine", "Params", "Time A → B (geo. mean)", "Time B/A [95% CI] p", "Time verdict",
-           "Instr./iter A → B (a proxy)", "Instr. B/A", "Mem A → B", "Mem B/A", "Memory verdict"]
+HEADERS = ["Point", "Engine", "Time A → B", "Answer: time B/A [95% CI]", "Decided by",
+           "Instr. B/A (a proxy)", "Mem A → B", "Memory B/A"]
+WIDTH = 120  # compare's table fits a 120-column terminal
+NARROW = {4: 12, 5: 12, 7: 16}  # the columns that give way to the answer's (decided by, instructions, memory)
+ANSWER_WIDTH = 32
 
 
 def arrow(a: str, b: str) -> str:
@@ -256,9 +327,8 @@ def varying_params(rows: list[dict]) -> list[str]:
                                     for w in {r["workload"] for r in rows})]
 
 
-def short(verdict: str) -> str:
-    """A verdict as the table shows it (n.s.: no significant change, said once above the table)."""
-    return "n.s." if verdict == "no significant change" else verdict
+def point_text(row: dict, shown: list[str]) -> str:
+    return " ".join([row["workload"], *(f"{k}={row['params'][k]}" for k in shown if k in row["params"])])
 
 
 def table_rows(result: dict) -> list[list[str]]:
@@ -266,29 +336,23 @@ def table_rows(result: dict) -> list[list[str]]:
     shown = varying_params(result["rows"])
     rows = []
     for row in result["rows"]:
-        star = " *" if row["time_starred"] else ""
-        instr = "—" if row["instr_ratio"] is None else f"{row['instr_ratio']:.4f} {row['instr_verdict']}"
-        rows.append([row["workload"], labels.get(row["engine"], row["engine"]),
-                     " ".join(f"{k}={row['params'][k]}" for k in shown if k in row["params"]),
+        instr = "—" if row["instr_ratio"] is None else f"{row['instr_ratio']:.4f}"
+        rows.append([point_text(row, shown), labels.get(row["engine"], row["engine"]),
                      arrow(format_seconds(row["time_a"], "n/a"), format_seconds(row["time_b"], "n/a")),
-                     ratio_text(row["time_ratio"], row["time_ci"]) + ("" if row["time_p"] is None else
-                                                                       f" p={row['time_p']:.2g}"),
-                     short(row["time_verdict"]) + star,
-                     arrow(count_text(row["instr_a"]), count_text(row["instr_b"])), instr,
+                     row["answer_text"], row["decided_by"] or "—", instr,
                      arrow(size(row["mem_a"]), size(row["mem_b"])),
-                     ratio_text(row["mem_ratio"], None if row["mem_verdict"] == "no significant change" else row["mem_ci"]),
-                     short(row["mem_verdict"])])
+                     ratio_text(row["mem_ratio"], row["mem_ci"]) + f" {row['mem_verdict']}"])
     for workload, mean in sorted(result["geomean"].items()):
         if mean["n"] < 2:  # the one row says it already
             continue
-        rows.append([workload, f"geo. mean of {mean['n']}", "", "", ratio_text(mean["ratio"], mean["ci"]),
-                     mean["verdict"] + (" *" if mean["starred"] else ""), "", "", "", "", ""])
+        rows.append([workload, f"geo. mean of {mean['n']}", "", mean["answer_text"], mean["decided_by"] or "—", "",
+                     "", ""])
     return rows
 
 
 def shown_columns(rows: list[list[str]]) -> list[int]:
-    """The columns that say something: a column of blanks and dashes only (no instructions counted,
-    one point per workload) is left out."""
+    """The columns that say something: a column of blanks and dashes only (no instructions counted)
+    is left out."""
     return [i for i in range(len(HEADERS)) if any(r[i] not in ("", "—") for r in rows) or i < 2]
 
 
@@ -306,16 +370,16 @@ def _only(described: list[dict]) -> str:
 
 def _preamble(result: dict) -> list[str]:
     lines = [f"A = {result['run_a']['run_id']}, B = {result['run_b']['run_id']}. {result['method']}."]
-    lines.append("n.s. = no significant change (time: a change needs its interval to exclude 1 and p < 0.05).")
+    lines.append(f"Answer: faster/slower where the whole interval lies beyond the A/A floor (beyond ×1 without one); "
+                 f"same where it lies within a floor narrower than ±{result['threshold']:.0%} (the run's "
+                 "--noise-threshold); else undecided, with what would decide it. Instructions decide where time "
+                 "cannot.")
     _, legend = short_ids([row["engine"] for row in result["rows"]])
     if legend:
         lines.append(legend.capitalize() + ".")
     if result["geomean"]:
         lines.append("Geometric-mean rows: per trial, over the workload's rows but the harness's floor row "
-                     f"({FLOOR}); `*` where an input row has one.")
-    if any(row["time_starred"] for row in result["rows"]):
-        lines.append(f"* = no fair verdict: a side with one trial (timing blocks inside a process are not trials), "
-                     f"or fewer than {MIN_ROUNDS} paired rounds; rerun with --trials {MIN_ROUNDS} or more.")
+                     f"({FLOOR}).")
     lines += [f"WARNING: {w}" for w in result["warnings"]]
     for side in ("only_in_a", "only_in_b"):
         if result[side]:
@@ -336,24 +400,32 @@ def _markdown(result: dict) -> str:
 
 
 def _terminal(result: dict) -> str:
+    """One block per point (its name on a line of its own), one line per engine where the width allows:
+    engines and times are never cut or wrapped, the answer's words wrap."""
     from rich.console import Console
     from rich.table import Table
 
     rows = table_rows(result)
-    keep = shown_columns(rows)
-    table = Table(title="burtbench compare: B relative to A")
+    keep = [i for i in shown_columns(rows) if i not in (0, 6)]  # the memory's ratio and answer say enough
+    table = Table(title="burtbench compare: B relative to A", padding=(0, 1), collapse_padding=True,
+                  show_lines=False)
     for i in keep:
-        # An engine label is never cut or wrapped: the other columns give way.
-        table.add_column(HEADERS[i], no_wrap=i == 1)
+        table.add_column(HEADERS[i], no_wrap=i in (1, 2), overflow="fold", max_width=NARROW.get(i),
+                         min_width=ANSWER_WIDTH if i == 3 else None)
+    point = None
     for cells in rows:
-        table.add_row(*[cells[i] for i in keep])
+        if cells[0] != point:
+            if point is not None:
+                table.add_section()
+            point = cells[0]
+            table.add_row(f"[bold]{escape(point)}[/]", *[""] * (len(keep) - 1))
+        table.add_row(*[escape(cells[i]) for i in keep])
     buffer = io.StringIO()
-    console = Console(file=buffer, width=shutil.get_terminal_size((120, 24)).columns, color_system=None)
+    console = Console(file=buffer, width=shutil.get_terminal_size((WIDTH, 24)).columns, color_system=None)
     for text in _preamble(result):
         console.print(text, markup=False, highlight=False)
     console.print(table)
     return buffer.getvalue()
-
 
 
 def format_comparison(result: dict, fmt: str = "table") -> str:

@@ -97,7 +97,11 @@ def build_parser() -> Parser:
     compare.add_argument("--format", default="table", choices=("table", "md", "json"), help="output format (default: table)")
     compare.add_argument("--fail-if-slower", type=positive_float, metavar="PCT",
                          help="exit with status 1 if any (engine, workload, params) is slower in RUN_B than in RUN_A "
-                              "by more than PCT percent and significantly so (its 95%% interval of B/A lies above 1)")
+                              "by more than PCT percent over its whole 95%% interval (beyond the A/A floor where the "
+                              "run measured one), or if a row cannot be judged (fewer than 3 trials a side); never "
+                              "the harness's floor row")
+    compare.add_argument("--allow-mixed", action="store_true",
+                         help="with --fail-if-slower: gate runs of different CPU models (refused otherwise)")
 
     fetch = describe(sub, "fetch-data", "download names.txt and input.txt from their public origins (sha256-checked)")
     fetch.add_argument("--data-dir", default="data", metavar="DIR", help="where to put them (default: data)")
@@ -223,6 +227,8 @@ def cmd_compare(args, console: Console) -> int:
 
     (run_a, env_a), (run_b, env_b) = run_side(args.run_a, "RUN_A"), run_side(args.run_b, "RUN_B")
     result = compare.compare_runs(run_a, run_b, env_a, env_b)
+    if args.fail_if_slower is not None:
+        compare.check_gate(result, args.allow_mixed)
     text = compare.format_comparison(result, args.format)
     print(text) if args.format == "json" else console.print(text, highlight=False)
     code = compare.exit_status(result, args.fail_if_slower)

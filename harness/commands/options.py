@@ -62,7 +62,7 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "(e.g. 'jax==0.4.38' or 'jax==0.5.0,jaxlib==0.5.0'); repeat to compare versions in one "
                           "interleaved run. Environments are cached (burtbench envs)")
     run.add_argument("--aa", action="store_true", default=None,
-                     help="A/A: also run every engine (or --env SPEC) as an exact copy of itself, `<id>@<SPEC>#2`, "
+                     help="A/A: also run every engine (or --env SPEC) as an exact copy of itself, `<id>@<SPEC>#copy`, "
                           "in the same rounds: their ratio measures the noise floor, the smallest change this "
                           "machine can detect now; --env X --env X needs it")
     run.add_argument("--seed", type=int, metavar="N",

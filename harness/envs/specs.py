@@ -18,9 +18,9 @@ from harness.store import results
 from harness.store.run_plan import read_plan
 from harness.store.runs import existing_run
 
-# The mark of an A/A copy (--aa): `<id>@<SPEC>#2` runs exactly as `<id>@<SPEC>`, `<id>@#2` as `<id>`,
+# The mark of an A/A copy (--aa): `<id>@<SPEC>#copy` runs exactly as `<id>@<SPEC>`, `<id>@#copy` as `<id>`,
 # as a variant of its own, so that the noise floor is measured as any comparison is.
-AA_COPY = "#2"
+AA_COPY = "#copy"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Trials are interleaved in rounds: a round is one trial index at one workload point, and in it every
 engine (variant) runs once, so slow drift of the machine (heat, background load) hits every engine
-alike and the trials of one round can be compared pairwise (harness/analysis/paired.py). With a seed
+alike and the trials of one round can be compared pairwise (harness/analysis/effect.py). With a seed
 each round runs its engines in a fresh random order (RMIT: a fixed order lets a periodic disturbance
 favour one side); the order is a function of the seed and the round alone, so a resumed run
 re-makes the same plan.

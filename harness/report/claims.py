@@ -64,10 +64,10 @@ def absent_subject(run: Run, subject: Subject) -> str | None:
 
 def verdict_for(claim: Claim, subject: Subject, run: Run, tables: list[Table], points: dict,
                 absent: str | None) -> Verdict:
+    if absent:  # a subject the run never ran is judged on nothing, not even as not comparable
+        return Verdict(claim, NOT_MEASURABLE, subject.key, why=absent)
     if subject.engine == AUTHORS and claim.authors == AUTHORS_NOT_COMPARABLE:
         return Verdict(claim, NOT_COMPARABLE, subject.key, why=f"their program cannot answer it: {claim.authors_why}")
-    if absent:
-        return Verdict(claim, NOT_MEASURABLE, subject.key, why=absent)
     if claim.rule == "same_outputs":
         verdict = claim_rules.outputs_verdict(claim, subject.engine, run, tables, points)
     elif claim.rule == "flat":

@@ -15,6 +15,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from engines.none import FLOOR
+from harness.envs.specs import AA_COPY
+from harness.planning.claim_points import UNREPEATED_PROFILES
 from harness.analysis.labels import short_ids
 from harness.analysis.points import STATISTIC, run_points
 from harness.analysis.summary import format_seconds, shown_params
@@ -82,6 +84,8 @@ def judgeable(judged) -> bool:
     return any(v.verdict in (*claims.DECIDED, claims.UNDECIDED) for v in judged.verdicts())
 
 
+SMOKE_CAVEAT = ("a smoke run: one trial a point and few iterations, so its factors have no interval and its "
+                "verdicts stay undecided; the quick profile decides them")
 LEGEND = "✓ reproduced, ≈ partly, ✗ not reproduced, ? undecided, ≠ not comparable, – not measurable"
 READING = f"factor [95% interval] trials of the subject/of the other engine; a trial's time: the {STATISTIC}"
 
@@ -105,6 +109,8 @@ def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
     tally = "; ".join(f"{s.short} " + ", ".join(f"{n} {symbol}" for symbol, n in _tally(shown, s.key).items() if n)
                       for s in claims.SUBJECTS)
     lines = [f"[bold]The paper's claims this run could judge[/] ({escape(tally)}):"]
+    if run.plan.profile in UNREPEATED_PROFILES:
+        lines.append(f"  [yellow]{escape(SMOKE_CAVEAT)}[/]")
     lines += [claim_line(j) for j in shown]
     rest = [j for j in judged_all if not judgeable(j)]
     lines.append(f"  {escape(LEGEND)}" + (f"; {len(rest)} more not judged here: see claims.md" if rest else ""))
@@ -116,7 +122,8 @@ def speed_lines(run) -> list[str]:
     """At each workload point, the fastest engine and how much faster than the slowest it ran."""
     by_point: dict[tuple, list] = {}
     for point in run_points(run).values():
-        if point.time_mean() is not None and point.engine != FLOOR:  # the harness's floor is no framework
+        # The harness's floor is no framework, and an A/A copy is its original again: neither is ranked.
+        if point.time_mean() is not None and point.engine != FLOOR and not point.engine.endswith(AA_COPY):
             by_point.setdefault((point.workload, point.key.params), []).append(point)
     labels, _ = short_ids([p.engine for points in by_point.values() for p in points])
     lines = []
@@ -143,8 +150,8 @@ def summary_lines(rendered) -> list[str]:
         lines += ["", "[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step):"]
         lines += speeds
     for table in rendered.versions:
-        lines += ["", f"[bold]{escape(table.title)}[/] (time per iteration, ×the oldest version, 95% interval, "
-                      f"verdict): {escape(str(Path(rendered.folder).resolve() / 'tables' / table.name))}.md"]
+        lines += ["", f"[bold]{escape(table.title)}[/] (time per iteration; the answer against the oldest version, "
+                      f"as compare gives it): {escape(str(Path(rendered.folder).resolve() / 'tables' / table.name))}.md"]
         lines += [f"  {escape(row['engine'])} {escape(row['version']):<10} {format_seconds(row['time_per_iter_s'], 'n/a'):>9}"
                   f"  {escape(versions.ratio(row, 'time'))}" for row in table.rows]
     lines += ["", f"claims:  {escape(str(folder / 'claims.md'))}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from engines.none import FLOOR
 from harness.analysis.points import Point
 from harness.units import MIB, MIB_LABEL
 from workloads import load
@@ -56,7 +57,10 @@ def _resident(point: Point):
 
 
 def step_rate(point: Point) -> float | None:
-    """FLOP/s of a training step: its workload's count (Workload.step_flops) over the mean step time."""
+    """FLOP/s of a training step: its workload's count (Workload.step_flops) over the mean step time; none
+    for the harness's floor row, whose empty step computes nothing."""
+    if point.engine == FLOOR:
+        return None
     try:
         workload = load(point.workload)
     except KeyError:  # a plug-in workload this process does not know

@@ -1,8 +1,8 @@
 """The versions of a framework side by side, for a run with several environments (--env SPEC).
 
 Per workload, a "versions" table: one row per environment of each engine, each compared with the
-oldest version paired by round (harness/analysis/paired.py: the plan runs every variant once per
-round): time per iteration (the geometric mean over the paired rounds, the statistic the ratio is
+oldest version paired by round (the plan runs every variant once per round), and answered by the
+rule every surface uses (harness/analysis/effect.py): time per iteration (the geometric mean over the paired rounds, the statistic the ratio is
 computed from), its ratio with a bootstrap interval and a signed-rank p, instructions per iteration
 (--instructions, a proxy, beside time), the noise floor measured by A/A copies (--aa) and the verdict,
 saying which measure decided it. Init time and peak memory are compared the same way.
@@ -19,18 +19,18 @@ from pathlib import Path
 import pandas as pd
 
 from engines.base import split_id
-from harness.analysis import compare, paired
+from harness.analysis import compare, effect
 from harness.analysis.points import Point, measure, run_points, trial_time
-from harness.analysis.summary import count_text, format_seconds
+from harness.analysis.summary import count_text, format_seconds, shown_params
 from harness.envs.specs import AA_COPY
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
 from harness.units import count
 
 FIELDS = ["engine", "params", "version", "env", "trials_ok", "trials", "check_ok", "rounds",
-          "time_per_iter_s", "time_ratio", "time_ci_low", "time_ci_high", "time_p", "time_verdict",
+          "time_per_iter_s", "time_ratio", "time_ci_low", "time_ci_high", "time_verdict",
           "instructions_per_iter", "instr_ratio", "instr_ci_low", "instr_ci_high",
-          "noise_floor", "verdict", "decided_by",
+          "noise_floor", "floor_pair", "verdict", "answer", "decided_by",
           "init_time_s", "init_ratio", "init_ci_low", "init_ci_high", "init_verdict",
           "peak_resident_bytes", "mem_ratio", "mem_ci_low", "mem_ci_high", "mem_verdict"]
 REFERENCE = "reference (oldest)"
@@ -75,79 +75,81 @@ def instructions_of(trial: dict) -> float | None:
     return measure(trial, "instructions_per_iter")
 
 
-def aa_floor(points: dict[str, Point]) -> tuple[float | None, list[str]]:
-    """The noise floor of one point: the widest of its A/A pairs (an environment against its copy), and
-    a line per pair saying what it measured."""
-    floors, lines = [], []
-    for env, copy in sorted(points.items()):
-        if not env.endswith(AA_COPY) or env.removesuffix(AA_COPY) not in points:
-            continue
+def aa_floors(points: dict[str, Point]) -> tuple[dict[str, effect.Floor], list[str]]:
+    """The noise floor each A/A pair of one point measured, by environment (compare.aa_floors), and a
+    line per pair saying what it measured."""
+    floors, lines = compare.aa_floors(points), []
+    for env in sorted(points):
         original = env.removesuffix(AA_COPY)
-        aa = compare.ratio_of(points[original], copy, trial_time, pair=True)
-        floor = paired.floor_of(aa)
-        if floor is not None:
-            floors.append(floor)
-        spread = paired.log_spread(paired.pairs(compare.by_round(points[original], trial_time),
-                                                compare.by_round(copy, trial_time)))
-        lines.append(f"A/A {original or 'no environment'}: B/A {compare.ratio_text(aa.ratio, aa.ci)} over {count(aa.n, 'round')}, "
-                     f"per-round spread {'n/a' if spread is None else paired.percent(spread)} (sd of log ratio); "
-                     f"floor {'n/a' if floor is None else '±' + paired.percent(floor)}")
-    return (max(floors) if floors else None), lines
+        if not env.endswith(AA_COPY) or original not in points:
+            continue
+        aa = compare.effect_of(points[original], points[env], trial_time, pair=True)
+        spread = "n/a" if aa.spread is None else f"{aa.spread * 100:.1f}%"
+        floor = floors.get(original)
+        lines.append(f"A/A {original or 'no environment'}: B/A {compare.effect_text(aa)} over {count(aa.n, 'round')}, "
+                     f"per-round spread {spread} (sd of log ratio); floor "
+                     f"{floor.text() if floor else 'not measured (' + str(aa.why) + ')'}")
+    return floors, lines
 
 
-def _ends(prefix: str, r: paired.Ratio | None) -> dict:
-    ci = r.ci if r is not None and r.ci else (None, None)
-    return {f"{prefix}_ci_low": ci[0], f"{prefix}_ci_high": ci[1]}
+def _ends(prefix: str, e: effect.Effect | None) -> dict:
+    low, high = (e.low, e.high) if e is not None else (None, None)
+    return {f"{prefix}_ci_low": low, f"{prefix}_ci_high": high}
 
 
-def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: float | None) -> dict:
+def _floor_fields(floor: effect.Floor | None) -> dict:
+    return {"noise_floor": floor.factor if floor else None, "floor_pair": floor.pair if floor else None}
+
+
+def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: effect.Floor | None,
+         threshold: float) -> dict:
     same = point is oldest
     copy = " (A/A copy)" if env.endswith(AA_COPY) else ""
     row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env) + copy, "env": env,
            "trials_ok": point.trials_ok(), "trials": len(point.trials), "check_ok": point.check()[0], "in_run": True,
-           "noise_floor": floor}
+           **_floor_fields(floor)}
     if same:
         return {**row, "rounds": len(point.time_values()), "time_per_iter_s": geo_mean(point, trial_time),
-                "time_ratio": 1.0, **_ends("time", None), "time_p": None, "time_verdict": REFERENCE,
+                "time_ratio": 1.0, **_ends("time", None), "time_verdict": REFERENCE,
                 "instructions_per_iter": geo_mean(point, instructions_of), "instr_ratio": 1.0, **_ends("instr", None),
                 "verdict": REFERENCE, "decided_by": "", "init_time_s": geo_mean(point, lambda t: measure(t, "init_time_s")),
                 "init_ratio": 1.0, **_ends("init", None), "init_verdict": REFERENCE,
                 "peak_resident_bytes": geo_mean(point, lambda t: measure(t, "peak_resident_bytes")), "mem_ratio": 1.0,
                 **_ends("mem", None), "mem_verdict": REFERENCE}
-    time, r = compare.compare_time(oldest, point, pair=True)
-    _, instr = compare.compare_instructions(oldest, point, pair=True)
-    init, memory = compare.compare_init(oldest, point, pair=True), compare.compare_memory(oldest, point, pair=True)
-    decided = paired.decide(r, floor, instr)
-    return {**row, "rounds": r.n, "time_per_iter_s": r.b, "time_ratio": r.ratio, **_ends("time", r), "time_p": r.p,
-            "time_verdict": time["time_verdict"],
-            "instructions_per_iter": instr.b if instr else None, "instr_ratio": instr.ratio if instr else None,
-            **_ends("instr", instr), "verdict": decided.text, "decided_by": decided.decided_by,
-            "init_time_s": init["init_b"], "init_ratio": init["init_ratio"],
-            **{f"init_ci_{k}": (init["init_ci"] or [None, None])[i] for i, k in enumerate(("low", "high"))},
-            "init_verdict": init["init_verdict"], "peak_resident_bytes": memory["mem_b"], "mem_ratio": memory["mem_ratio"],
-            **{f"mem_ci_{k}": (memory["mem_ci"] or [None, None])[i] for i, k in enumerate(("low", "high"))},
-            "mem_verdict": memory["mem_verdict"]}
+    time = compare.effect_of(oldest, point, trial_time, pair=True)
+    instr = compare.effect_of(oldest, point, instructions_of, pair=True)
+    init = compare.effect_of(oldest, point, lambda t: measure(t, "init_time_s"), pair=True)
+    memory = compare.effect_of(oldest, point, lambda t: measure(t, "peak_resident_bytes"), pair=True)
+    answer = effect.change_answer(time, floor, threshold, instr if instr.estimate is not None else None)
+    return {**row, "rounds": time.n, "time_per_iter_s": geo_mean(point, trial_time), "time_ratio": time.estimate,
+            **_ends("time", time), "time_verdict": effect.time_answer(time, floor, threshold).text,
+            "instructions_per_iter": geo_mean(point, instructions_of), "instr_ratio": instr.estimate,
+            **_ends("instr", instr), "verdict": answer.text, "answer": answer.kind, "decided_by": answer.decided_by,
+            "init_time_s": geo_mean(point, lambda t: measure(t, "init_time_s")), "init_ratio": init.estimate,
+            **_ends("init", init), "init_verdict": effect.time_answer(init, None, threshold).text,
+            "peak_resident_bytes": geo_mean(point, lambda t: measure(t, "peak_resident_bytes")),
+            "mem_ratio": memory.estimate, **_ends("mem", memory), "mem_verdict": compare.memory_answer(memory)}
 
 
 def ratio(row: dict, name: str) -> str:
-    low, high = row[f"{name}_ci_low"], row[f"{name}_ci_high"]
-    interval = [low, high] if low is not None else None
+    """'0.952 [0.910, 0.980] faster by 4.8% …': a ratio and its answer, as the tables and closing lines show it."""
     verdict = row.get("verdict") if name == "time" else row[f"{name}_verdict"]
-    return f"{compare.ratio_text(row[f'{name}_ratio'], interval)} {verdict}"
+    if verdict == REFERENCE:
+        return REFERENCE
+    return verdict
 
 
-def _shown(rows: list[dict]) -> pd.DataFrame:
+def _shown(workload: str, rows: list[dict]) -> pd.DataFrame:
     counted = any(r["instructions_per_iter"] for r in rows)
     return pd.DataFrame([{
-        "Engine": r["engine"], "Point": " ".join(f"{k}={v}" for k, v in r["params"].items()),
+        "Engine": r["engine"], "Point": shown_params(workload, r["params"]).strip() or "—",
         "Version": r["version"], "Rounds": str(r["rounds"]),
         "Time/iter (geo. mean)": format_seconds(r["time_per_iter_s"], "n/a"),
-        "Time ×oldest [95% CI]": compare.ratio_text(r["time_ratio"], [r["time_ci_low"], r["time_ci_high"]]
-                                                    if r["time_ci_low"] is not None else None),
         **({"Instr./iter (a proxy)": count_text(r["instructions_per_iter"]),
             "Instr. ×oldest": "—" if r["instr_ratio"] is None else f"{r['instr_ratio']:.4f}"} if counted else {}),
-        "Noise floor (A/A)": "not measured" if r["noise_floor"] is None else f"±{paired.percent(r['noise_floor'])}",
-        "Verdict": r["verdict"], "Decided by": r["decided_by"],
+        "Noise floor (A/A)": "not measured" if r["noise_floor"] is None else
+        f"×/÷{r['noise_floor']:.3g} (A/A of {r['floor_pair']})",
+        "Answer (time ×oldest [95% CI])": r["verdict"], "Decided by": r["decided_by"],
         "Init ×oldest": ratio(r, "init"), "Peak RSS": compare.size(r["peak_resident_bytes"]),
         "Memory ×oldest": ratio(r, "mem"),
     } for r in rows])
@@ -162,11 +164,11 @@ def build(run: Run) -> list[VersionTable]:
             by_workload.setdefault(key.workload, {}).setdefault((base, key.params), {})[env] = point
     listed = run.manifest.get("unavailable")  # a damaged manifest may hold anything here
     unavailable = {eid: why for eid, why in listed.items() if split_id(str(eid))[1]} if isinstance(listed, dict) else {}
-    tables = []
+    tables, threshold = [], run.plan.noise_threshold
     for workload, engines in by_workload.items():
         rows, notes = [], []
         for (engine, params), points in sorted(engines.items()):
-            floor, lines = aa_floor(points)
+            floors, lines = aa_floors(points)
             notes += [f"{engine} {' '.join(f'{k}={v}' for k, v in json.loads(params).items())}: {line}" for line in lines]
             versions = {env: p for env, p in points.items() if not env.endswith(AA_COPY)}
             # An A/A run: each copy against its original. The pair does not differ by construction: its
@@ -174,25 +176,29 @@ def build(run: Run) -> list[VersionTable]:
             # systematic gap in one run, e.g. 0.95 [0.91, 0.98], widens the floor to cover it).
             if len(versions) < 2:
                 rows += [row for env in versions if env + AA_COPY in points
-                         for row in (_row(engine, params, env, points[env], points[env], floor),
-                                     _row(engine, params, env + AA_COPY, points[env + AA_COPY], points[env], floor))]
+                         for row in (_row(engine, params, env, points[env], points[env], floors.get(env), threshold),
+                                     _row(engine, params, env + AA_COPY, points[env + AA_COPY], points[env],
+                                          floors.get(env), threshold))]
                 continue
             ordered = sorted(versions.items(), key=lambda item: _version_key(version_of(item[1], item[0])))
-            oldest = ordered[0][1]
-            rows += [_row(engine, params, env, point, oldest, floor) for env, point in ordered]
+            oldest_env, oldest = ordered[0]
+            rows += [_row(engine, params, env, point, oldest, effect.wider(floors.get(oldest_env), floors.get(env)),
+                          threshold) for env, point in ordered]
         if not rows:
             continue
         notes += [f"{eid}: unavailable: {why}" for eid, why in sorted(unavailable.items())]
         tables.append(VersionTable(
             f"versions_{workload}", f"{workload}: framework versions",
             "Each version against the oldest of its engine, paired by round (every version ran once per round, "
-            "in a random order): time per iteration as the geometric mean over the paired rounds (ratio = "
-            "B/A of these), the per-round ratios' 95% bootstrap interval; instructions per iteration under "
-            "valgrind (a proxy, beside time); the noise floor measured by A/A copies of one version (--aa). "
-            "Verdict: faster/slower where the interval excludes 1, the signed-rank p < 0.05 and the change "
-            "exceeds the floor; else instructions where they differ beyond their repeat spread; else the "
-            "same within noise. 'Decided by' names the measure.",
-            workload, FIELDS, rows, _shown(rows), notes))
+            "in a random order): time per iteration as the geometric mean over the paired rounds, the ratio B/A "
+            "with its 95% interval (a t interval on the per-round log ratios); instructions per iteration under "
+            "valgrind (a proxy, beside time); the noise floor an A/A pair measured (--aa), as a factor, and the "
+            "pair it came from (the wider of the two versions' pairs). The answer, the same in compare and the "
+            "run's closing lines (harness/analysis/effect.py): faster or slower where the whole interval lies "
+            "beyond the floor; the same where it lies within a floor narrower than the change asked about "
+            f"(--noise-threshold, {threshold:.0%}); else undecided, with what would decide it. 'Decided by' "
+            "names the measure.",
+            workload, FIELDS, rows, _shown(workload, rows), notes))
     return tables
 
 
@@ -239,7 +245,7 @@ def _ratio_panel(ax, rows: list[dict]) -> None:
         ax.plot(*zip(*counted), "x", color="tab:gray", label="instructions ×oldest (a proxy)")
     floor = next((r["noise_floor"] for r in rows if r["noise_floor"] is not None), None)
     if floor is not None:
-        ax.axhspan(1 - floor, 1 + floor, color="tab:gray", alpha=0.2, label=f"noise floor ±{paired.percent(floor)}")
+        ax.axhspan(1 / floor, floor, color="tab:gray", alpha=0.2, label=f"noise floor ×/÷{floor:.3g}")
     if counted or floor is not None:
         ax.legend(fontsize=7)
     ax.set_xlim(-0.5, len(rows) - 0.5)
