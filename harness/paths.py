@@ -18,6 +18,6 @@ def worker_env(python: str) -> dict:
 
 
 def reports_root() -> Path:
-    """Where reports go unless --report-dir (or `report --out`) says: $BURTBENCH_REPORTS, else reports/ in
+    """Where reports go unless --report-dir says: $BURTBENCH_REPORTS, else reports/ in
     the working directory (the tests point the variable at a temporary folder)."""
     return Path(os.environ.get("BURTBENCH_REPORTS") or "reports")

@@ -100,7 +100,7 @@ def test_the_manifest_records_their_source_and_every_change(smoke):
 
 def test_the_report_shows_their_rows_and_page(smoke, tmp_path):
     run_dir, _, _ = smoke
-    assert main(["report", str(run_dir), "--out", str(tmp_path)]) == 0
+    assert main(["report", str(run_dir), "--report-dir", str(tmp_path)]) == 0
     folder = tmp_path / run_dir.name
     small = (folder / "tables" / "small.md").read_text()
     assert "BurTorch (authors' code): burtorch-authors/eager/cpp/cpu" in small

@@ -209,3 +209,13 @@ def test_the_gate_never_judges_the_floor_row(tmp_path):
     b = write_run(tmp_path / "b", noisy_trials(floor, "small", 5e-8, seed=72))
     result = compare_runs(a, b)
     assert result["rows"][0]["answer"] == "slower" and exit_status(result, 10) == 0
+
+
+def test_one_name_for_the_report_folder_and_options_that_need_another(tmp_path, capsys):
+    from harness.commands.cli import main
+
+    run = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=81))
+    assert main(["report", str(run), "--out", str(tmp_path / "r")]) == 2
+    assert "--out: did you mean --report-dir?" in capsys.readouterr().err
+    assert main(["doctor", "--cpus", "0"]) == 2
+    assert "--cpus: only with --interference" in capsys.readouterr().err

@@ -53,7 +53,7 @@ def test_a_plugin_workload_runs_on_every_python_graph_engine_and_gets_its_table_
                                              "autograd/eager/python/cpu", "none/empty/python/cpu"}
     computed = [t for t in trials if t["engine"] != "none/empty/python/cpu"]
     assert all(t["status"] == "ok" and t["check"]["ok"] for t in computed), [t.get("check") for t in trials]
-    report = burtbench("report", str(run_dir), "--out", str(tmp_path / "reports"), cwd=tmp_path)
+    report = burtbench("report", str(run_dir), "--report-dir", str(tmp_path / "reports"), cwd=tmp_path)
     assert report.returncode == 0, report.stderr[-2000:]
     folder = tmp_path / "reports" / run_dir.name
     table = (folder / "tables" / "toy.md").read_text(encoding="utf-8")

@@ -107,7 +107,7 @@ def test_report_options_never_end_in_a_traceback(places, a_run, capfd, monkeypat
     monkeypatch.setenv("BURTBENCH_DEBUG", "1")
     tmp = places["tmp"]
     argv = ["report", data.draw(st.sampled_from([str(a_run), str(tmp), str(places["file"]), "/nonexistent", ""]))]
-    argv += data.draw(option("--out", [str(tmp / "reports"), str(places["file"]), "/proc/reports", "/dev/null/x"]))
+    argv += data.draw(option("--report-dir", [str(tmp / "reports"), str(places["file"]), "/proc/reports", "/dev/null/x"]))
     capfd.readouterr()
     check_outcome(main(argv), capfd.readouterr().err, argv)
 

@@ -118,7 +118,7 @@ def trial_keys(run_dir: Path) -> list[tuple]:
 def test_report_and_compare_never_crash_on_damaged_files(a_run, tmp_path_factory, capfd, monkeypatch, data):
     monkeypatch.setenv("BURTBENCH_DEBUG", "1")
     work = damaged_copy(a_run, tmp_path_factory.mktemp("fuzz"), data)
-    for argv in (["report", str(work), "--out", str(work.parent / "reports")],
+    for argv in (["report", str(work), "--report-dir", str(work.parent / "reports")],
                  ["compare", str(a_run), str(work), "--format", data.draw(st.sampled_from(["table", "json"]))]):
         capfd.readouterr()
         code = main(argv)

@@ -83,7 +83,7 @@ def test_merged_shards_are_the_unsharded_plan(shards, tmp_path):
         assert main(["run", *PLAN, "--out", str(tmp_path / "whole")]) == 0
         assert keys(merged) == keys(next((tmp_path / "whole").iterdir()))
         assert compare_runs(next((tmp_path / "whole").iterdir()), merged)["rows"]
-        assert main(["report", str(merged), "--out", str(tmp_path / "reports")]) == 0
+        assert main(["report", str(merged), "--report-dir", str(tmp_path / "reports")]) == 0
     notes = status_notes(load_run(merged))
     assert any("Merged from 3 runs" in n for n in notes) and not any("Mixed" in n for n in notes)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -58,7 +59,7 @@ EXAMPLES = """examples:
   burtbench run --profile paper --shard 2/4        the second of 4 machines; then: burtbench merge RUN... --out DIR
   burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
-  burtbench claims results/reference/runs/*        the claims on several runs: one machine's pooled, machines apart
+  burtbench claims results/machines/*              the claims on several runs: one machine's pooled, machines apart
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
   burtbench fetch-data --data-dir data
   burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
@@ -83,13 +84,14 @@ def build_parser() -> Parser:
 
     report = describe(sub, "report", "render a run's tables, figures and index.html beside the paper's numbers")
     report.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by burtbench run")
-    report.add_argument("--out", default=str(reports_root()), metavar="DIR",
+    report.add_argument("--report-dir", default=str(reports_root()), metavar="DIR",
                         help="reports folder (default: $BURTBENCH_REPORTS, else reports); writes DIR/<run-id>/")
+    report.add_argument("--out", help=argparse.SUPPRESS)  # the old spelling: one line naming the new one
 
     pooled = describe(sub, "claims", "the paper's claims judged on several runs: runs of one machine pooled, "
                                      "each machine apart, \"holds on k of n machines\"")
     pooled.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (of one --timing and profile)")
-    pooled.add_argument("--out", metavar="DIR", help="also write DIR/claims-pooled.md and claims-pooled.json")
+    pooled.add_argument("--report-dir", metavar="DIR", help="also write DIR/claims-pooled.md and claims-pooled.json")
 
     compare = describe(sub, "compare", "ratio B/A of time and memory per engine and workload, with a 95%% interval")
     compare.add_argument("run_a", metavar="RUN_A", help="a run folder, or RUN@SPEC: one environment (--env SPEC) of it")
@@ -125,6 +127,9 @@ def build_parser() -> Parser:
                        help="merge runs from different CPU models or framework versions (the report says so)")
 
     doctor = describe(sub, "doctor", "what on this machine will make numbers noisy, and which measures are unavailable")
+    doctor.add_argument("--cpu", type=int, metavar="N",
+                        help="the core a run will use (run --cpu N): its load and isolation are checked (default: "
+                             "the last core, where a run pins its trials)")
     doctor.add_argument("--interference", action="store_true",
                         help="measure what running trials in parallel costs: a reference trial alone, then with "
                              "every other core of --cpus busy with the same kind of trial; prints the slow-down")
@@ -157,6 +162,8 @@ def cmd_list(args, console: Console) -> int:
     from workloads import all_workloads
 
     workloads, engines = all_workloads(), all_engines()
+    # Piped or not, the table fits the terminal's width (the reasons wrap) rather than one long line a row.
+    console.width = shutil.get_terminal_size((PIPED_LIST_WIDTH, 24)).columns
     table = Table(title="burtbench: engines × workloads", title_justify="left")
     # An id is what --engine takes: whole, on one line; the reasons wrap beside it.
     table.add_column("engine", no_wrap=True, min_width=max(map(len, engines), default=6))
@@ -179,9 +186,15 @@ def cmd_doctor(args, console: Console) -> int:
     from harness.measure import affinity
 
     if args.interference:
+        if args.cpu is not None:
+            raise UsageError("--cpu and --interference: --interference takes its cores from --cpus")
         return doctor_interference(args, console)
-    console.print(doctor.format_findings(doctor.diagnose(affinity.default_cpu()), console.width), highlight=False,
-                  soft_wrap=True)
+    alone = [o for o, given in (("--cpus", args.cpus), ("--engine", args.engine != ",".join(PROBE_ENGINES)),
+                                ("--workload", args.workload != ",".join(PROBE_WORKLOADS))) if given]
+    if alone:
+        raise UsageError(f"{', '.join(alone)}: only with --interference (the core a run will use: --cpu N)")
+    console.print(doctor.format_findings(doctor.diagnose(selection.check_cpu(args.cpu)), console.width),
+                  highlight=False, soft_wrap=True)
     return 0
 
 
@@ -209,9 +222,11 @@ def doctor_interference(args, console: Console) -> int:
 def cmd_report(args, console: Console) -> int:
     from harness.report.render import render
 
+    renamed(args, "out", "--report-dir", "the reports folder, as `run --report-dir` names it; `run --out` is the "
+                                         "results folder")
     run_dir = existing_run(args.run_dir, "RUN_DIR")
-    out = Path(args.out)
-    check_out_dir(out, "reports folder")
+    out = Path(args.report_dir)
+    check_out_dir(out, "reports folder", "--report-dir")
     try:
         folder = render(run_dir, out)
     except OSError as exc:
@@ -219,6 +234,11 @@ def cmd_report(args, console: Console) -> int:
     console.print(f"report: {folder / 'index.html'}  (claims in {folder / 'claims.md'}, tables in {folder / 'tables'}, "
                   f"figures in {folder / 'figures'})")
     return 0
+
+
+def renamed(args, old: str, new: str, meaning: str) -> None:
+    if getattr(args, old, None) is not None:
+        raise UsageError(f"--{old.replace('_', '-')}: did you mean {new}? ({meaning})")
 
 
 def cmd_compare(args, console: Console) -> int:
@@ -245,9 +265,9 @@ def cmd_claims(args, console: Console) -> int:
     machines = pooled.judge_machines([str(existing_run(r, "RUN_DIR")) for r in args.runs])
     for line in pooled.lines(machines):
         console.print(escape(line), highlight=False)
-    if args.out:
-        check_out_dir(Path(args.out), "claims folder")
-        for path in pooled.write(Path(args.out), machines):
+    if args.report_dir:
+        check_out_dir(Path(args.report_dir), "reports folder", "--report-dir")
+        for path in pooled.write(Path(args.report_dir), machines):
             console.print(f"wrote {escape(str(path))}", highlight=False)
     return 0
 
@@ -311,6 +331,7 @@ def cmd_run(args, console: Console) -> int:
 
 # Wider than any table or line the commands print, and small enough for rich to lay out a table in.
 PIPED_WIDTH = 1000
+PIPED_LIST_WIDTH = 120  # `list` where no terminal says its width
 
 
 class ReportUnwritable(Exception):

@@ -28,13 +28,13 @@ HELP = {
                "figures, the figures (PNG, PDF), claims.md with a verdict per paper claim, README.md and a "
                "self-contained index.html. `burtbench run` does this itself when it ends.",
                """  burtbench report results/20261121-101500-quick               writes reports/20261121-101500-quick/
-  burtbench report results/reference --out /tmp/reports        elsewhere than ./reports"""),
+  burtbench report results/reference --report-dir /tmp/reports   elsewhere than ./reports"""),
     "claims": ("Judge the paper's claims on several runs. Runs of one machine (CPU model, OS, framework versions) "
                "pool their trials into one verdict per claim and subject, with a narrower interval than one run "
                "gives; runs of different machines are judged apart, one column each, and every claim says on how "
                "many machines it holds. Runs of different --timing or profiles are refused.",
                """  burtbench claims results/RUN_1 results/RUN_2 results/RUN_3           three runs of this machine, pooled
-  burtbench claims results/reference/runs/* --out reports/reference      every machine the project has runs from"""),
+  burtbench claims results/machines/* --report-dir reports/reference   every machine the project has runs from"""),
     "compare": ("Compare two runs, or two environments of one versions run: per engine, workload and "
                 "parameters, the ratio B/A of time and memory with a 95% interval.",
                 """  burtbench compare results/RUN_A results/RUN_B
