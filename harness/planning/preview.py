@@ -50,10 +50,10 @@ def show(plan: list, req, estimator, console: Console) -> int:
     for line, trials in added_trials(plan):
         console.print(f"added for the paper's claims: {line} (core time "
                       f"{duration(sum(estimator.trial_s(pt) for pt in trials))})", highlight=False)
-    budget = getattr(req, "claims_budget_s", None)
-    if budget:
-        console.print(f"then, within {duration(budget)} (--claims-budget), rounds at the points of claims still "
-                      "undecided", highlight=False)
+    budget = req.plan.claims_budget_min * 60
+    if budget and any(pt.why for pt in plan):
+        console.print(f"then, for at most {duration(budget)} (--claims-budget), rounds at the points of claims "
+                      "still undecided (not in the ETA)", highlight=False)
     shard = req.plan.shard
     if shard:
         console.print(f"shard {shard['index']}/{shard['count']}: {count(len(shard['points']), 'point')} "
