@@ -134,6 +134,11 @@ def find_executable(name: str) -> str | None:
     return shutil.which(name)
 
 
+# The mark of an A/A copy (--aa): `<id>@<SPEC>#copy` runs exactly as `<id>@<SPEC>`, `<id>@#copy` as `<id>`,
+# as a variant of its own, so that the noise floor is measured as any comparison is.
+AA_COPY = "#copy"
+
+
 def split_id(engine_id: str) -> tuple[str, str]:
     """(engine id without its environment, the environment's SPEC or '')."""
     base, _, env = engine_id.partition("@")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.compare import compare_runs, exit_status, format_comparison, regression_lines, regressions
+from harness.analysis.compare import compare_runs, format_comparison
+from harness.analysis.gate import exit_status, regression_lines, regressions
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 
 MB = 2**20

@@ -26,14 +26,13 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from engines.base import finite, split_id
+from engines.base import AA_COPY, finite, split_id
 from engines.none import FLOOR
 from harness.analysis import effect
 from harness.analysis.labels import short_ids
 from harness.analysis.points import Point, group, measure, trial_time
 from harness.analysis.stats import CONFIDENCE
-from harness.analysis.summary import count_text, format_seconds
-from harness.envs.specs import AA_COPY
+from harness.analysis.summary import format_seconds
 from harness.errors import UsageError
 from harness.store.run_plan import read_plan
 from harness.store.runs import load_run
@@ -244,63 +243,10 @@ def _value(manifest: dict, section: str, name: str):
     return part.get(name) if isinstance(part, dict) else None
 
 
-# ----------------------------------------------------------------------------- the regression gate
-
-def gated(result: dict) -> list[dict]:
-    """The rows a gate judges: every engine's, never the harness's floor row (an empty step, no framework)."""
-    return [row for row in result["rows"] if row["engine"] != FLOOR]
-
-
-def regressions(result: dict, fail_if_slower_pct: float) -> list[dict]:
-    """Rows slower over their whole interval (beyond the floor, where one was measured) by more than PCT."""
-    limit = 1 + fail_if_slower_pct / 100
-    return [row for row in gated(result)
-            if row["answer"] == "slower" and row["decided_by"] == "time" and row["time_ratio"] > limit]
-
-
-def unjudged(result: dict) -> list[dict]:
-    """Rows a gate cannot judge: no interval (fewer than 3 trials a side)."""
-    return [row for row in gated(result) if row["time_ratio"] is not None and row["time_ci"] is None]
-
-
-def regression_lines(result: dict, fail_if_slower_pct: float) -> list[str]:
-    """Why --fail-if-slower fails: one line per regressed row, and one for the rows it cannot judge."""
-    lines = [f"slower by more than {fail_if_slower_pct:g}%: {row['workload']} {row['engine']} "
-             f"{_params(row['params'])}{row['answer_text']}" for row in regressions(result, fail_if_slower_pct)]
-    blind = unjudged(result)
-    if blind:
-        lines.append(f"cannot judge {len(blind)} of {len(gated(result))} rows: fewer than {effect.MIN_TRIALS} trials "
-                     f"a side give no interval (rerun with --trials {effect.MIN_TRIALS} or more)")
-    return lines
-
-
-def check_gate(result: dict, allow_mixed: bool) -> None:
-    """A gate across two CPU models compares the machines, not the code: refused unless asked for."""
-    if result["mixed_cpu"] and not allow_mixed:
-        raise UsageError("--fail-if-slower: the runs are of different CPU models ("
-                         f"{_value_text(result, 'run_a')} and {_value_text(result, 'run_b')}); gate runs of one "
-                         "machine, or pass --allow-mixed")
-
-
-def _value_text(result: dict, side: str) -> str:
-    return str(result[side].get("cpu_model"))
-
-
-def exit_status(result: dict, fail_if_slower_pct: float | None) -> int:
-    """0, or 1 when --fail-if-slower PCT is given and some row regressed by more, or cannot be judged."""
-    if fail_if_slower_pct is None:
-        return 0
-    return 1 if regressions(result, fail_if_slower_pct) or unjudged(result) else 0
-
-
 # ----------------------------------------------------------------------------- output
 
 def size(value: float | None) -> str:
     return mib(value)
-
-
-def _params(params: dict) -> str:
-    return "".join(f"{k}={v} " for k, v in params.items())
 
 
 def ratio_text(ratio: float | None, interval: list[float] | None) -> str:

@@ -156,34 +156,33 @@ def version_text() -> str:
 
 
 def cmd_list(args, console: Console) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from engines import all_engines
     from workloads import all_workloads
 
     workloads, engines = all_workloads(), all_engines()
-    # Piped or not, the table fits the terminal's width (the reasons wrap) rather than one long line a row.
+    # Piped or not, the table fits the terminal's width: an id stays whole on its line, the workloads it
+    # runs and the reasons wrap beside it.
     console.width = shutil.get_terminal_size((PIPED_LIST_WIDTH, 24)).columns
     table = Table(title="burtbench: engines × workloads", title_justify="left")
-    # An id is what --engine takes: whole, on one line; the reasons wrap beside it.
     table.add_column("engine", no_wrap=True, min_width=max(map(len, engines), default=6))
-    for name in workloads:
-        table.add_column(name, justify="center")
+    table.add_column("runs")
     table.add_column("status", overflow="fold")
     for eid, spec in engines.items():
         reason = spec.unavailable_reason()
-        marks = ["✓" if spec.runs(w) else "·" for w in workloads.values()]
-        status = "[green]available[/]" if reason is None else f"[yellow]unavailable: {reason}[/]"
+        runs = " ".join(name for name, w in workloads.items() if spec.runs(w)) or "—"
+        status = "[green]available[/]" if reason is None else f"[yellow]unavailable: {escape(reason)}[/]"
         if spec.note:
-            status += f" ({spec.note})"
-        table.add_row(eid, *marks, status)
+            status += f" ({escape(spec.note)})"
+        table.add_row(eid, runs, status)
     console.print(table)
     return 0
 
 
 def cmd_doctor(args, console: Console) -> int:
     from harness.machine import doctor
-    from harness.measure import affinity
 
     if args.interference:
         if args.cpu is not None:
@@ -242,17 +241,17 @@ def renamed(args, old: str, new: str, meaning: str) -> None:
 
 
 def cmd_compare(args, console: Console) -> int:
-    from harness.analysis import compare
+    from harness.analysis import compare, gate
     from harness.envs.specs import run_side
 
     (run_a, env_a), (run_b, env_b) = run_side(args.run_a, "RUN_A"), run_side(args.run_b, "RUN_B")
     result = compare.compare_runs(run_a, run_b, env_a, env_b)
     if args.fail_if_slower is not None:
-        compare.check_gate(result, args.allow_mixed)
+        gate.check_gate(result, args.allow_mixed)
     text = compare.format_comparison(result, args.format)
     print(text) if args.format == "json" else console.print(text, highlight=False)
-    code = compare.exit_status(result, args.fail_if_slower)
-    for line in compare.regression_lines(result, args.fail_if_slower) if code else ():
+    code = gate.exit_status(result, args.fail_if_slower)
+    for line in gate.regression_lines(result, args.fail_if_slower) if code else ():
         print(f"burtbench compare: {line}", file=sys.stderr)
     return code
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.base import AA_COPY
 from engines.none import FLOOR
 from harness.envs.cache import env_dir
 from harness.errors import UsageError
@@ -18,9 +19,6 @@ from harness.store import results
 from harness.store.run_plan import read_plan
 from harness.store.runs import existing_run
 
-# The mark of an A/A copy (--aa): `<id>@<SPEC>#copy` runs exactly as `<id>@<SPEC>`, `<id>@#copy` as `<id>`,
-# as a variant of its own, so that the noise floor is measured as any comparison is.
-AA_COPY = "#copy"
 
 
 @dataclass(frozen=True)

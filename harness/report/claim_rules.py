@@ -4,157 +4,20 @@ engine every factor is taken against: the authors' BurTorch or ours."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from engines import all_engines
 from engines.base import AUTHORS, BASELINE
 from harness.analysis import effect as effects
-from harness.analysis.effect import Effect
-from harness.analysis.points import Point, run_points
 from harness.report import paper
-from harness.report.metrics import Metric, resolve
+from harness.report.claim_rows import Row, claim_tables, matches, metric_keys, point_text, ratio_rows, trial_samples
+from harness.report.metrics import resolve
 from harness.report.tables import Table
-from harness.report.verdicts import (BY_KEY, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED,
-                                     SUBJECTS, UNDECIDED, Verdict, fx, interval, regions)
+from harness.report.verdicts import (NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, SUBJECTS,
+                                     UNDECIDED, Verdict, fx, interval, regions)
 from harness.store.results import params_key
 from harness.store.runs import Run
 from workloads import all_workloads
 from workloads.claims import Claim
-
-# ----------------------------------------------------------------------------- rows of the report's tables
-
-@dataclass
-class Row:
-    point: str  # "mlp hidden_dim=4 batch=1"
-    engine: str
-    ours: float | None
-    paper: float | None
-    in_run: bool
-    required: bool  # a row of the paper's table: the claim needs it
-    notes: list[str]
-    iterations: int | None
-    paper_iterations: int | None
-    table: Table
-    lacks: str | None = None  # the engine whose measurement at this point the run lacks
-    # For a quotient metric ("init/step_time"): the engine's own quotient and the subject's, ours and the paper's.
-    own: tuple | None = None
-    effect: Effect | None = None  # the factor over trials, with its interval (harness/analysis/effect.py)
-    params: dict | None = None  # the point's parameters
-
-
-def point_text(table: Table, params: dict) -> str:
-    """The point's name: the workload and the parameters that tell its paper rows apart."""
-    names = [n for n in table.declaration.point if n in params]
-    return " ".join([table.workload, *(f"{n}={params[n]}" for n in names)])
-
-
-def _matches(params: dict, points: dict) -> bool:
-    return all(params.get(name) in values for name, values in points.items())
-
-
-def _other_framework(engine: str) -> bool:
-    """A CPU engine of another framework than BurTorch (neither subject, nor its Python binding)."""
-
-    return engine in all_engines() and engine.endswith("/cpu") and not engine.split("/")[0].startswith("burtorch")
-
-
-def _keys(metric_expr: str, os_name: str) -> list[Metric]:
-    return [resolve((part,), os_name)[0] for part in metric_expr.split("/")]
-
-
-def _quotient(row: dict, prefix: str, metrics: list[Metric]) -> float | None:
-    values = [row.get(f"{prefix}{m.key}") for m in metrics]
-    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
-        return None
-    result = float(values[0])
-    for v in values[1:]:
-        if not v:
-            return None
-        result /= float(v)
-    return result
-
-
-def _quotient_of(values: list) -> float | None:
-    if any(v is None for v in values) or any(not v for v in values[1:]):
-        return None
-    result = float(values[0])
-    for v in values[1:]:
-        result /= float(v)
-    return result
-
-
-def _point(run: Run, engine: str, workload: str, params: dict) -> Point | None:
-    return next((p for p in run_points(run).values() if p.engine == engine and p.workload == workload
-                 and all(p.params.get(k) == v for k, v in params.items())), None)
-
-
-def trial_samples(run: Run, engine: str, workload: str, params: dict, metrics: list[Metric]) -> dict:
-    """{round: the metric's value in that trial} at the engine's point; a quotient's parts from one trial."""
-    point = _point(run, engine, workload, params)
-    if point is None:
-        return {}
-    found = {}
-    for trial in point.trials:
-        value = _quotient_of([m.ours(Point(point.key, [trial])) for m in metrics])
-        if value is not None and isinstance(trial.get("trial"), int):
-            found[trial["trial"]] = value
-    return found
-
-
-def claim_tables(claim: Claim, tables: list[Table]) -> tuple[list[Table], list[str]]:
-    """The report's tables a claim reads, and the paper tables this run has no table of."""
-    found = [t for t in tables if t.declaration.csv_name in claim.tables]
-    missing = [name for name in claim.tables if not any(t.declaration.csv_name == name for t in found)]
-    return found, missing
-
-
-def ratio_rows(claim: Claim, subject: str, run: Run, tables: list[Table]) -> list[Row]:
-    """The claim's rows of the other engines, each with its factor over the subject at its point."""
-    metrics = _keys(claim.metric, run.os)
-    rows = []
-    for table in tables:
-        for row in table.rows:
-            engine = row["engine"]
-            if not _matches(row["params"], claim.points):
-                continue
-            if claim.engines == ("*",):
-                if row["paper_row"] is None or not _other_framework(engine):
-                    continue
-            elif engine not in claim.engines:
-                continue
-            required = row["paper_row"] is not None
-            if not required and not row["in_run"]:
-                continue
-            base = _subject_row(table, row, subject)
-            mine = _quotient(row, "", metrics) if row["in_run"] else None
-            own = _quotient(base, "", metrics) if base is not None else None
-            lacks = engine if mine is None else (subject if not own else None)
-            found = None
-            if lacks is None:
-                found = effects.effect(trial_samples(run, subject, table.workload, row["params"], metrics),
-                                       trial_samples(run, engine, table.workload, row["params"], metrics))
-            rows.append(Row(point=point_text(table, row["params"]), engine=engine,
-                            ours=(found.estimate if found and found.estimate else mine / own) if lacks is None else None,
-                            paper=_quotient(row, "paper_rel_", metrics), in_run=row["in_run"], required=required,
-                            notes=list(row["notes"] or []), iterations=row["iterations"],
-                            paper_iterations=table.declaration.iterations, table=table, lacks=lacks,
-                            own=_own_quotients(table, row, base, metrics) if len(metrics) > 1 else None,
-                            effect=found, params=row["params"]))
-    return rows
-
-
-def _subject_row(table: Table, row: dict, subject: str) -> dict | None:
-    return next((r for r in table.rows if r["engine"] == subject and r["params"] == row["params"] and r["in_run"]),
-                None)
-
-
-def _own_quotients(table: Table, row: dict, base: dict | None, metrics: list[Metric]) -> tuple:
-    """(engine's, the subject's) own quotient of the two measures at the row's point, the run's then the
-    paper's (the paper's BurTorch row stands beside both subjects)."""
-    paper_base = next((r for r in table.rows if r["engine"] == BASELINE and r["params"] == row["params"]), None)
-    return ((_quotient(row, "", metrics), _quotient(base, "", metrics) if base is not None else None),
-            tuple(_quotient(r, "paper_", metrics) if r is not None else None for r in (row, paper_base)))
-
 
 # ----------------------------------------------------------------------------- verdicts
 
@@ -192,7 +55,7 @@ def ratio_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> 
     paper_oses, source = _paper_source([r.table for r in rows if r.paper is not None] or found)
     verdict.paper_rows, paper_best = _aggregate(claim.rule, rows, "paper")
     verdict.paper_rows_source = source + (f", at {paper_best.point}: {paper_best.engine}" if paper_best else "")
-    metric = _keys(claim.metric, run.os)[0]
+    metric = metric_keys(claim.metric, run.os)[0]
     # The number the run's is held to.
     if claim.metric in OS_SPECIFIC and run.os != claim.stated_os:
         if not found:  # the run has none of the claim's tables: say what is missing, not what the paper lacks
@@ -328,7 +191,7 @@ def _beyond(ours: float, paper_value: float) -> bool:
 def flat_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> Verdict:
     """The subject's value over the run's points of the claim's tables: largest over smallest."""
     found, absent_tables = claim_tables(claim, tables)
-    metric = _keys(claim.metric, run.os)[0]
+    metric = metric_keys(claim.metric, run.os)[0]
     verdict = Verdict(claim, NOT_MEASURABLE, paper=claim.stated, paper_basis="as stated")
     ours, theirs, have = [], {}, set()
     for table in found:
@@ -404,7 +267,7 @@ def outputs_verdict(claim: Claim, subject: str, run: Run, tables: list[Table], p
     verdict.missing = [f"{_table_title(name)} (no trial in this run)" for name in absent_tables]
     wrong, differ, same = [], [], []
     for workload in dict.fromkeys(t.workload for t in found):
-        at = [p for p in points.values() if p.workload == workload and _matches(p.params, claim.points)]
+        at = [p for p in points.values() if p.workload == workload and matches(p.params, claim.points)]
         for params in dict.fromkeys(params_key(p.params) for p in at):
             here = [p for p in at if params_key(p.params) == params and p.engine not in other]
             base = next((p for p in here if p.engine == subject), None)

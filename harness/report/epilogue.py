@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from engines.base import AA_COPY
 from engines.none import FLOOR
-from harness.envs.specs import AA_COPY
 from harness.planning.claim_points import UNREPEATED_PROFILES
 from harness.analysis.labels import short_ids
 from harness.analysis.points import STATISTIC, run_points

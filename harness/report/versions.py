@@ -18,11 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from engines.base import split_id
+from engines.base import AA_COPY, split_id
 from harness.analysis import compare, effect
 from harness.analysis.points import Point, measure, run_points, trial_time
 from harness.analysis.summary import count_text, format_seconds, shown_params
-from harness.envs.specs import AA_COPY
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
 from harness.units import count

@@ -25,7 +25,7 @@ from harness.errors import UsageError
 from harness.machine.valgrind import missing_valgrind
 from harness.measure import affinity, energy, tsc
 from harness.planning import preview, selection, shard
-from harness.planning.claim_points import with_claim_points
+from harness.planning.claim_points import UNREPEATED_PROFILES, with_claim_points
 from harness.planning.estimate import Estimator, newest_compatible_run
 from harness.planning.plan import make_plan as plan_of
 from harness.planning.plan import narrow_for
@@ -324,7 +324,9 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     meter = energy_meter(req, plan, run_dir, manifest, console)
     adaptive = req.plan.adaptive_max_trials and orchestrator.Adaptive(req.plan.adaptive_max_trials, req.plan.noise_threshold)
     budget_s = req.plan.claims_budget_min * 60
-    follow_up = extend(plan, run_dir, budget_s) if extend is not None and budget_s > 0 else None
+    # A smoke run's claims stay undecided by design (planning/claim_points.py): no rounds to decide them.
+    decides = extend is not None and budget_s > 0 and req.plan.profile not in UNREPEATED_PROFILES
+    follow_up = extend(plan, run_dir, budget_s) if decides else None
     job = orchestrator.Job(run_dir, manifest, options, tsc.tsc_rate_hz(), console, cores, adaptive or None, meter,
                            estimator(req), req.plan.data_dir, follow_up)
     code = orchestrator.execute(plan, job)
