@@ -8,6 +8,7 @@ interval of their mean is tight enough or --max-trials is reached.
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import nullcontext
@@ -26,8 +27,12 @@ from harness.running.runner import measure, prepare_inputs
 from harness.running.spawn import ChildSpawner, Interrupted, RunOptions
 from harness.store import manifest as manifest_mod
 from harness.store import results
+from harness.text import clean
+from harness.units import count
 
 EXIT_INTERRUPTED = 130
+# A run that ended with planned trials never run (an engine became unavailable in its middle).
+EXIT_INCOMPLETE = 1
 
 
 @dataclass(frozen=True)
@@ -54,9 +59,10 @@ class Adaptive:
 
 
 def pending(plan: list[PlannedTrial], run_dir: Path) -> list[PlannedTrial]:
-    """The planned trials not yet in trials.jsonl, in plan order (what --resume runs)."""
+    """The planned trials not yet in trials.jsonl, in plan order (what --resume runs). A trial
+    recorded `unavailable` did not run: it is pending too, and its next record replaces it."""
     done = {results.trial_key(t.get("engine"), t.get("workload"), t.get("params") or {}, t.get("trial"))
-            for t in results.read_trials(run_dir)}
+            for t in results.read_trials(run_dir) if t.get("status") != "unavailable"}
     return [pt for pt in plan if pt.key() not in done]
 
 
@@ -122,7 +128,7 @@ def _execute(plan: list[PlannedTrial], job: Job) -> int:
                     todo = more_trials(plan, run_dir, job.adaptive, manifest["unavailable"]) if job.adaptive else []
                     if todo:
                         progress.update(task, total=progress.tasks[0].total + len(todo), **eta.add(todo))
-            return _finish(run_dir, manifest, "complete", console)
+            return _finish(run_dir, manifest, "complete", console, plan)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -237,7 +243,12 @@ def runner_off(cpus: list[int]):
     return affinity.confined(set(spare)) if spare else nullcontext()
 
 
-def _finish(run_dir: Path, manifest: dict, status: str, console: Console) -> int:
+def _finish(run_dir: Path, manifest: dict, status: str, console: Console, plan: list | None = None) -> int:
+    """Save the run's status: `complete` only where every planned trial has a record (one that
+    ran: an `unavailable` record is a trial that did not)."""
+    missing = pending(plan, run_dir) if plan is not None else []
+    if missing:
+        status = incomplete_status(missing, len(plan), manifest.get("unavailable") or {})
     manifest["status"] = status
     manifest["finished_at"] = manifest_mod.now()
     manifest_mod.save(run_dir, manifest)
@@ -245,7 +256,28 @@ def _finish(run_dir: Path, manifest: dict, status: str, console: Console) -> int
         console.print(f"[yellow]interrupted[/]: finished trials are in {run_dir}; "
                       f"continue with: burtbench run --resume {run_dir}")
         return EXIT_INTERRUPTED
+    if missing:
+        print(f"burtbench: error: run {clean(status)}; once the cause is gone, run them with: "
+              f"burtbench run --resume {run_dir}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return 0
+
+
+def incomplete_status(missing: list[PlannedTrial], planned: int, unavailable: dict) -> str:
+    """'incomplete: 24 of 30 planned trials not run (autograd@autograd==1.7.0 unavailable: ...)'."""
+    engines = list(dict.fromkeys(pt.engine.id for pt in missing))
+    why = "; ".join(f"{eid} unavailable: {one_line(unavailable[eid])}" if eid in unavailable else f"{eid}: not run"
+                    for eid in engines)
+    return f"incomplete: {len(missing)} of {count(planned, 'planned trial')} not run ({why})"
+
+
+def one_line(reason: str | None) -> str:
+    """A child's reason on one line: a multi-line one (an import error's advice) by its last line,
+    the rest kept in trials.jsonl, the run's log of every trial."""
+    lines = [line.strip() for line in str(reason or "").splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return clean(lines[0] if lines else "unavailable")
+    return clean(f"{lines[-1]} (the whole message: the trial's reason in trials.jsonl)")
 
 
 def _progress(console: Console) -> Progress:
@@ -258,10 +290,9 @@ def _announce(console: Console, progress: Progress, pt: PlannedTrial, trial: res
     bad_check = trial.check is not None and trial.check.get("ok") is False  # None: could not decide
     if trial.status == "ok" and not bad_check and console.is_terminal:
         return
-    if trial.status != "ok":
-        line = f"[red]{trial.status}[/] {pt.label()}: {trial.reason}"
-    elif bad_check:
-        line = f"[red]wrong result[/] {pt.label()}: {trial.check.get('reason')}"
-    else:
-        line = f"ok {pt.label()}: {trial.per_iter_s['mean'] * 1e6:.3f} µs/iteration"
-    progress.console.print(line, highlight=False)
+    if trial.status != "ok" or bad_check:  # a reason is an error line: stderr, one line
+        what = trial.status if trial.status != "ok" else "wrong result"
+        reason = trial.reason if trial.status != "ok" else trial.check.get("reason")
+        print(f"burtbench: {what} {clean(pt.label())}: {one_line(reason)}", file=sys.stderr)
+        return
+    progress.console.print(f"ok {pt.label()}: {trial.per_iter_s['mean'] * 1e6:.3f} µs/iteration", highlight=False)

@@ -76,7 +76,10 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
     the command and, once the child has ended well, turns what it printed and left in its scratch
     folder into the payload line; every other engine's child prints that line itself.
     `counted`: the child runs under valgrind, which reports its instructions on stderr (no payload)."""
-    wrap, timeout_s = (instructions.wrap, instructions.TIMEOUT_S) if counted else (list, pt.timeout_s)
+    wrap, timeout_s = (instructions.wrap, instructions.timeout_s(spawner.options.timeout_s)) if counted else (list, pt.timeout_s)
+    if pt.engine.python and not Path(pt.engine.python).exists():
+        return _unavailable(f"its environment's interpreter {pt.engine.python} is gone (the environment was "
+                            f"deleted during the run?)")
     if pt.engine.kind != "program":
         return spawner.run(wrap(child_command(pt, iterations, warmup, spawner.options, inputs)), timeout_s,
                            env=worker_env(pt.engine.python or spawner.options.python))
@@ -85,8 +88,7 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
         try:
             cmd, env = pt.engine.command(pt, iterations, inputs, workdir)
         except RuntimeError as exc:  # its program cannot be had (no source, a failed build)
-            line = json.dumps({"status": "unavailable", "reason": str(exc)})
-            return ChildRun(EXIT_UNAVAILABLE, line, "", 0.0, None)
+            return _unavailable(str(exc))
         child = spawner.run(wrap(cmd), timeout_s, cwd=workdir, env=env)
         if not counted and child.spawn_error is None and not child.timed_out and child.returncode == 0:
             payload = pt.engine.payload(pt, iterations, child.stdout, workdir, inputs)
@@ -96,6 +98,11 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
         return child
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _unavailable(reason: str) -> ChildRun:
+    """A child that was not started, as one of an engine that cannot run here would have ended."""
+    return ChildRun(EXIT_UNAVAILABLE, json.dumps({"status": "unavailable", "reason": reason}), "", 0.0, None)
 
 
 def prepare_inputs(pt: PlannedTrial, run_dir: Path, data_dir: str | None) -> Path | None:
@@ -241,8 +248,9 @@ def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | N
         child = run_child(pt, spawner, iterations, warmup, inputs, counted=True)
         cost += child.wall_s
         if child.spawn_error or child.timed_out or child.returncode != 0:  # its output is valgrind's, not a payload
-            _, reason, _ = classify(child, instructions.TIMEOUT_S, False)
-            spawner.uncountable[pt.engine.id] = instructions.why_not(child.stderr, reason, child.timed_out)
+            _, reason, _ = classify(child, instructions.timeout_s(spawner.options.timeout_s), False)
+            spawner.uncountable[pt.engine.id] = instructions.why_not(child.stderr, reason, child.timed_out,
+                                                                     instructions.timeout_s(spawner.options.timeout_s))
             return instructions.Count(None, spawner.uncountable[pt.engine.id], cost)
         counts.append(instructions.parse_refs(child.stderr))
     per_iter = instructions.per_iteration(*counts, n)

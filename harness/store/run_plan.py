@@ -16,6 +16,8 @@ DEFAULT_TIMING = "paper"
 DEFAULT_PROFILE = "quick"
 # A point whose 95% interval is wider than this fraction of its mean is flagged noisy (--noise-threshold).
 DEFAULT_NOISE_THRESHOLD = 0.05
+# --adaptive's most trials per point where --max-trials says none.
+DEFAULT_MAX_TRIALS = 10
 
 
 class PlanDamaged(ValueError):
