@@ -2,10 +2,10 @@
 recorded, the lock that keeps one in use from being pruned or made again under a run, and pruning
 the unused.
 
-Each environment has a lock file beside it (`<folder>.lock`, never deleted, so that every process
-locks the same file): a run holds it shared from making or reusing the environment to its last
-trial; making it again and pruning it take it exclusively, and prune never waits: an environment
-in use is kept, and it says so. POSIX only (fcntl's shared locks): on Windows the OS itself refuses
+Each environment has a lock file beside it (`<folder>.lock`): a run holds it shared from making or
+reusing the environment to its last trial; making it again and pruning it take it exclusively, and
+prune never waits: an environment in use is kept, and it says so. Prune deletes the lock file with
+the folder, so a lock taken is checked to be on the file still there (else taken again on the new one). POSIX only (fcntl's shared locks): on Windows the OS itself refuses
 to delete the files of a running interpreter, and prune says it could not delete it.
 """
 from __future__ import annotations
@@ -74,9 +74,9 @@ class EnvLock:
     makes or deletes it."""
 
     def __init__(self, folder: Path):
-        path = Path(folder).with_name(Path(folder).name + ".lock")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.handle = open(path, "a+b")  # noqa: SIM115 (held past this call: released by close())
+        self.path = Path(folder).with_name(Path(folder).name + ".lock")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "a+b")  # noqa: SIM115 (held past this call: released by close())
 
     def take(self, exclusive: bool, wait: bool = True) -> bool:
         """Lock (or convert the lock held) shared or exclusive; False where `wait` is off and another holds it."""
@@ -85,11 +85,25 @@ class EnvLock:
         import fcntl
 
         mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if wait else fcntl.LOCK_NB)
+        while True:
+            try:
+                fcntl.flock(self.handle, mode)
+            except BlockingIOError:
+                return False
+            if self._on_current_file():
+                return True
+            self.handle.close()  # a prune deleted the file meanwhile: lock the one there now
+            self.handle = open(self.path, "a+b")  # noqa: SIM115
+
+    def _on_current_file(self) -> bool:
         try:
-            fcntl.flock(self.handle, mode)
-        except BlockingIOError:
+            return os.stat(self.path).st_ino == os.fstat(self.handle.fileno()).st_ino
+        except FileNotFoundError:
             return False
-        return True
+
+    def delete(self) -> None:
+        """Delete the lock file, while holding it exclusively (the folder it guards is gone)."""
+        self.path.unlink(missing_ok=True)
 
     def close(self) -> None:
         self.handle.close()  # closing the file releases its lock
@@ -122,8 +136,15 @@ def prune(folder: Path, days: float) -> tuple[list[Cached], list[tuple[Cached, s
             except OSError as exc:
                 kept.append((c, f"cannot delete it ({exc.strerror or exc})"))
                 continue
+            lock.delete()
             gone.append(c)
         finally:
+            lock.close()
+    for orphan in Path(folder).glob("*.lock"):  # an environment that could not be made leaves its lock
+        if not orphan.with_suffix("").exists():
+            lock = EnvLock(orphan.with_suffix(""))
+            if lock.take(exclusive=True, wait=False):
+                lock.delete()
             lock.close()
     return gone, kept
 

@@ -215,7 +215,7 @@ def make_all(plan, python: str, workloads: list, console, held: ExitStack | None
             print(f"burtbench: environment {clean(text)} cannot be made: {clean(env.problem)} "
                   f"(its engines are skipped)", file=sys.stderr)
         else:
-            console.print(f"environment {text}: {how} in {env.setup_s:.1f} s ({env.python_version}, {env.path})",
-                          highlight=False)
+            console.print(clean(f"environment {text}: {how} in {env.setup_s:.1f} s ({env.python_version}, {env.path})"),
+                          highlight=False, markup=False)
         made[text] = env
     return made

@@ -6,6 +6,7 @@ from pathlib import Path
 from harness.envs import specs as envs
 from harness.envs.cache import env_dir
 from harness.errors import UsageError
+from harness.machine.valgrind import missing_valgrind
 from harness.planning import selection
 from harness.store import results
 from harness.store.run_plan import PlanDamaged, RunPlan
@@ -31,6 +32,8 @@ def resumable_manifest(run_dir: Path) -> tuple[dict, RunPlan]:
         raise UsageError(f"--resume: the plan in {run_dir}/manifest.json is damaged (profile, trials, timeout, "
                          f"noise threshold or adaptive out of bounds); start a new run")
     check_environments(plan)
+    if plan.instructions and missing_valgrind():  # as a new run with --instructions refuses
+        raise UsageError(f"--resume: the run counts instructions (--instructions): {missing_valgrind()}")
     return manifest, plan
 
 

@@ -44,7 +44,7 @@ from harness.store.lock import RunLock
 from harness.store.results import ResultsUnwritable
 from harness.store.run_plan import DEFAULT_MAX_TRIALS, DEFAULT_PROFILE, DEFAULT_TIMING, RunPlan
 from harness.store.runs import check_out_dir, existing_run
-from harness.text import clean
+from harness.text import clean, clean_data
 from harness.units import count
 from workloads import all_workloads, load
 from workloads.base import PROFILES
@@ -337,7 +337,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     job = orchestrator.Job(run_dir, manifest, options, tsc.tsc_rate_hz(), console, cores, adaptive or None, meter,
                            estimator(req), req.plan.data_dir)
     code = orchestrator.execute(plan, job)
-    console.print(summary.summary_table(results.read_trials(run_dir), req.plan.noise_threshold))
+    console.print(summary.summary_table(clean_data(results.read_trials(run_dir)), req.plan.noise_threshold))
     console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)
     return code
 

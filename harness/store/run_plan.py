@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields
 
+from harness.errors import UsageError
+
 TIMINGS = ("paper", "lean")
 # The run's --timing where it says none: each row timed as the authors' script for its paper row
 # times it (workloads/timed_regions.csv); "lean" times the same region for every framework.
@@ -104,10 +106,14 @@ CHECKS = {
 }
 
 
-def read_plan(manifest: dict) -> RunPlan:
-    """A run's plan for a reader that must go on (the report, compare, merge): a damaged plan reads as
-    the defaults, which the run's other checks (its trials, its status) then speak for."""
-    try:
-        return RunPlan.from_record(manifest.get("plan"))
-    except PlanDamaged:
+def read_plan(manifest: dict, where: str = "the run") -> RunPlan:
+    """A run's plan for the report, compare and merge. A damaged plan is refused as --resume refuses
+    it (UsageError: never read as defaults, which would lose its engines); a manifest without one
+    (unreadable, which its reader has warned of) reads as the defaults."""
+    if manifest.get("plan") is None:
         return RunPlan(profile=str(manifest.get("profile") or DEFAULT_PROFILE), engines=(), workloads=())
+    try:
+        return RunPlan.from_record(manifest["plan"])
+    except PlanDamaged as exc:
+        raise UsageError(f"{where}: the plan in its manifest.json is damaged ({exc}); "
+                         f"its trials cannot be read against it") from None
