@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.compare import compare_runs, exit_status, format_comparison, regressions
+from harness.analysis.compare import compare_runs, exit_status, format_comparison, regression_lines, regressions
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 
 MB = 2**20
@@ -143,7 +143,7 @@ def test_output_formats(runs, monkeypatch):
 
 def test_single_trials_give_a_ratio_and_no_verdict(tmp_path):
     # The timing blocks inside one process are not independent trials: no interval, a `*`, and the
-    # gate does not fail on a row it cannot judge.
+    # gate refuses to pass a row it cannot judge (exit 2, with why).
     a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=21, trials=1))
     b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1.5e-7, seed=22, trials=1))
     result = compare_runs(a, b)
@@ -153,7 +153,20 @@ def test_single_trials_give_a_ratio_and_no_verdict(tmp_path):
     assert only["time_ratio"] == pytest.approx(only["time_b"] / only["time_a"])
     assert "not enough trials *" in format_comparison(result, "md")
     assert "rerun with --trials 6 or more" in format_comparison(result, "md")
-    assert exit_status(result, 1) == 0
+    assert exit_status(result, 1) == 2
+    assert "cannot judge 1 of 1 rows" in regression_lines(result, 1)[-1]
+    assert exit_status(result, None) == 0  # no gate asked: the table alone
+
+
+def test_a_gate_that_cannot_judge_does_not_pass_silently(tmp_path, capsys):
+    from harness.commands.cli import main
+
+    a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=21, trials=1))
+    b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 2e-7, seed=22, trials=1))
+    assert main(["compare", str(a), str(b), "--fail-if-slower", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("burtbench: error: compare: --fail-if-slower cannot judge 1 of 1 rows")
+    assert "--trials 3 or more" in err[0]
 
 
 def test_a_failing_gate_says_which_rows_and_why_on_stderr(runs, capsys):

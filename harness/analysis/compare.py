@@ -29,7 +29,7 @@ from harness.analysis.labels import short_ids
 from harness.analysis.points import Point, group, measure, trial_time
 from harness.analysis.stats import CONFIDENCE
 from harness.analysis.summary import count_text, format_seconds
-from harness.errors import UsageError
+from harness.errors import EXIT_USAGE, UsageError
 from harness.store.run_plan import read_plan
 from harness.store.runs import load_run
 from harness.units import mib
@@ -210,19 +210,33 @@ def regressions(result: dict, fail_if_slower_pct: float) -> list[dict]:
             if row["time_verdict"] == "slower" and not row["time_starred"] and row["time_ratio"] > limit]
 
 
+def unjudged(result: dict) -> list[dict]:
+    """Rows with a ratio but no interval (a side with one trial): the gate cannot say whether they regressed."""
+    return [row for row in result["rows"] if row["time_ratio"] is not None and row["time_ci"] is None]
+
+
 def regression_lines(result: dict, fail_if_slower_pct: float) -> list[str]:
-    """Why --fail-if-slower fails: one line per regressed row."""
-    return [f"slower by more than {fail_if_slower_pct:g}%: {row['workload']} {row['engine']} "
-            f"{_params(row['params'])}B/A {ratio_text(row['time_ratio'], row['time_ci'])}"
-            + (f", p={row['time_p']:.3g}" if row["time_p"] is not None else "")
-            for row in regressions(result, fail_if_slower_pct)]
+    """Why --fail-if-slower fails: one line per regressed row, and one for the rows it cannot judge."""
+    lines = [f"slower by more than {fail_if_slower_pct:g}%: {row['workload']} {row['engine']} "
+             f"{_params(row['params'])}B/A {ratio_text(row['time_ratio'], row['time_ci'])}"
+             + (f", p={row['time_p']:.3g}" if row["time_p"] is not None else "")
+             for row in regressions(result, fail_if_slower_pct)]
+    blind = unjudged(result)
+    if blind:
+        lines.append(f"--fail-if-slower cannot judge {len(blind)} of {len(result['rows'])} rows (one trial on a side: "
+                     f"no interval; the largest B/A is {max(r['time_ratio'] for r in blind):.3f}); "
+                     f"give both runs --trials 3 or more")
+    return lines
 
 
 def exit_status(result: dict, fail_if_slower_pct: float | None) -> int:
-    """0, or 1 when --fail-if-slower PCT is given and some (engine, workload, params) regressed by more."""
+    """0; 1 when --fail-if-slower PCT is given and some (engine, workload, params) regressed by more;
+    2 when it is given and some row cannot be judged (a gate must not pass what it could not see)."""
     if fail_if_slower_pct is None:
         return 0
-    return 1 if regressions(result, fail_if_slower_pct) else 0
+    if regressions(result, fail_if_slower_pct):
+        return 1
+    return EXIT_USAGE if unjudged(result) else 0
 
 
 # ----------------------------------------------------------------------------- output

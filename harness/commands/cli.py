@@ -221,7 +221,10 @@ def cmd_compare(args, console: Console) -> int:
     text = compare.format_comparison(result, args.format)
     print(text) if args.format == "json" else console.print(text, highlight=False)
     code = compare.exit_status(result, args.fail_if_slower)
-    for line in compare.regression_lines(result, args.fail_if_slower) if code else ():
+    lines = compare.regression_lines(result, args.fail_if_slower) if code else []
+    if code == EXIT_USAGE:  # nothing regressed that it could see, and some rows it could not
+        raise UsageError(f"compare: {lines[-1]}")
+    for line in lines:
         print(f"burtbench compare: {line}", file=sys.stderr)
     return code
 
