@@ -50,6 +50,9 @@ def problems(record: dict, bad) -> list[tuple[str, str]]:
             found.append((name, "not a finite number"))
         elif value is not None and (why := _number_in(value, low, high)):
             found.append((name, why))
+    for name in ("per_iter_s", "check", "extra"):
+        if record.get(name) is not None and not isinstance(record[name], dict):
+            found.append((name, "not an object"))
     per_iter = record.get("per_iter_s")
     if isinstance(per_iter, dict):
         why = next((w for v in per_iter.values() if v is not None
@@ -89,5 +92,5 @@ def drop(record: dict, found: list[tuple[str, str]]) -> dict:
         if name.startswith("extra."):
             record["extra"].pop(name[len("extra."):], None)
         else:
-            record[name] = None
+            record[name] = {} if name == "extra" else None
     return record
