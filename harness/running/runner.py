@@ -17,6 +17,7 @@ from pathlib import Path
 
 from engines.base import find_executable
 from harness.analysis.stats import summarize
+from harness.envs.cache import RECORD
 from harness.machine.valgrind import counted_iterations
 from harness.measure.tsc import estimate_cycles
 from harness.paths import worker_env
@@ -77,9 +78,9 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
     folder into the payload line; every other engine's child prints that line itself.
     `counted`: the child runs under valgrind, which reports its instructions on stderr (no payload)."""
     wrap, timeout_s = (instructions.wrap, instructions.timeout_s(spawner.options.timeout_s)) if counted else (list, pt.timeout_s)
-    if pt.engine.python and not Path(pt.engine.python).exists():
-        return _unavailable(f"its environment's interpreter {pt.engine.python} is gone (the environment was "
-                            f"deleted during the run?)")
+    gone = environment_gone(pt)
+    if gone:
+        return _unavailable(gone)
     if pt.engine.kind != "program":
         return spawner.run(wrap(child_command(pt, iterations, warmup, spawner.options, inputs)), timeout_s,
                            env=worker_env(pt.engine.python or spawner.options.python))
@@ -98,6 +99,16 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
         return child
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def environment_gone(pt: PlannedTrial) -> str | None:
+    """Why the engine's managed environment is no longer whole (deleted under the run), or None."""
+    if not pt.engine.python:  # not an engine of a managed environment
+        return None
+    folder = Path(pt.engine.python).parent.parent  # <env>/bin/python, <env>/Scripts/python.exe
+    if Path(pt.engine.python).exists() and (folder / RECORD).exists():
+        return None
+    return f"its environment {folder} was deleted during the run (burtbench run --resume makes it again)"
 
 
 def _unavailable(reason: str) -> ChildRun:
@@ -205,7 +216,7 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
         init = run_child(pt, spawner, 1, 0, inputs)
         status, reason, _ = classify(init, pt.timeout_s, mem_limited)
         if status != "ok":
-            return _record_failure(trial, status, f"init run: {reason}", init)
+            return _record_failure(trial, status, f"init run: {reason}", init, pt)
         trial.init_time_s = init.wall_s
     if meter is not None:
         meter.start()
@@ -213,7 +224,7 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     reading = meter.stop() if meter is not None else {}
     status, reason, payload = classify(main, pt.timeout_s, mem_limited)
     if status != "ok":
-        return _record_failure(trial, status, reason, main)
+        return _record_failure(trial, status, reason, main, pt)
     trial.wall_time_s = main.wall_s
     trial.cpu_time_s = main.cpu_time_s if main.cpu_time_s is not None else payload.get("cpu_time_s")
     fill_from_payload(trial, payload, tsc)
@@ -257,7 +268,10 @@ def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | N
     return instructions.Count(per_iter, None if per_iter else "valgrind reported no instruction count", cost)
 
 
-def _record_failure(trial: Trial, status: str, reason: str | None, child: ChildRun) -> Trial:
+def _record_failure(trial: Trial, status: str, reason: str | None, child: ChildRun, pt: PlannedTrial) -> Trial:
+    gone = environment_gone(pt) if status == "failed" else None
+    if gone:  # it failed because its environment went away under it: it did not run, and --resume runs it
+        status, reason = "unavailable", gone
     trial.status, trial.reason = status, reason
     trial.exit_code = child.returncode
     if child.returncode is not None and child.returncode < 0:
