@@ -275,3 +275,26 @@ def test_failed_trials_say_why_on_stderr_one_line_each(fake_engines, tmp_path, c
     assert all(line.startswith("burtbench: ") for line in err.splitlines()) and "Traceback" not in err
     numpy_like = "Error importing numpy: you should not\n\nIMPORTANT: READ THIS\n    * advice\n\nOriginal error was: x"
     assert one_line(numpy_like) == "Original error was: x (the whole message: the trial's reason in trials.jsonl)"
+
+
+@settings(FUZZ, max_examples=200)
+@given(text=st.one_of(st.text(max_size=40), HOSTILE.map(lambda h: f"autograd==1.7; python_version == '{h}'"),
+                      st.from_regex(r"[a-z]{1,8}(==|>=|<)[0-9]{1,2}(\.[0-9]{1,2}){0,2}", fullmatch=True)))
+def test_a_spec_is_parsed_clean_or_refused_in_one_clean_line(text):
+    from harness.envs.specs import parse_spec
+    from harness.errors import UsageError
+
+    try:
+        spec = parse_spec(text)
+    except UsageError as exc:
+        assert "\n" not in str(exc) and not RAW_CONTROL.search(str(exc))
+    else:
+        assert not RAW_CONTROL.search(spec.text) and "\n" not in spec.text
+
+
+@given(version=st.from_regex(r"[1-9][0-9]?(\.[0-9]{1,2}){0,2}", fullmatch=True), zeros=st.integers(1, 3))
+def test_two_spellings_of_one_version_are_one_environment(version, zeros):
+    from harness.envs.specs import parse_spec
+
+    assert parse_spec(f"autograd=={version}").key == parse_spec(f"autograd=={version}{'.0' * zeros}").key
+    assert parse_spec(f"autograd=={version}").key != parse_spec(f"autograd=={version}.1").key

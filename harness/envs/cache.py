@@ -158,9 +158,9 @@ def show(folder: Path, prune_days: float | None, console) -> None:
     if prune_days is not None:
         gone, kept = prune(folder, prune_days)
         for c in gone:
-            console.print(f"deleted {c.path} ({mib(c.size_bytes)})", highlight=False)
+            console.print(clean(f"deleted {c.path} ({mib(c.size_bytes)})"), highlight=False, markup=False)
         for c, why in kept:
-            print(f"burtbench: kept {c.path}: {why}; prune it again once that run has ended", file=sys.stderr)
+            print(clean(f"burtbench: kept {c.path}: {why}; prune it again once that run has ended"), file=sys.stderr)
     found = cached(folder)
     if not found:
         console.print(f"no environments in {folder}: `burtbench run --env SPEC` makes one "
@@ -172,5 +172,5 @@ def show(folder: Path, prune_days: float | None, console) -> None:
     for c in found:
         table.add_row(clean(str(c.record.get("spec") or "(unfinished)")), clean(str(c.record.get("python_version") or "")),
                       mib(c.size_bytes), datetime.fromtimestamp(c.last_used).strftime("%Y-%m-%d %H:%M"),
-                      c.path.name)
+                      clean(c.path.name))
     console.print(table)

@@ -159,7 +159,8 @@ class Dispatch:
                 self.done(pt)
                 continue
             cpu = self.free.pop(0)
-            self.progress.update(self.task, description=pt.label())
+            counting = " (then its instructions, under valgrind)" if self.job.options.instructions else ""
+            self.progress.update(self.task, description=clean(pt.label()) + counting)
             future = self.pool.submit(measure, pt, self.spawners[cpu], self.job.tsc, prepare_inputs(pt, self.job.run_dir, self.job.data_dir),
                                       self.job.meter if alone else None)
             self.running[future] = (pt, cpu)
