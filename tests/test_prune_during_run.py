@@ -124,3 +124,18 @@ def test_two_runs_share_an_environment_and_a_remake_waits_for_both(tmp_path):
     probe = cache.EnvLock(folder)
     assert probe.take(exclusive=True, wait=False)
     probe.close()
+
+
+def test_an_environment_the_os_will_not_delete_is_kept_with_why(tmp_path, monkeypatch, capfd):
+    # Windows takes no shared lock here, but refuses to delete a running interpreter's files.
+    folder = tmp_path / "envs" / "autograd-1.7.0-py3.11.7-0123456789ab"
+    folder.mkdir(parents=True)
+
+    def refuse(path):
+        raise PermissionError(13, "The process cannot access the file because it is being used by another process")
+
+    monkeypatch.setattr(cache.shutil, "rmtree", refuse)
+    assert main(["envs", "--env-dir", str(tmp_path / "envs"), "--prune", "all"]) == 0
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and "kept" in err and "cannot delete it" in err and "being used" in err
+    assert folder.exists()
