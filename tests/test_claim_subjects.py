@@ -197,6 +197,6 @@ def test_a_fetch_without_network_leaves_them_out_in_one_line(no_source, capsys):
     plan, gone, out = provide(offline)
     assert not any(pt.engine.id == AUTHORS for pt in plan) and plan
     assert list(gone) == [AUTHORS] and "Could not resolve host" in gone[AUTHORS]
-    err = capsys.readouterr().err  # a skip reason: one line on stderr, nothing on the console
-    assert not out.strip() and len(err.strip().splitlines()) == 1
-    assert err.startswith("burtbench: without the authors' programs")
+    said = [line for line in capsys.readouterr().err.splitlines() if "authors" in line]
+    assert not out.strip() and len(said) == 1  # a skip reason: one line on stderr, nothing on the console
+    assert said[0].startswith("burtbench: without the authors' programs")
