@@ -104,7 +104,7 @@ def test_merge_keeps_a_trial_whose_one_field_is_bad(a_run, tmp_path, capsys):
 # ---------------------------------------------------------------- 4. every check before the work, alike
 
 DAMAGED_PLANS = [("aa", "yes"), ("engines", "fake/ok"), ("trials", "3"), ("instructions", 1), ("timing", "fast"),
-                 ("workloads", [1])]
+                 ("workloads", [1]), ("trials", 0), ("timeout_s", -5), ("profile", "grand"), ("noise_threshold", 99)]
 
 
 @pytest.mark.parametrize("command", ["report", "compare", "merge", "resume"])

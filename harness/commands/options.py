@@ -7,7 +7,8 @@ import re
 from harness.envs.cache import default_env_dir as where
 from harness.paths import reports_root
 from harness.planning import selection
-from harness.store.run_plan import DEFAULT_MAX_TRIALS, DEFAULT_TIMING, TIMINGS
+from harness.store.run_plan import (DEFAULT_MAX_TRIALS, DEFAULT_TIMING, MAX_NOISE_PCT, MAX_TIMEOUT_S,
+                                    MAX_TRIALS_PER_POINT, TIMINGS)
 from workloads.base import PROFILES
 
 
@@ -24,9 +25,9 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--adaptive", action="store_true",
                      help="add trials to points whose trials disagree until the 95%% interval of the mean is within "
                           "--noise-threshold of it, or --max-trials is reached")
-    run.add_argument("--max-trials", type=at_most(positive_int, selection.MAX_TRIALS_PER_POINT), metavar="N",
+    run.add_argument("--max-trials", type=at_most(positive_int, MAX_TRIALS_PER_POINT), metavar="N",
                      help=f"with --adaptive: the most trials per point (default {DEFAULT_MAX_TRIALS})")
-    run.add_argument("--noise-threshold", type=at_most(positive_float, selection.MAX_NOISE_PCT), default=5.0, metavar="PCT",
+    run.add_argument("--noise-threshold", type=at_most(positive_float, MAX_NOISE_PCT), default=5.0, metavar="PCT",
                      help="coefficient of variation over trials above which a point is noisy (default 5)")
     run.add_argument("--cpu", type=int, metavar="N", help="core to pin every trial to (default: the last core)")
     run.add_argument("--cpus", metavar="LIST",
@@ -41,7 +42,7 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--estimate-from", type=path_text, metavar="RUN_DIR",
                      help="previous run whose per-iteration times estimate this one's (default: the newest run "
                           "under --out made on this CPU model, else rough built-in figures)")
-    run.add_argument("--timeout", type=at_most(positive_float, selection.MAX_TIMEOUT_S), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
+    run.add_argument("--timeout", type=at_most(positive_float, MAX_TIMEOUT_S), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
     run.add_argument("--mem-limit", type=size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
     run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",
                      help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
