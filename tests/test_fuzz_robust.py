@@ -219,6 +219,34 @@ def test_the_speed_probe_runs_where_the_user_pinned_the_run(monkeypatch):
     assert seen[0].cpu == 0 and seen[0].mem_limit_bytes == 1 << 30
 
 
+def test_a_dry_run_probes_the_speed_on_the_users_core_not_the_earlier_runs(a_run, tmp_path, monkeypatch, capfd):
+    from engines.none import FLOOR
+    from harness.measure import affinity
+    from harness.running import probe
+
+    earlier_run = copy(a_run, tmp_path / "earlier")
+    floor = {**results.read_trials(a_run)[0], "engine": FLOOR, "framework": "none", "mode": "empty"}
+    with open(earlier_run / results.TRIALS_FILE, "a") as fh:  # the floor trial the probe runs again
+        fh.write(json.dumps(floor) + "\n")
+    earlier = {t["cpu"] for t in results.read_trials(earlier_run)}
+    mine = next((c for c in affinity.allowed_cpus() if c not in earlier), None)
+    if mine is None:
+        pytest.skip("one allowed core: the earlier run's is the only one")
+    seen = []
+
+    class Spawner:
+        def __init__(self, options):
+            seen.append(options.cpu)
+
+    monkeypatch.setattr(probe, "ChildSpawner", Spawner)
+    monkeypatch.setattr(probe, "run_child", lambda *a, **k: type("C", (), {"returncode": 0, "wall_s": 0.1})())
+    with fault_engines_env():
+        assert main(["run", "--engine", "fake/ok", "--workload", "tiny", "--profile", "smoke", "--cpu", str(mine),
+                     "--dry-run", "--estimate-from", str(earlier_run)]) == 0
+    assert seen == [mine]
+    assert "no trial of the plan was run" in capfd.readouterr().out
+
+
 # ---------------------------------------------------------------- 6, 8. one stream; inputs that mean nothing
 
 @pytest.mark.parametrize("extra,message", [

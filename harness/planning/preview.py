@@ -58,5 +58,5 @@ def show(plan: list, req, estimator, console: Console) -> int:
         console.print(f"shard {shard['index']}/{shard['count']}: {count(len(shard['points']), 'point')} "
                       f"(split balanced by {shard['estimated_from']})", highlight=False)
     console.print(f"{estimator.describe(plan)}; ETA: {eta} "
-                  f"(an estimate; nothing was run)", highlight=False)
+                  f"(an estimate; no trial of the plan was run)", highlight=False)
     return 0
