@@ -326,3 +326,22 @@ def test_two_spellings_of_one_version_are_one_environment(version, zeros):
 
     assert parse_spec(f"autograd=={version}").key == parse_spec(f"autograd=={version}{'.0' * zeros}").key
     assert parse_spec(f"autograd=={version}").key != parse_spec(f"autograd=={version}.1").key
+
+
+def test_resume_refuses_to_count_instructions_without_valgrind_as_a_new_run_does(a_run, tmp_path, monkeypatch, capfd):
+    run_dir = copy(a_run, tmp_path / "run")
+    manifest = json.loads((run_dir / results.MANIFEST_FILE).read_text())
+    manifest["plan"]["instructions"] = True
+    (run_dir / results.MANIFEST_FILE).write_text(json.dumps(manifest))
+    edit_lines(run_dir, lambda i, line: line if i == 0 else "")  # one trial left to run
+    (tmp_path / "no-tools").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # no valgrind on it
+    capfd.readouterr()
+    with fault_engines_env():
+        new = main(["run", "--engine", "fake/ok", "--workload", "tiny", "--instructions", "--out", str(tmp_path / "o")])
+        new_err = capfd.readouterr().err
+        resumed = main(["run", "--resume", str(run_dir), "--no-report"])
+        resumed_err = capfd.readouterr().err
+    assert new == resumed == 2
+    assert "valgrind is not installed" in new_err and "valgrind is not installed" in resumed_err
+    assert len(results.read_trials(run_dir)) == 1  # nothing recorded with silent nulls

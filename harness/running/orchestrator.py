@@ -282,8 +282,11 @@ def one_line(reason: str | None) -> str:
 
 
 def _progress(console: Console) -> Progress:
+    # Error lines go to stderr: drawn above the bar where stderr is the same terminal, else left
+    # on stderr (a `2> file` keeps them, never the bar's stdout).
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), EtaColumn(), console=console, transient=True)
+                    TimeElapsedColumn(), EtaColumn(), console=console, transient=True,
+                    redirect_stderr=sys.stderr.isatty())
 
 
 def _announce(console: Console, progress: Progress, pt: PlannedTrial, trial: results.Trial) -> None:
