@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import tarfile
 from pathlib import Path
 
 from engines.authors import build as builder
@@ -139,6 +140,10 @@ class AuthorsEngine(EngineSpec):
             return NO_SOURCE
         if not where.exists():
             return f"the authors' BurTorch source {where} (from {how}) does not exist"
+        if where.is_file() and not tarfile.is_tarfile(where):
+            return f"{where} (from {how}) is not a tar archive: not the authors' BurTorch source"
+        if where.is_dir() and not (where / "burt" / "CMakeLists.txt").is_file() and not any(where.glob("*.tar*")):
+            return f"{where} (from {how}) holds no burt/CMakeLists.txt nor an archive: not the authors' BurTorch source"
         return None
 
     def prepare(self, planned=()) -> str | None:

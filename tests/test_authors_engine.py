@@ -49,8 +49,11 @@ def only_run(out: Path) -> Path:
 def test_a_program_engine_runs_under_the_runner_with_its_measures(fake_programs, tmp_path):
     engines = ",".join(f"fakeprog/{m}/cpp/cpu" for m in ("ok", "undecided", "garbled", "fails", "unbuildable"))
     code = main(["run", "--workload", "tiny,small", "--profile", "smoke", "--engine", engines, "--out", str(tmp_path)])
-    assert code == 0
+    assert code == 1  # the unbuildable program's trials did not run: the run says so
     run_dir = only_run(tmp_path)
+    assert results.read_manifest(run_dir)["status"].startswith(
+        "incomplete: 2 of 10 planned trials not run (fakeprog/unbuildable/cpp/cpu unavailable: init run: their "
+        "program did not build")
     trials = results.read_trials(run_dir)
     by = {(t["engine"].split("/")[1], t["workload"]): t for t in trials}
 
@@ -112,9 +115,11 @@ def test_run_skips_the_authors_engine_without_a_source(no_upstream, tmp_path, ca
     code = main(["run", "--workload", "tiny", "--profile", "smoke", "--engine", "burtorch-authors",
                  "--out", str(tmp_path)])
     assert code == 2
-    err = capsys.readouterr()
-    # The run looked for their source everywhere, tried to fetch it, and says in one line why it is left out.
-    assert err.out.count("without the authors' programs") == 1 and "nothing to run" in err.err
+    err = capsys.readouterr().err.splitlines()
+    # The run looked for their source everywhere, tried to fetch it, and says in one line why it is left out
+    # (on stderr, as every skip reason), then the error.
+    assert sum("without the authors' programs" in line for line in err) == 1
+    assert err[-1].startswith("burtbench: error: nothing to run")
 
 
 def test_upstream_option_is_checked_and_kept_for_resume(tmp_path, capsys, monkeypatch):

@@ -157,6 +157,18 @@ def test_single_trials_give_a_ratio_and_no_verdict(tmp_path):
     assert exit_status(result, 1) == 1
     assert regression_lines(result, 1) == ["cannot judge 1 of 1 rows: fewer than 3 trials a side give no interval "
                                            "(rerun with --trials 3 or more)"]
+    assert exit_status(result, None) == 0  # no gate asked: the table alone
+
+
+def test_a_gate_that_cannot_judge_does_not_pass_silently(tmp_path, capsys):
+    from harness.commands.cli import main
+
+    a = write_run(tmp_path / "a", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 1e-7, seed=21, trials=1))
+    b = write_run(tmp_path / "b", noisy_trials("burtorch/eager/cpp/cpu", "tiny", 2e-7, seed=22, trials=1))
+    assert main(["compare", str(a), str(b), "--fail-if-slower", "5"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("burtbench compare: cannot judge 1 of 1 rows")
+    assert "--trials 3 or more" in err[0]
 
 
 def test_a_failing_gate_says_which_rows_and_why_on_stderr(runs, capsys):

@@ -150,10 +150,13 @@ def test_machine_facts_of_the_wrong_type_give_the_report_no_clock_rather_than_a_
     assert clock_of({"machine": {"cpu_mhz": odd}, "tsc": odd}) == (None, "no CPU frequency in the manifest")
 
 
-@pytest.mark.parametrize("odd", ["x", None, True, -1, 0, float("nan"), [1]])
-def test_a_noise_threshold_of_the_wrong_kind_gives_the_report_the_default(odd):
+@pytest.mark.parametrize("odd", ["x", True, -1, 0, float("nan"), [1]])
+def test_a_noise_threshold_of_the_wrong_kind_is_refused_never_read_as_the_default(odd):
+    from harness.errors import UsageError
     from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD, read_plan
 
     plan = {"profile": "quick", "engines": [], "workloads": []}
-    assert read_plan({"plan": {**plan, "noise_threshold": odd}}).noise_threshold == DEFAULT_NOISE_THRESHOLD
+    with pytest.raises(UsageError, match="damaged fields: noise_threshold"):
+        read_plan({"plan": {**plan, "noise_threshold": odd}})
+    assert read_plan({"plan": {**plan, "noise_threshold": None}}).noise_threshold == DEFAULT_NOISE_THRESHOLD
     assert read_plan({"plan": {**plan, "noise_threshold": 0.5}}).noise_threshold == 0.5

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from engines import PROBE_ENGINES
 from harness.commands.helptext import describe
-from harness.commands.options import add_run_options, default_env_dir, positive_float, prune_days
+from harness.commands.options import add_run_options, default_env_dir, path_text, positive_float, prune_days
 from harness.errors import EXIT_USAGE, UsageError
 from harness.paths import reports_root
 from harness.planning import selection
@@ -24,6 +24,7 @@ from harness.running.spawn import MemoryCapFailed
 from harness.store.lock import RunLocked
 from harness.store.results import ResultsError, ResultsUnreadable
 from harness.store.runs import check_out_dir, existing_run
+from harness.text import clean
 from harness.units import count
 from workloads import PROBE_WORKLOADS
 
@@ -84,7 +85,7 @@ def build_parser() -> Parser:
 
     report = describe(sub, "report", "render a run's tables, figures and index.html beside the paper's numbers")
     report.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by burtbench run")
-    report.add_argument("--report-dir", default=str(reports_root()), metavar="DIR",
+    report.add_argument("--report-dir", type=path_text, default=str(reports_root()), metavar="DIR",
                         help="reports folder (default: $BURTBENCH_REPORTS, else reports); writes DIR/<run-id>/")
     report.add_argument("--out", help=argparse.SUPPRESS)  # the old spelling: one line naming the new one
 
@@ -106,23 +107,23 @@ def build_parser() -> Parser:
                          help="with --fail-if-slower: gate runs of different CPU models (refused otherwise)")
 
     fetch = describe(sub, "fetch-data", "download names.txt and input.txt from their public origins (sha256-checked)")
-    fetch.add_argument("--data-dir", default="data", metavar="DIR", help="where to put them (default: data)")
+    fetch.add_argument("--data-dir", type=path_text, default="data", metavar="DIR", help="where to put them (default: data)")
 
     upstream = describe(sub, "fetch-upstream", "clone the authors' BurTorch at a pinned commit and verify it "
                                                "(the source of the burtorch-authors engines)")
-    upstream.add_argument("--dir", metavar="DIR", help="where to clone (default: build/upstream/checkout, "
+    upstream.add_argument("--dir", type=path_text, metavar="DIR", help="where to clone (default: build/upstream/checkout, "
                                                        "where the engines look when given no --upstream)")
     upstream.add_argument("--commit", metavar="C", help="a 40-digit commit (default: the one behind the paper's rows)")
     upstream.add_argument("--url", metavar="URL", help="another copy of their repository (default: their GitHub)")
 
     envs = describe(sub, "envs", "the environments --env made: SPEC, Python, size, last use")
-    envs.add_argument("--env-dir", metavar="DIR", help=f"where they are kept (default: {default_env_dir()})")
+    envs.add_argument("--env-dir", type=path_text, metavar="DIR", help=f"where they are kept (default: {default_env_dir()})")
     envs.add_argument("--prune", nargs="?", const=30.0, type=prune_days, metavar="DAYS",
                       help="delete those unused for DAYS days (default 30; 'all': every one)")
 
     merge = describe(sub, "merge", "join the runs of a plan's shards (--shard K/N) into one run")
     merge.add_argument("runs", nargs="+", metavar="RUN_DIR")
-    merge.add_argument("--out", required=True, metavar="DIR", help="the merged run's folder (new or empty)")
+    merge.add_argument("--out", type=path_text, required=True, metavar="DIR", help="the merged run's folder (new or empty)")
     merge.add_argument("--allow-mixed", action="store_true",
                        help="merge runs from different CPU models or framework versions (the report says so)")
 
@@ -320,8 +321,11 @@ def cmd_run(args, console: Console) -> int:
     from harness.report.epilogue import after_run
     from harness.running import session
 
+    req = session.request(args)
+    if not args.no_report and not args.dry_run:  # found before the first trial, not after the last
+        check_out_dir(Path(args.report_dir), "reports folder", "--report-dir")
     # The rounds for undecided claims judge the claims: the report's stage, joined to the run here.
-    outcome = session.run(session.request(args), console, extend=Deciding)
+    outcome = session.run(req, console, extend=Deciding)
     # The report is the run's last stage, above it: the command joins the two.
     if outcome.run_dir is not None and not args.no_report:
         after_run(outcome.run_dir, console, Path(args.report_dir))
@@ -371,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fail(message, code: int) -> int:
-    print(f"burtbench: error: {' '.join(str(message).split())}", file=sys.stderr)
+    print(f"burtbench: error: {clean(' '.join(str(message).split()))}", file=sys.stderr)
     return code
 
 

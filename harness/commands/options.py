@@ -7,7 +7,8 @@ import re
 from harness.envs.cache import default_env_dir as where
 from harness.paths import reports_root
 from harness.planning import selection
-from harness.store.run_plan import DEFAULT_CLAIMS_BUDGET_MIN, DEFAULT_TIMING, TIMINGS
+from harness.store.run_plan import (DEFAULT_CLAIMS_BUDGET_MIN, DEFAULT_MAX_TRIALS, DEFAULT_TIMING, MAX_NOISE_PCT,
+                                    MAX_TIMEOUT_S, MAX_TRIALS_PER_POINT, TIMINGS)
 from workloads.base import PROFILES
 
 
@@ -24,8 +25,9 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--adaptive", action="store_true",
                      help="add trials to points whose trials disagree until the 95%% interval of the mean is within "
                           "--noise-threshold of it, or --max-trials is reached")
-    run.add_argument("--max-trials", type=at_most(positive_int, selection.MAX_TRIALS_PER_POINT), default=10, metavar="N", help="with --adaptive (default 10)")
-    run.add_argument("--noise-threshold", type=at_most(positive_float, selection.MAX_NOISE_PCT), default=5.0, metavar="PCT",
+    run.add_argument("--max-trials", type=at_most(positive_int, MAX_TRIALS_PER_POINT), metavar="N",
+                     help=f"with --adaptive: the most trials per point (default {DEFAULT_MAX_TRIALS})")
+    run.add_argument("--noise-threshold", type=at_most(positive_float, MAX_NOISE_PCT), default=5.0, metavar="PCT",
                      help="coefficient of variation over trials above which a point is noisy (default 5)")
     run.add_argument("--claims-budget", type=at_most(non_negative_float, 24 * 60), default=DEFAULT_CLAIMS_BUDGET_MIN,
                      metavar="MINUTES",
@@ -42,10 +44,10 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "(join them with burtbench merge)")
     run.add_argument("--dry-run", action="store_true",
                      help="print the plan per workload and its estimated time, and exit without running")
-    run.add_argument("--estimate-from", metavar="RUN_DIR",
+    run.add_argument("--estimate-from", type=path_text, metavar="RUN_DIR",
                      help="previous run whose per-iteration times estimate this one's (default: the newest run "
                           "under --out made on this CPU model, else rough built-in figures)")
-    run.add_argument("--timeout", type=at_most(positive_float, selection.MAX_TIMEOUT_S), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
+    run.add_argument("--timeout", type=at_most(positive_float, MAX_TIMEOUT_S), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
     run.add_argument("--mem-limit", type=size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
     run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",
                      help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
@@ -72,28 +74,35 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                      help="also count each trial's instructions per iteration under valgrind (a proxy for time: "
                           "deterministic where time is noisy); two short children per trial, ~100x slower per "
                           "iteration")
-    run.add_argument("--env-dir", metavar="DIR", help=f"where environments are kept (default: {default_env_dir()})")
+    run.add_argument("--env-dir", type=path_text, metavar="DIR", help=f"where environments are kept (default: {default_env_dir()})")
     run.add_argument("--pip-arg", action="append", default=[], metavar="ARG",
                      help="an argument for the installer (uv if on PATH, else pip), e.g. "
                           "--pip-arg=--index-url=https://download.pytorch.org/whl/cpu (repeatable)")
-    run.add_argument("--python", metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's); "
+    run.add_argument("--python", type=path_text, metavar="PATH", help="interpreter that runs the Python workers (e.g. another venv's); "
                                                       "with --env, the interpreter the environments are made from")
-    run.add_argument("--data-dir", metavar="DIR",
+    run.add_argument("--data-dir", type=path_text, metavar="DIR",
                      help="read the real makemore names.txt and tiny-shakespeare input.txt from DIR for mlp and gpt "
                           "(default: a synthetic corpus with the same alphabets; see fetch-data)")
-    run.add_argument("--upstream", metavar="DIR|ARCHIVE",
+    run.add_argument("--upstream", type=path_text, metavar="DIR|ARCHIVE",
                      help="the authors' BurTorch source (a checkout or a `git archive` tarball) for the "
                           "burtorch-authors engines (default: $BURTBENCH_UPSTREAM, else the checkout of an earlier "
                           "fetch-upstream, else the run fetches the pinned commit once)")
     run.add_argument("--no-upstream", action="store_true",
                      help="leave the authors' programs (burtorch-authors) out: no source looked for, no fetch")
-    run.add_argument("--out", default="results", metavar="DIR", help="results folder (default: results); "
+    run.add_argument("--out", type=path_text, default="results", metavar="DIR", help="results folder (default: results); "
                                                                       "writes DIR/<run-id>/")
-    run.add_argument("--report-dir", default=str(reports_root()), metavar="DIR",
+    run.add_argument("--report-dir", type=path_text, default=str(reports_root()), metavar="DIR",
                      help="reports folder (default: $BURTBENCH_REPORTS, else reports); writes DIR/<run-id>/")
-    run.add_argument("--resume", metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
+    run.add_argument("--resume", type=path_text, metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")
     run.add_argument("--no-report", action="store_true",
                      help="do not render reports/<run-id>/ (tables, figures, claims, index.html) at the end")
+
+
+def path_text(text: str) -> str:
+    """A path option's value: an empty one names nothing (and would fall back to a default unseen)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path names nothing")
+    return text
 
 
 def default_env_dir() -> str:

@@ -1,5 +1,13 @@
 """The folder of environments the harness made (`burtbench envs`): where it is, what each one
-recorded, and pruning the unused."""
+recorded, the lock that keeps one in use from being pruned or made again under a run, and pruning
+the unused.
+
+Each environment has a lock file beside it (`<folder>.lock`): a run holds it shared from making or
+reusing the environment to its last trial; making it again and pruning it take it exclusively, and
+prune never waits: an environment in use is kept, and it says so. Prune deletes the lock file with
+the folder, so a lock taken is checked to be on the file still there (else taken again on the new one). POSIX only (fcntl's shared locks): on Windows the OS itself refuses
+to delete the files of a running interpreter, and prune says it could not delete it.
+"""
 from __future__ import annotations
 
 import json
@@ -7,10 +15,12 @@ import os
 import shutil
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.store.runs import check_out_dir
+from harness.text import clean
 from harness.units import mib
 
 RECORD = "burtbench-env.json"
@@ -59,12 +69,84 @@ def cached(folder: Path) -> list[Cached]:
     return found
 
 
-def prune(folder: Path, days: float) -> list[Cached]:
-    """Remove the environments unused for `days` (an unfinished one counts from when it was begun)."""
-    gone = [c for c in cached(folder) if time.time() - c.last_used > days * 86400]
-    for c in gone:
-        shutil.rmtree(c.path)
-    return gone
+class EnvLock:
+    """The lock of one environment's folder, held shared by each run using it, exclusively by who
+    makes or deletes it."""
+
+    def __init__(self, folder: Path):
+        self.path = Path(folder).with_name(Path(folder).name + ".lock")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "a+b")  # noqa: SIM115 (held past this call: released by close())
+
+    def take(self, exclusive: bool, wait: bool = True) -> bool:
+        """Lock (or convert the lock held) shared or exclusive; False where `wait` is off and another holds it."""
+        if os.name == "nt":
+            return True
+        import fcntl
+
+        mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if wait else fcntl.LOCK_NB)
+        while True:
+            try:
+                fcntl.flock(self.handle, mode)
+            except BlockingIOError:
+                return False
+            if self._on_current_file():
+                return True
+            self.handle.close()  # a prune deleted the file meanwhile: lock the one there now
+            self.handle = open(self.path, "a+b")  # noqa: SIM115
+
+    def _on_current_file(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(self.handle.fileno()).st_ino
+        except FileNotFoundError:
+            return False
+
+    def delete(self) -> None:
+        """Delete the lock file, while holding it exclusively (the folder it guards is gone)."""
+        self.path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self.handle.close()  # closing the file releases its lock
+
+
+def hold(folder: Path, stack: ExitStack) -> EnvLock:
+    """The environment's lock, held shared until `stack` closes."""
+    lock = EnvLock(folder)
+    stack.callback(lock.close)
+    if not lock.take(exclusive=False, wait=False):
+        print(f"burtbench: waiting for another process making or deleting {folder}", file=sys.stderr)
+        lock.take(exclusive=False)
+    return lock
+
+
+def prune(folder: Path, days: float) -> tuple[list[Cached], list[tuple[Cached, str]]]:
+    """Remove the environments unused for `days` (an unfinished one counts from when it was begun);
+    those a run is using, or that cannot be deleted, are kept, each with why."""
+    gone, kept = [], []
+    for c in cached(folder):
+        if time.time() - c.last_used <= days * 86400:
+            continue
+        lock = EnvLock(c.path)
+        try:
+            if not lock.take(exclusive=True, wait=False):
+                kept.append((c, "in use by a run"))
+                continue
+            try:
+                shutil.rmtree(c.path)
+            except OSError as exc:
+                kept.append((c, f"cannot delete it ({exc.strerror or exc})"))
+                continue
+            lock.delete()
+            gone.append(c)
+        finally:
+            lock.close()
+    for orphan in Path(folder).glob("*.lock"):  # an environment that could not be made leaves its lock
+        if not orphan.with_suffix("").exists():
+            lock = EnvLock(orphan.with_suffix(""))
+            if lock.take(exclusive=True, wait=False):
+                lock.delete()
+            lock.close()
+    return gone, kept
 
 
 def show(folder: Path, prune_days: float | None, console) -> None:
@@ -74,8 +156,11 @@ def show(folder: Path, prune_days: float | None, console) -> None:
     from rich.table import Table
 
     if prune_days is not None:
-        for gone in prune(folder, prune_days):
-            console.print(f"deleted {gone.path} ({mib(gone.size_bytes)})", highlight=False)
+        gone, kept = prune(folder, prune_days)
+        for c in gone:
+            console.print(clean(f"deleted {c.path} ({mib(c.size_bytes)})"), highlight=False, markup=False)
+        for c, why in kept:
+            print(clean(f"burtbench: kept {c.path}: {why}; prune it again once that run has ended"), file=sys.stderr)
     found = cached(folder)
     if not found:
         console.print(f"no environments in {folder}: `burtbench run --env SPEC` makes one "
@@ -85,7 +170,7 @@ def show(folder: Path, prune_days: float | None, console) -> None:
                   title_justify="left")
     table.columns[0].overflow = table.columns[-1].overflow = "fold"  # long specs and names wrap, never cut
     for c in found:
-        table.add_row(c.record.get("spec") or "(unfinished)", c.record.get("python_version") or "",
+        table.add_row(clean(str(c.record.get("spec") or "(unfinished)")), clean(str(c.record.get("python_version") or "")),
                       mib(c.size_bytes), datetime.fromtimestamp(c.last_used).strftime("%Y-%m-%d %H:%M"),
-                      c.path.name)
+                      clean(c.path.name))
     console.print(table)

@@ -14,12 +14,14 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harness.envs.cache import RECORD, read_record
+from harness.envs.cache import RECORD, hold, read_record
 from harness.envs.specs import EnvSpec, parse_spec
 from harness.store.results import write_json_atomic
+from harness.text import clean
 from workloads.base import WORKER_NEEDS
 
 INSTALL_TIMEOUT_S = 1800
@@ -69,9 +71,12 @@ def uv() -> str | None:
     return shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
 
 
-def ensure(spec: EnvSpec, base_python: str, root: Path, needs: tuple[str, ...], pip_args: list[str]) -> Environment:
+def ensure(spec: EnvSpec, base_python: str, root: Path, needs: tuple[str, ...], pip_args: list[str],
+           held: ExitStack | None = None) -> Environment:
     """The environment of `spec` under `root`, made with `base_python` where it is not there yet;
-    what it lacks of `needs` (the worker's own requirements) is added to it."""
+    what it lacks of `needs` (the worker's own requirements) is added to it. Its lock (envs/cache.py)
+    is held shared until `held` closes (the run's end): no prune deletes it, no other run makes it
+    again meanwhile; making it takes the lock exclusively, after the runs using it have ended."""
     start = time.perf_counter()
     tool = uv()
     try:
@@ -79,8 +84,26 @@ def ensure(spec: EnvSpec, base_python: str, root: Path, needs: tuple[str, ...], 
     except InstallFailed as exc:
         return Environment(spec.text, "", "", "", "", False, 0.0, {}, str(exc))
     folder = root / folder_name(spec, version)
-    record = read_record(folder)
-    reused = bool(record.get("ready")) and interpreter(folder).exists()
+    with ExitStack() as own:
+        lock = hold(folder, held if held is not None else own)
+        try:
+            return _ensure(spec, base_python, folder, version, needs, pip_args, tool, lock, start)
+        finally:
+            lock.take(exclusive=False)
+
+
+def _ensure(spec, base_python, folder, version, needs, pip_args, tool, lock, start) -> Environment:
+    def ready() -> tuple[dict, bool]:
+        record = read_record(folder)
+        return record, bool(record.get("ready")) and interpreter(folder).exists()
+
+    record, reused = ready()
+    if not reused:
+        if not lock.take(exclusive=True, wait=False):
+            print(f"burtbench: waiting for the runs using environment {clean(spec.text)} to end, to make it again",
+                  file=sys.stderr)
+            lock.take(exclusive=True)
+        record, reused = ready()  # made meanwhile by the process that held it
     python = str(interpreter(folder))
     try:
         if not reused:
@@ -88,6 +111,10 @@ def ensure(spec: EnvSpec, base_python: str, root: Path, needs: tuple[str, ...], 
             _create(base_python, folder, tool)
             _install(python, [*spec.requirements, *needs], pip_args, tool)
         freeze = installed(python)
+        absent = sorted(spec.names - set(freeze))
+        if absent:  # a marker false here, or an installer that ignored the requirement: nothing to measure
+            raise InstallFailed(f"the environment holds no {', '.join(absent)} after installing {spec.text} "
+                                f"(is its marker false on this machine?)")
         missing = [n for n in needs if _canonical(n) not in freeze]
         if missing:
             _install(python, missing, pip_args, tool)
@@ -174,20 +201,21 @@ def _write(folder: Path, record: dict) -> None:
     write_json_atomic(folder / RECORD, record)
 
 
-def make_all(plan, python: str, workloads: list, console) -> dict:
+def make_all(plan, python: str, workloads: list, console, held: ExitStack | None = None) -> dict:
     """The plan's environments, each made or reused before the first trial, with what the worker
-    needs for the planned workloads."""
+    needs for the planned workloads; each one's lock held until `held` closes."""
 
     needs = tuple(sorted({n for w in workloads for n in WORKER_NEEDS[w.kind]}))
     made = {}
     for text in plan.envs:
         with console.status(f"environment {text}: making or reusing it"):
-            env = ensure(parse_spec(text), python, Path(plan.env_dir), needs, list(plan.pip_args))
+            env = ensure(parse_spec(text), python, Path(plan.env_dir), needs, list(plan.pip_args), held)
         how = "reused" if env.reused else f"made with {env.installer}"
         if env.problem:
-            console.print(f"[yellow]environment {text}[/]: cannot be made: {env.problem}", highlight=False)
+            print(f"burtbench: environment {clean(text)} cannot be made: {clean(env.problem)} "
+                  f"(its engines are skipped)", file=sys.stderr)
         else:
-            console.print(f"environment {text}: {how} in {env.setup_s:.1f} s ({env.python_version}, {env.path})",
-                          highlight=False)
+            console.print(clean(f"environment {text}: {how} in {env.setup_s:.1f} s ({env.python_version}, {env.path})"),
+                          highlight=False, markup=False)
         made[text] = env
     return made

@@ -18,6 +18,7 @@ from harness.errors import UsageError
 from harness.store import results
 from harness.store.run_plan import read_plan
 from harness.store.runs import existing_run
+from harness.text import clean, has_control
 
 
 
@@ -26,14 +27,19 @@ class EnvSpec:
     text: str  # the requirements, normalized, joined by ","
     requirements: tuple[str, ...]  # each as the installer takes it
     names: frozenset[str]  # the distributions it names, normalized (PEP 503)
+    # What it installs, whatever the spelling: 'autograd==1.7' and 'autograd==1.7.0' are one.
+    key: frozenset = frozenset()
+    false_markers: tuple[str, ...] = ()  # the markers false on this machine: their requirements install nothing
 
 
 def parse_spec(text: str, option: str = "--env") -> EnvSpec:
     """A SPEC, checked: requirements joined by commas, where a piece starting with an operator
     continues the previous requirement ("jax>=0.4,<0.5")."""
     from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
+    from packaging.utils import canonicalize_name, canonicalize_version
 
+    if has_control(text):  # it would reach the terminal, the folder's name and every report
+        raise UsageError(f"{option} {clean(text)!r}: holds a control character")
     pieces: list[str] = []
     for piece in (p.strip() for p in text.split(",")):
         if piece and re.match(r"[<>=!~]", piece) and pieces:
@@ -55,7 +61,11 @@ def parse_spec(text: str, option: str = "--env") -> EnvSpec:
     shown = [f"{canonicalize_name(r.name)}{'[' + ','.join(sorted(r.extras)) + ']' if r.extras else ''}"
              + (f" @ {r.url}" if r.url else str(r.specifier)) + (f"; {r.marker}" if r.marker else "")
              for r in requirements]
-    return EnvSpec(",".join(shown), tuple(shown), frozenset(names))
+    key = frozenset((canonicalize_name(r.name), frozenset(r.extras), r.url,
+                     frozenset((c.operator, canonicalize_version(c.version, strip_trailing_zero=True))
+                               for c in r.specifier), str(r.marker)) for r in requirements)
+    false = tuple(str(r.marker) for r in requirements if r.marker is not None and not r.marker.evaluate())
+    return EnvSpec(",".join(shown), tuple(shown), frozenset(names), key, false)
 
 
 def plan_options(args) -> dict:
@@ -66,11 +76,20 @@ def plan_options(args) -> dict:
         if given:
             raise UsageError(f"{'/'.join(given)} only apply with --env SPEC")
         return {"envs": [], "env_dir": None, "pip_args": []}
-    specs = [parse_spec(text).text for text in texts]
-    twice = sorted({s for s in specs if specs.count(s) > 1})
+    parsed = [parse_spec(text) for text in texts]
+    for spec in parsed:
+        if spec.false_markers:
+            raise UsageError(f"--env {spec.text}: its marker '{spec.false_markers[0]}' is false on this machine: "
+                             f"the environment would install nothing to measure")
+    same = {}
+    for spec in parsed:
+        same.setdefault(spec.key, []).append(spec.text)
+    twice = next((texts for texts in same.values() if len(texts) > 1), None)
     if twice and not getattr(args, "aa", None):
-        raise UsageError(f"--env {twice[0]} is given twice (to measure the noise floor, an A/A run, add --aa)")
-    specs = list(dict.fromkeys(specs))
+        shown = twice[0] if len(set(twice)) == 1 else " and ".join(dict.fromkeys(twice)) + ", the same versions,"
+        raise UsageError(f"--env {shown} is given twice (to measure the noise floor, an A/A run, add --aa)")
+    # With --aa, two spellings of one environment run as one (its A/A copy is the second).
+    specs = list(dict.fromkeys(same[spec.key][0] for spec in parsed))
     return {"envs": specs, "env_dir": str(env_dir(args.env_dir)), "pip_args": list(args.pip_arg)}
 
 

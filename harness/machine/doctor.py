@@ -188,7 +188,7 @@ def core_ticks(proc_root: Path, cpu: int) -> list[int] | None:
 def runnable_on(cpu: int, proc_root: Path, self_pid: int) -> dict[str, str]:
     """Tasks (threads) now running or runnable whose last CPU was `cpu`, ours excluded: {tid: name}."""
     found = {}
-    for stat in proc_root.glob("[0-9]*/task/[0-9]*/stat"):
+    for stat in _task_stats(proc_root):
         if stat.parts[-4] == str(self_pid):
             continue
         text = machine.read(stat)
@@ -199,6 +199,17 @@ def runnable_on(cpu: int, proc_root: Path, self_pid: int) -> dict[str, str]:
         if len(fields) > 36 and fields[0] == "R" and fields[36] == str(cpu):
             found[stat.parent.name] = text[text.index("(") + 1:text.rindex(")")]
     return found
+
+
+def _task_stats(proc_root: Path) -> list[Path]:
+    """Every thread's stat file; a process that ends while it is listed is left out (not an error)."""
+    stats = []
+    for process in proc_root.glob("[0-9]*"):
+        try:
+            stats += [task / "stat" for task in (process / "task").iterdir() if task.name.isdigit()]
+        except OSError:
+            continue
+    return stats
 
 
 def psutil_core_finding(cpu: int, watch_s: float) -> Finding:

@@ -1,6 +1,7 @@
 """`burtbench run --dry-run`: the plan per workload and how long it will take, nothing run."""
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 
 from rich.console import Console
@@ -9,10 +10,11 @@ from rich.table import Table
 from harness.errors import UsageError
 from harness.planning.claim_points import added_trials
 from harness.planning.estimate import wall_s
+from harness.text import clean
 from harness.units import count
 
 # Said by the run and by its --dry-run alike (both exit 2).
-NOTHING_TO_RUN = ("nothing to run: every selected engine is unavailable here (the lines above say why; "
+NOTHING_TO_RUN = ("nothing to run: every selected engine is unavailable here (the lines before say why, on stderr; "
                   "burtbench list shows the engines that are)")
 
 
@@ -27,7 +29,7 @@ def show(plan: list, req, estimator, console: Console) -> int:
             unavailable[pt.engine.id] = pt.engine.unavailable_reason()
     for eid, reason in unavailable.items():
         if reason:
-            console.print(f"[yellow]would skip[/] {eid}: unavailable: {reason}", highlight=False)
+            print(f"burtbench: would skip {clean(eid)}: unavailable: {clean(reason)}", file=sys.stderr)
     plan = [pt for pt in plan if not unavailable[pt.engine.id]]
     if not plan and req.run_dir is None:
         raise UsageError(NOTHING_TO_RUN)
@@ -59,5 +61,5 @@ def show(plan: list, req, estimator, console: Console) -> int:
         console.print(f"shard {shard['index']}/{shard['count']}: {count(len(shard['points']), 'point')} "
                       f"(split balanced by {shard['estimated_from']})", highlight=False)
     console.print(f"{estimator.describe(plan)}; ETA: {eta} "
-                  f"(an estimate; nothing was run)", highlight=False)
+                  f"(an estimate; no trial of the plan was run)", highlight=False)
     return 0

@@ -15,6 +15,7 @@ from engines.none import FLOOR
 from harness.errors import UsageError
 from harness.measure import affinity
 from harness.paths import worker_env
+from harness.store.run_plan import MAX_PLANNED_TRIALS
 from workloads import data
 
 
@@ -122,12 +123,6 @@ def _grid_value(name: str, text: str, allowed: tuple):
     raise UsageError(f"--param {name}={text}: not in the workload's grid ({shown})")
 
 
-# Far beyond any paper profile (the paper profile plans about 2,000 trials): a typo, not a plan.
-MAX_PLANNED_TRIALS = 100_000
-# Bounds of the run's options (a typo beyond them, not a plan), for the parser and for a resumed plan.
-MAX_TRIALS_PER_POINT = 1000
-MAX_TIMEOUT_S = 7 * 86400
-MAX_NOISE_PCT = 1000
 MAX_IDLE_S = 3600
 # Below this no interpreter or driver starts: every trial would be recorded as oom.
 MIN_MEM_LIMIT = 32 << 20

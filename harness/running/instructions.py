@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from harness.machine.valgrind import VALGRIND
 
-# A counted child's time limit: valgrind's start-up of a heavy framework is tens of seconds.
+# A counted child's time limit where the user set none (--timeout): valgrind's start-up of a heavy
+# framework is tens of seconds.
 TIMEOUT_S = 600.0
 TOOL_ARGS = ("--tool=cachegrind", "--cache-sim=no", "--branch-sim=no", "--cachegrind-out-file=/dev/null",
              "--trace-children=yes")
@@ -52,10 +53,15 @@ def per_iteration(short: int | None, long: int | None, iterations: int) -> float
     return (long - short) / iterations
 
 
-def why_not(stderr: str, reason: str | None, timed_out: bool = False) -> str:
+def timeout_s(given: float | None) -> float:
+    """A counted child's time limit: the user's --timeout where given (it holds for every child)."""
+    return TIMEOUT_S if given is None else given
+
+
+def why_not(stderr: str, reason: str | None, timed_out: bool = False, limit_s: float = TIMEOUT_S) -> str:
     """Why a counted child gave no count, in the reader's terms."""
     if timed_out:
-        return f"too slow under valgrind: a counted child ran past {TIMEOUT_S:g} s"
+        return f"too slow under valgrind: a counted child ran past {limit_s:g} s (--timeout)"
     if "unhandled instruction" in stderr or "Illegal opcode" in stderr:
         return ("valgrind does not emulate an instruction of this program (SIGILL; a build for this CPU, "
                 "e.g. -march=native with AVX-512, which valgrind cannot run)")

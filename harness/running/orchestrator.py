@@ -9,6 +9,7 @@ rounds that decide the paper's undecided claims) adds rounds until it has none t
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import nullcontext
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from harness.analysis.effect import MIN_TRIALS
 from harness.analysis.points import group
 from harness.measure import affinity
 from harness.planning.plan import PlannedTrial
@@ -27,8 +29,12 @@ from harness.running.runner import measure, prepare_inputs
 from harness.running.spawn import ChildSpawner, Interrupted, RunOptions
 from harness.store import manifest as manifest_mod
 from harness.store import results
+from harness.text import clean
+from harness.units import count
 
 EXIT_INTERRUPTED = 130
+# A run that ended with planned trials never run (an engine became unavailable in its middle).
+EXIT_INCOMPLETE = 1
 
 
 @dataclass(frozen=True)
@@ -58,9 +64,10 @@ class Adaptive:
 
 
 def pending(plan: list[PlannedTrial], run_dir: Path) -> list[PlannedTrial]:
-    """The planned trials not yet in trials.jsonl, in plan order (what --resume runs)."""
+    """The planned trials not yet in trials.jsonl, in plan order (what --resume runs). A trial
+    recorded `unavailable` did not run: it is pending too, and its next record replaces it."""
     done = {results.trial_key(t.get("engine"), t.get("workload"), t.get("params") or {}, t.get("trial"))
-            for t in results.read_trials(run_dir)}
+            for t in results.read_trials(run_dir) if t.get("status") != "unavailable"}
     return [pt for pt in plan if pt.key() not in done]
 
 
@@ -75,7 +82,10 @@ def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, una
         seen.add(key)
         point = points[key]
         width = point.time_half_width()
-        if len(point.trials) < adaptive.max_trials and point.time_values() and (width is None or width > adaptive.threshold):
+        # Fewer trials than give an interval (effect.MIN_TRIALS) cannot show a point is quiet.
+        few = len(point.time_values()) < MIN_TRIALS
+        if len(point.trials) < adaptive.max_trials and point.time_values() and (few or width is None
+                                                                                or width > adaptive.threshold):
             extra.append(replace(pt, trial=max(t["trial"] for t in point.trials) + 1))
     return extra
 
@@ -130,7 +140,7 @@ def _execute(plan: list[PlannedTrial], job: Job) -> int:
                             progress.console.print(f"one more round: {why}", highlight=False)
                     if todo:
                         progress.update(task, total=progress.tasks[0].total + len(todo), **eta.add(todo))
-            return _finish(run_dir, manifest, "complete", console)
+            return _finish(run_dir, manifest, "complete", console, plan)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -161,7 +171,8 @@ class Dispatch:
                 self.done(pt)
                 continue
             cpu = self.free.pop(0)
-            self.progress.update(self.task, description=pt.label())
+            counting = " (then its instructions, under valgrind)" if self.job.options.instructions else ""
+            self.progress.update(self.task, description=clean(pt.label()) + counting)
             future = self.pool.submit(measure, pt, self.spawners[cpu], self.job.tsc, prepare_inputs(pt, self.job.run_dir, self.job.data_dir),
                                       self.job.meter if alone else None)
             self.running[future] = (pt, cpu)
@@ -245,7 +256,12 @@ def runner_off(cpus: list[int]):
     return affinity.confined(set(spare)) if spare else nullcontext()
 
 
-def _finish(run_dir: Path, manifest: dict, status: str, console: Console) -> int:
+def _finish(run_dir: Path, manifest: dict, status: str, console: Console, plan: list | None = None) -> int:
+    """Save the run's status: `complete` only where every planned trial has a record (one that
+    ran: an `unavailable` record is a trial that did not)."""
+    missing = pending(plan, run_dir) if plan is not None else []
+    if missing:
+        status = incomplete_status(missing, len(plan), manifest.get("unavailable") or {})
     manifest["status"] = status
     manifest["finished_at"] = manifest_mod.now()
     manifest_mod.save(run_dir, manifest)
@@ -253,12 +269,36 @@ def _finish(run_dir: Path, manifest: dict, status: str, console: Console) -> int
         console.print(f"[yellow]interrupted[/]: finished trials are in {run_dir}; "
                       f"continue with: burtbench run --resume {run_dir}")
         return EXIT_INTERRUPTED
+    if missing:
+        print(f"burtbench: error: run {clean(status)}; once the cause is gone, run them with: "
+              f"burtbench run --resume {run_dir}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return 0
 
 
+def incomplete_status(missing: list[PlannedTrial], planned: int, unavailable: dict) -> str:
+    """'incomplete: 24 of 30 planned trials not run (autograd@autograd==1.7.0 unavailable: ...)'."""
+    engines = list(dict.fromkeys(pt.engine.id for pt in missing))
+    why = "; ".join(f"{eid} unavailable: {one_line(unavailable[eid])}" if eid in unavailable else f"{eid}: not run"
+                    for eid in engines)
+    return f"incomplete: {len(missing)} of {count(planned, 'planned trial')} not run ({why})"
+
+
+def one_line(reason: str | None) -> str:
+    """A child's reason on one line: a multi-line one (an import error's advice) by its last line,
+    the rest kept in trials.jsonl, the run's log of every trial."""
+    lines = [line.strip() for line in str(reason or "").splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return clean(lines[0] if lines else "unavailable")
+    return clean(f"{lines[-1]} (the whole message: the trial's reason in trials.jsonl)")
+
+
 def _progress(console: Console) -> Progress:
+    # Error lines go to stderr: drawn above the bar where stderr is the same terminal, else left
+    # on stderr (a `2> file` keeps them, never the bar's stdout).
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), EtaColumn(), console=console, transient=True)
+                    TimeElapsedColumn(), EtaColumn(), console=console, transient=True,
+                    redirect_stderr=sys.stderr.isatty())
 
 
 def _announce(console: Console, progress: Progress, pt: PlannedTrial, trial: results.Trial) -> None:
@@ -266,10 +306,9 @@ def _announce(console: Console, progress: Progress, pt: PlannedTrial, trial: res
     bad_check = trial.check is not None and trial.check.get("ok") is False  # None: could not decide
     if trial.status == "ok" and not bad_check and console.is_terminal:
         return
-    if trial.status != "ok":
-        line = f"[red]{trial.status}[/] {pt.label()}: {trial.reason}"
-    elif bad_check:
-        line = f"[red]wrong result[/] {pt.label()}: {trial.check.get('reason')}"
-    else:
-        line = f"ok {pt.label()}: {trial.per_iter_s['mean'] * 1e6:.3f} µs/iteration"
-    progress.console.print(line, highlight=False)
+    if trial.status != "ok" or bad_check:  # a reason is an error line: stderr, one line
+        what = trial.status if trial.status != "ok" else "wrong result"
+        reason = trial.reason if trial.status != "ok" else trial.check.get("reason")
+        print(f"burtbench: {what} {clean(pt.label())}: {one_line(reason)}", file=sys.stderr)
+        return
+    progress.console.print(f"ok {pt.label()}: {trial.per_iter_s['mean'] * 1e6:.3f} µs/iteration", highlight=False)

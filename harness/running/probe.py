@@ -17,12 +17,13 @@ SPEED_PROBES = 3
 PROBE_TIMEOUT_S = 60  # a floor trial takes well under a second: past this it is stuck
 
 
-def probe_floor(trial: dict) -> float | None:
-    """The median wall time of `trial` (the floor row's) run again here, as the runner spawns it."""
+def probe_floor(trial: dict, cpu: int | None = None, mem_limit_bytes: int | None = None) -> float | None:
+    """The median wall time of `trial` (the floor row's) run again here, as the runner spawns it,
+    pinned to `cpu` (the run's own core: never the earlier run's, where another run may be measuring)
+    and under the run's memory cap."""
     pt = PlannedTrial(all_engines()[FLOOR], load(trial["workload"]), trial["params"], trial=0,
                       iterations=trial["iterations"], warmup=trial.get("warmup") or 0, timeout_s=PROBE_TIMEOUT_S)
-    cpu = trial.get("cpu") if trial.get("cpu") in affinity.allowed_cpus() else affinity.default_cpu()
-    spawner = ChildSpawner(RunOptions(cpu=cpu))
+    spawner = ChildSpawner(RunOptions(cpu=affinity.default_cpu() if cpu is None else cpu, mem_limit_bytes=mem_limit_bytes))
     children = [run_child(pt, spawner, pt.iterations, pt.warmup, None) for _ in range(SPEED_PROBES)]
     walls = [child.wall_s for child in children if child.returncode == 0]
     return statistics.median(walls) if walls else None

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from engines.base import find_executable
 from harness.analysis.stats import summarize
+from harness.envs.cache import RECORD
 from harness.machine.valgrind import counted_iterations
 from harness.measure.tsc import estimate_cycles
 from harness.paths import worker_env
@@ -76,7 +77,10 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
     the command and, once the child has ended well, turns what it printed and left in its scratch
     folder into the payload line; every other engine's child prints that line itself.
     `counted`: the child runs under valgrind, which reports its instructions on stderr (no payload)."""
-    wrap, timeout_s = (instructions.wrap, instructions.TIMEOUT_S) if counted else (list, pt.timeout_s)
+    wrap, timeout_s = (instructions.wrap, instructions.timeout_s(spawner.options.timeout_s)) if counted else (list, pt.timeout_s)
+    gone = environment_gone(pt)
+    if gone:
+        return _unavailable(gone)
     if pt.engine.kind != "program":
         return spawner.run(wrap(child_command(pt, iterations, warmup, spawner.options, inputs)), timeout_s,
                            env=worker_env(pt.engine.python or spawner.options.python))
@@ -85,8 +89,7 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
         try:
             cmd, env = pt.engine.command(pt, iterations, inputs, workdir)
         except RuntimeError as exc:  # its program cannot be had (no source, a failed build)
-            line = json.dumps({"status": "unavailable", "reason": str(exc)})
-            return ChildRun(EXIT_UNAVAILABLE, line, "", 0.0, None)
+            return _unavailable(str(exc))
         child = spawner.run(wrap(cmd), timeout_s, cwd=workdir, env=env)
         if not counted and child.spawn_error is None and not child.timed_out and child.returncode == 0:
             payload = pt.engine.payload(pt, iterations, child.stdout, workdir, inputs)
@@ -96,6 +99,21 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
         return child
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def environment_gone(pt: PlannedTrial) -> str | None:
+    """Why the engine's managed environment is no longer whole (deleted under the run), or None."""
+    if not pt.engine.python:  # not an engine of a managed environment
+        return None
+    folder = Path(pt.engine.python).parent.parent  # <env>/bin/python, <env>/Scripts/python.exe
+    if Path(pt.engine.python).exists() and (folder / RECORD).exists():
+        return None
+    return f"its environment {folder} was deleted during the run (burtbench run --resume makes it again)"
+
+
+def _unavailable(reason: str) -> ChildRun:
+    """A child that was not started, as one of an engine that cannot run here would have ended."""
+    return ChildRun(EXIT_UNAVAILABLE, json.dumps({"status": "unavailable", "reason": reason}), "", 0.0, None)
 
 
 def prepare_inputs(pt: PlannedTrial, run_dir: Path, data_dir: str | None) -> Path | None:
@@ -198,7 +216,7 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
         init = run_child(pt, spawner, 1, 0, inputs)
         status, reason, _ = classify(init, pt.timeout_s, mem_limited)
         if status != "ok":
-            return _record_failure(trial, status, f"init run: {reason}", init)
+            return _record_failure(trial, status, f"init run: {reason}", init, pt)
         trial.init_time_s = init.wall_s
     if meter is not None:
         meter.start()
@@ -206,7 +224,7 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     reading = meter.stop() if meter is not None else {}
     status, reason, payload = classify(main, pt.timeout_s, mem_limited)
     if status != "ok":
-        return _record_failure(trial, status, reason, main)
+        return _record_failure(trial, status, reason, main, pt)
     trial.wall_time_s = main.wall_s
     trial.cpu_time_s = main.cpu_time_s if main.cpu_time_s is not None else payload.get("cpu_time_s")
     fill_from_payload(trial, payload, tsc)
@@ -241,15 +259,19 @@ def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | N
         child = run_child(pt, spawner, iterations, warmup, inputs, counted=True)
         cost += child.wall_s
         if child.spawn_error or child.timed_out or child.returncode != 0:  # its output is valgrind's, not a payload
-            _, reason, _ = classify(child, instructions.TIMEOUT_S, False)
-            spawner.uncountable[pt.engine.id] = instructions.why_not(child.stderr, reason, child.timed_out)
+            _, reason, _ = classify(child, instructions.timeout_s(spawner.options.timeout_s), False)
+            spawner.uncountable[pt.engine.id] = instructions.why_not(child.stderr, reason, child.timed_out,
+                                                                     instructions.timeout_s(spawner.options.timeout_s))
             return instructions.Count(None, spawner.uncountable[pt.engine.id], cost)
         counts.append(instructions.parse_refs(child.stderr))
     per_iter = instructions.per_iteration(*counts, n)
     return instructions.Count(per_iter, None if per_iter else "valgrind reported no instruction count", cost)
 
 
-def _record_failure(trial: Trial, status: str, reason: str | None, child: ChildRun) -> Trial:
+def _record_failure(trial: Trial, status: str, reason: str | None, child: ChildRun, pt: PlannedTrial) -> Trial:
+    gone = environment_gone(pt) if status == "failed" else None
+    if gone:  # it failed because its environment went away under it: it did not run, and --resume runs it
+        status, reason = "unavailable", gone
     trial.status, trial.reason = status, reason
     trial.exit_code = child.returncode
     if child.returncode is not None and child.returncode < 0:

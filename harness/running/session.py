@@ -6,10 +6,12 @@ cli.py parses the command line and reports errors; this module does the work of 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import secrets
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -40,8 +42,9 @@ from harness.store import manifest as manifest_mod
 from harness.store import results
 from harness.store.lock import RunLock
 from harness.store.results import ResultsUnwritable
-from harness.store.run_plan import DEFAULT_PROFILE, DEFAULT_TIMING, RunPlan
+from harness.store.run_plan import DEFAULT_MAX_TRIALS, DEFAULT_PROFILE, DEFAULT_TIMING, RunPlan
 from harness.store.runs import check_out_dir, existing_run
+from harness.text import clean, clean_data
 from harness.units import count
 from workloads import all_workloads, load
 from workloads.base import PROFILES
@@ -97,17 +100,20 @@ def new_plan(args) -> RunPlan:
     selection.check_data_dir(data_dir, usable)
     upstream = str(Path(args.upstream).expanduser().resolve()) if getattr(args, "upstream", None) else None
     check_upstream(upstream)
-    if args.adaptive and args.trials and args.max_trials < args.trials:
-        raise UsageError(f"--max-trials {args.max_trials} is below --trials {args.trials}")
+    if args.max_trials is not None and not args.adaptive:
+        raise UsageError("--max-trials only applies with --adaptive (add it, or drop --max-trials)")
+    max_trials = args.max_trials or DEFAULT_MAX_TRIALS
+    if args.adaptive and args.trials and max_trials < args.trials:
+        raise UsageError(f"--max-trials {max_trials} is below --trials {args.trials}")
 
-    per_point = args.max_trials if args.adaptive else None
+    per_point = max_trials if args.adaptive else None
     selection.check_plan_size(sum((per_point or args.trials or w.trials[profile])
                                   * len(w.points(narrow_for(w, narrow), profile)) * sum(e.runs(w) for e in engines)
                                   for w in usable))
     plan = RunPlan(profile=profile, engines=tuple(e.id for e in engines), workloads=tuple(w.name for w in usable),
                    narrow=narrow, trials=args.trials, timeout_s=args.timeout,
                    explicit_engines=args.engine.strip() != "all", noise_threshold=args.noise_threshold / 100,
-                   adaptive_max_trials=args.max_trials if args.adaptive else None, data_dir=data_dir,
+                   adaptive_max_trials=per_point, data_dir=data_dir,
                    upstream=upstream, timing=args.timing or DEFAULT_TIMING, envs=tuple(environments["envs"]),
                    env_dir=environments["env_dir"], pip_args=tuple(environments["pip_args"]),
                    claims_budget_min=args.claims_budget, **rounds_and_counts(args))
@@ -231,7 +237,7 @@ def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
             unavailable[pt.engine.id] = pt.engine.unavailable_reason() or (prepare(mine) if prepare else None)
     unavailable = {k: v for k, v in unavailable.items() if v}
     for eid, reason in unavailable.items():
-        console.print(f"[yellow]skipping[/] {eid}: unavailable: {reason}", highlight=False)
+        print(f"burtbench: skipping {clean(eid)}: unavailable: {clean(reason)}", file=sys.stderr)
     plan = [pt for pt in plan if pt.engine.id not in unavailable]
     if not plan:
 
@@ -268,7 +274,12 @@ def run(req: RunRequest, console: Console, extend=None) -> Outcome:
         console.print(f"resuming {req.run_dir}: {len(plan) - len(left)} of {len(plan)} planned trials are done; "
                       f"the rest:", highlight=False)
         return Outcome(preview.show(left, req, estimator(req), console), None)
-    environments = make_all(req.plan, req.python, planned_workloads(req.plan), console)
+    # The environments stay locked (no prune, no remake) until the run's last trial.
+    with ExitStack() as held:
+        return _run(req, console, make_all(req.plan, req.python, planned_workloads(req.plan), console, held), extend)
+
+
+def _run(req: RunRequest, console: Console, environments: dict, extend) -> Outcome:
     plan, no_source = upstream_source.provide(make_plan(req.plan, environments), console)
     plan, unavailable = ready_engines(plan, console)
     unavailable = {**no_source, **unavailable}
@@ -293,7 +304,9 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         manifest.setdefault("resumed_at", []).append(manifest_mod.now())
     else:
         manifest = manifest_mod.build(run_dir.name, req.plan, req.cpu, req.python, sys.argv)
-    manifest["unavailable"] = {**manifest.get("unavailable", {}), **unavailable}
+    # What is unavailable now: a resumed run checked every engine again, and one whose cause is gone
+    # (an environment made again, a source found) runs its missing trials.
+    manifest["unavailable"] = dict(unavailable)
     if environments:
         manifest["environments"] = {**manifest.get("environments", {}),
                                     **{text: env.manifest_record() for text, env in environments.items()}}
@@ -314,7 +327,8 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         console.print(f"[yellow]warning[/]: machine not quiet ({', '.join(noisy)}): see burtbench doctor",
                       highlight=False)
     options = RunOptions(cpu=req.cpu, python=req.python, mem_limit_bytes=req.mem_limit_bytes,
-                         sample_private=req.sample_private, timing=req.plan.timing, instructions=req.plan.instructions)
+                         sample_private=req.sample_private, timing=req.plan.timing, instructions=req.plan.instructions,
+                         timeout_s=req.plan.timeout_s)
     where = f"pinned to core {req.cpu}" if len(cores) == 1 else \
         f"{len(cores)} at a time, each pinned to one of cores {affinity.format_cpus(cores)}"
     trials = count(len(plan), "trial") if req.run_dir is None else \
@@ -330,7 +344,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     job = orchestrator.Job(run_dir, manifest, options, tsc.tsc_rate_hz(), console, cores, adaptive or None, meter,
                            estimator(req), req.plan.data_dir, follow_up)
     code = orchestrator.execute(plan, job)
-    console.print(summary.summary_table(results.read_trials(run_dir), req.plan.noise_threshold))
+    console.print(summary.summary_table(clean_data(results.read_trials(run_dir)), req.plan.noise_threshold))
     console.print(f"results: {run_dir}  (burtbench report {run_dir})", highlight=False)
     return code
 
@@ -338,7 +352,8 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
 def estimator(req: RunRequest):
     """The plan's time estimates, scaled to this machine's speed now by re-running a floor trial."""
 
-    return Estimator(req.estimate_from, probe=probe_floor, instructions=req.plan.instructions)
+    return Estimator(req.estimate_from, probe=functools.partial(probe_floor, cpu=req.cpu, mem_limit_bytes=req.mem_limit_bytes),
+                     instructions=req.plan.instructions)
 
 
 def energy_meter(req: RunRequest, plan: list, run_dir: Path, manifest: dict, console: Console):

@@ -52,6 +52,7 @@ class RunOptions:
     sample_private: bool = False
     timing: str = DEFAULT_TIMING
     instructions: bool = False  # --instructions: count each trial's instructions per iteration too
+    timeout_s: float | None = None  # the user's --timeout, which holds for valgrind's children too; None: not given
 
 
 class Interrupted(Exception):

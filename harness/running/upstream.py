@@ -11,6 +11,7 @@ selection before any of this.
 """
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 from rich.console import Console
@@ -20,6 +21,7 @@ from engines.authors import source
 from engines.authors.source import SourceError
 from engines.base import AUTHORS
 from engines.burtorch_authors import DEFAULT_CHECKOUT, upstream_location
+from harness.text import clean
 
 
 def is_authors(engine_id: str) -> bool:
@@ -42,7 +44,7 @@ def provide(plan: list, console: Console, fetch: Callable[[], str] = _fetch_pinn
         commit = fetch()
     except SourceError as exc:
         reason = f"no --upstream, no $BURTBENCH_UPSTREAM, no earlier fetch, and fetching it failed: {exc}"
-        console.print(f"[yellow]without the authors' programs[/]: {escape(reason)}", highlight=False)
+        print(f"burtbench: without the authors' programs: {clean(reason)}", file=sys.stderr)
         return [pt for pt in plan if pt.engine.id not in theirs], {eid: reason for eid in theirs}
     console.print(f"fetched the authors' BurTorch at {commit[:12]} (verified) into {escape(str(DEFAULT_CHECKOUT))}, "
                   f"kept for later runs", highlight=False)

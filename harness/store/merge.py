@@ -52,6 +52,8 @@ def merge(runs: list[Path], out: Path, allow_mixed: bool) -> Path:
         manifests = {run: results.read_manifest(run) for run in runs}
     except results.ManifestDamaged as exc:
         raise UsageError(f"merge: {exc}") from None
+    for run, manifest in manifests.items():  # a damaged plan is refused before anything is compared or written
+        read_plan(manifest, f"merge: {run}")
     first = runs[0]
     for run in runs[1:]:
         if base_plan(manifests[run]) != base_plan(manifests[first]):

@@ -14,7 +14,9 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from harness.store import readings
 from harness.store.run_plan import DEFAULT_TIMING
+from harness.text import clean
 
 TRIALS_FILE = "trials.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -127,7 +129,7 @@ def append_trial(run_dir: Path, trial: Trial) -> None:
         raise ResultsUnwritable(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-_reported: set[tuple[str, int]] = set()
+_reported: set[tuple[str, int, str]] = set()
 # Numbers beyond this are no measure of anything here: a damaged line, not a reading.
 LARGEST = 1e300
 
@@ -146,10 +148,7 @@ def damage(record) -> str | None:
         return "'trial' is not a trial number"
     if record.get("status", "ok") not in STATUSES:
         return f"unknown status {record.get('status')!r}"
-    for name in ("per_iter_s", "check", "extra"):
-        if record.get(name) is not None and not isinstance(record[name], dict):
-            return f"'{name}' is not an object"
-    return None
+    return None  # its measures are checked one by one (store/readings.py): a bad one drops alone
 
 
 def _number(text: str, kind):
@@ -182,6 +181,39 @@ def loads(text: str):
     return json.loads(text, parse_float=floats, parse_int=_int, parse_constant=_no_constant)
 
 
+class _Bad:
+    """Where a trial line held NaN, an infinity or a number beyond LARGEST: a field to drop."""
+
+    def __repr__(self) -> str:
+        return "a non-finite number"
+
+
+BAD = _Bad()
+
+
+def _lenient(kind):
+    def parse(text: str):
+        try:
+            return _number(text, kind)
+        except ValueError:
+            return BAD
+    return parse
+
+
+def loads_trial(text: str):
+    """A trial line: as `loads`, but a number no measure can be reads as BAD (its field is dropped)."""
+    floats = _lenient(float) if _HUGE_FLOAT.search(text) else None
+    return json.loads(text, parse_float=floats, parse_int=_lenient(int), parse_constant=lambda _: BAD)
+
+
+def _holds_bad(value) -> bool:
+    if value is BAD:
+        return True
+    if isinstance(value, dict):
+        return any(_holds_bad(v) for v in value.values())
+    return isinstance(value, list) and any(_holds_bad(v) for v in value)
+
+
 def read_trials(run_dir: Path, warn=None) -> list[dict]:
     """Every usable trial line; a torn, damaged or repeated line is reported (once per process) and skipped."""
     path = Path(run_dir) / TRIALS_FILE
@@ -191,31 +223,47 @@ def read_trials(run_dir: Path, warn=None) -> list[dict]:
         return []
     except OSError as exc:
         raise ResultsUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
-    trials, seen = [], set()
+    trials, seen = [], {}  # a trial's key -> its place in `trials`
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = loads(line)
+            record = loads_trial(line)
         except json.JSONDecodeError:
             record, why = None, "an incomplete trial line (interrupted write?)"
         except (ValueError, RecursionError) as exc:
             record, why = None, f"a damaged trial line ({exc})"
         else:
             why = damage(record)
+            if why is None:  # a field that is no plausible measure drops alone: the trial's others stay
+                found = readings.problems(record, BAD)
+                for name, problem in found:
+                    _once(path, number, f"{path}:{number}: dropping the field {name} ({problem}); "
+                                        f"the trial's other fields are kept", warn)
+                record = readings.drop(record, found)
+                why = "a number no measure can be, outside its measures" if _holds_bad(record) else None
             why = why and f"a damaged trial line ({why})"
-            # The runner writes each trial once: a second line of it is a copy, which would count it twice.
+            # The runner writes each trial once: a second line of it is a copy, which would count it twice;
+            # but a trial recorded `unavailable` did not run, and a resumed run's record of it replaces it.
             key = None if why else trial_key(record["engine"], record["workload"], record["params"], record["trial"])
+            if key in seen and trials[seen[key]].get("status") == "unavailable":
+                trials[seen[key]] = record
+                continue
             if key is not None and key in seen:
                 why = "a second copy of a trial already read"
-            seen.add(key)
         if why:
-            if (str(path), number) not in _reported:
-                _reported.add((str(path), number))
-                (warn or _stderr)(f"{path}:{number}: ignoring {why}")
+            _once(path, number, f"{path}:{number}: ignoring {why}", warn)
             continue
+        seen[key] = len(trials)
         trials.append(record)
     return trials
+
+
+def _once(path: Path, number: int, message: str, warn) -> None:
+    """Each warning about a line once per process (a report reads a run several times)."""
+    if (str(path), number, message) not in _reported:
+        _reported.add((str(path), number, message))
+        (warn or _stderr)(message)
 
 
 def mend_tail(run_dir: Path) -> str | None:
@@ -235,7 +283,7 @@ def mend_tail(run_dir: Path) -> str | None:
     if not last.strip():
         return None
     try:
-        usable = damage(loads(last.decode("utf-8"))) is None
+        usable = damage(loads_trial(last.decode("utf-8"))) is None
     except (ValueError, RecursionError):
         usable = False
     if usable and data.endswith(b"\n"):
@@ -256,7 +304,7 @@ def mend_tail(run_dir: Path) -> str | None:
 
 
 def _stderr(message: str) -> None:
-    print(f"burtbench: warning: {message}", file=sys.stderr)
+    print(f"burtbench: warning: {clean(message)}", file=sys.stderr)
 
 
 def write_json_atomic(path: Path, data: dict) -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields
 
+from harness.errors import UsageError
+from workloads.base import PROFILES
+
 TIMINGS = ("paper", "lean")
 # The run's --timing where it says none: each row timed as the authors' script for its paper row
 # times it (workloads/timed_regions.csv); "lean" times the same region for every framework.
@@ -19,6 +22,15 @@ DEFAULT_NOISE_THRESHOLD = 0.05
 # Minutes of rounds added after the plan at the points of claims still undecided (--claims-budget): with it
 # `make bench-linux` stays within about 30 minutes on a 2-core VM.
 DEFAULT_CLAIMS_BUDGET_MIN = 3.0
+# --adaptive's most trials per point where --max-trials says none.
+DEFAULT_MAX_TRIALS = 10
+# Far beyond any paper profile (the paper profile plans about 2,000 trials): a typo, not a plan.
+MAX_PLANNED_TRIALS = 100_000
+# Bounds of the run's options (a typo beyond them, not a plan): for the parser, and for every reader
+# of a plan (resume, report, compare, merge), which refuse a plan outside them alike.
+MAX_TRIALS_PER_POINT = 1000
+MAX_TIMEOUT_S = 7 * 86400
+MAX_NOISE_PCT = 1000
 
 
 class PlanDamaged(ValueError):
@@ -90,13 +102,14 @@ def _strings(value) -> bool:
 REQUIRED = {"profile", "engines", "workloads"}
 # What each recorded field must be (None is allowed wherever the field's default is None).
 CHECKS = {
-    "profile": lambda v: isinstance(v, str),
+    "profile": lambda v: v in PROFILES,
     "engines": _strings, "workloads": _strings, "envs": _strings, "pip_args": _strings,
     "narrow": lambda v: isinstance(v, dict) and all(
         isinstance(values, list) and all(_is(x, int, float, str) for x in values) for values in v.values()),
-    "trials": lambda v: _is(v, int), "adaptive_max_trials": lambda v: _is(v, int),
-    "timeout_s": lambda v: _is(v, int, float) and math.isfinite(v),
-    "noise_threshold": lambda v: _is(v, int, float) and math.isfinite(v) and v > 0,
+    "trials": lambda v: _is(v, int) and 1 <= v <= MAX_PLANNED_TRIALS,
+    "adaptive_max_trials": lambda v: _is(v, int) and 1 <= v <= MAX_TRIALS_PER_POINT,
+    "timeout_s": lambda v: _is(v, int, float) and 0 < v <= MAX_TIMEOUT_S,
+    "noise_threshold": lambda v: _is(v, int, float) and 0 < v <= MAX_NOISE_PCT / 100,
     "explicit_engines": lambda v: isinstance(v, bool), "aa": lambda v: isinstance(v, bool),
     "instructions": lambda v: isinstance(v, bool), "round_seed": lambda v: _is(v, int),
     "data_dir": lambda v: isinstance(v, str), "upstream": lambda v: isinstance(v, str), "env_dir": lambda v: isinstance(v, str),
@@ -107,10 +120,14 @@ CHECKS = {
 }
 
 
-def read_plan(manifest: dict) -> RunPlan:
-    """A run's plan for a reader that must go on (the report, compare, merge): a damaged plan reads as
-    the defaults, which the run's other checks (its trials, its status) then speak for."""
-    try:
-        return RunPlan.from_record(manifest.get("plan"))
-    except PlanDamaged:
+def read_plan(manifest: dict, where: str = "the run") -> RunPlan:
+    """A run's plan for the report, compare and merge. A damaged plan is refused as --resume refuses
+    it (UsageError: never read as defaults, which would lose its engines); a manifest without one
+    (unreadable, which its reader has warned of) reads as the defaults."""
+    if manifest.get("plan") is None:
         return RunPlan(profile=str(manifest.get("profile") or DEFAULT_PROFILE), engines=(), workloads=())
+    try:
+        return RunPlan.from_record(manifest["plan"])
+    except PlanDamaged as exc:
+        raise UsageError(f"{where}: the plan in its manifest.json is damaged ({exc}); "
+                         f"its trials cannot be read against it") from None

@@ -11,6 +11,7 @@ from harness.errors import UsageError
 from harness.store import results
 from harness.store.results import read_trials, sane_manifest
 from harness.store.run_plan import DEFAULT_TIMING, RunPlan, read_plan
+from harness.text import clean_data
 
 # Kernel file systems that take no results (a run there would fail at its first write).
 PSEUDO_FILE_SYSTEMS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs",
@@ -77,7 +78,10 @@ def load_run(run_dir: Path, warn=None) -> Run:
     if len(timings) > 1:
         raise UsageError(f"{run_dir}: its trials mix --timing {' and '.join(timings)}: a table of one would "
                          "compare timed regions that differ")
-    return Run(run_id=run_dir.name, manifest=manifest, trials=trials, os=run_os(manifest), plan=read_plan(manifest))
+    plan = read_plan(manifest, str(run_dir))
+    # Every string a report or compare shows from here on came from a file: escaped once, here.
+    return Run(run_id=run_dir.name, manifest=clean_data(manifest), trials=clean_data(trials), os=run_os(manifest),
+               plan=plan)
 
 
 def run_os(manifest: dict) -> str:
