@@ -102,6 +102,8 @@ def build(workload, folder: Path | None) -> TrainingProgram:
                          burtorch.samples_per_graph(workload.name))
 
     def train_step(batch):
+        if trainer.samples_per_graph == len(batch[0]):  # one graph: the batch as it is, no slices
+            return trainer.step(lambda first, count: model.losses(bt, *batch))
         return trainer.step(lambda first, count: model.losses(bt, *(a[first:first + count] for a in batch)))
 
     return TrainingProgram(workload, data, type(model).to_batch, train_step,

@@ -137,3 +137,17 @@ def test_nodes_of_a_rewound_graph_are_refused(bt):
     bt.rewind(mark)
     with pytest.raises(IndexError, match="no longer exist"):
         nodes + nodes
+
+
+def test_the_manifest_says_whether_the_module_is_the_drivers_build(burtorch, tmp_path, monkeypatch):
+    from harness.store import manifest
+
+    monkeypatch.setattr(manifest, "find_executable", lambda name: str(driver_path()))
+    native = manifest.native_build_info(1, ("tiny",))
+    assert native["module"] == burtorch.build_info() and native["module_same_build"] is True
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho nonsense\n")
+    broken.chmod(0o755)
+    native = manifest.native_build_info(1, ("tiny",), str(broken))
+    assert native["module"] is None and "module_same_build" not in native
+    assert native["module_source"].startswith(f"burtorch.build_info() failed under {broken}")
