@@ -64,7 +64,8 @@ def run(command: list[str], cpu: int) -> dict:
 
 
 def commands(workload, params: dict, folder: Path, iterations: int, drivers: dict, modules: dict) -> dict:
-    counts = ["--iterations", str(iterations), "--warmup", str(WARMUP), "--blocks", str(iterations), "--inputs", str(folder)]
+    counts = ["--iterations", str(iterations), "--warmup", str(WARMUP), "--blocks", str(iterations),
+              "--inputs", str(folder)]
     out = {name: [path, workload.name, *counts, *param_args(params)] for name, path in drivers.items()}
     python = worker_command(sys.executable, all_engines()["burtorch/eager/python/cpu"], workload, params)
     worker = Path(python[1]).relative_to(ROOT)

@@ -77,7 +77,8 @@ class Gpt:
     def to_batch(x, y) -> tuple:
         """Token ids and targets (windows, tokens) as the calls read them, so that the timed step converts nothing."""
         x = np.ascontiguousarray(x, dtype=np.int64)
-        return x, np.ascontiguousarray(y, dtype=np.int64), np.ascontiguousarray(np.broadcast_to(np.arange(x.shape[1]), x.shape))
+        positions = np.ascontiguousarray(np.broadcast_to(np.arange(x.shape[1]), x.shape))
+        return x, np.ascontiguousarray(y, dtype=np.int64), positions
 
     def losses(self, bt, x, y, positions):
         """Each window's mean loss over its tokens (Nodes) for the windows of x, y and their positions."""

@@ -151,7 +151,8 @@ INSTRUCTIONS = Metric("instructions_per_iter", "Instructions / iteration (a prox
 RESIDENT_BESIDE = Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / MIB, _resident)
 
 
-def resolve(ids: tuple[str, ...], os_name: str, native: dict | None = None, ceilings: list | None = None) -> list[Metric]:
+def resolve(ids: tuple[str, ...], os_name: str, native: dict | None = None,
+            ceilings: list | None = None) -> list[Metric]:
     """The metrics of a table on a run's OS, in order; GFLOP/s with their share of the core's peak
     where the run measured it (manifest.json's "native"), and of the library ceiling ("ceiling")."""
     metrics = []

@@ -75,7 +75,8 @@ Nodes<T> linear(const Linear<T>& layer, const Nodes<T>& x) {
 // rows), read in place.
 template <class T>
 Nodes<T> linearOverRows(const Linear<T>& layer, const Embedding<T>& table, const Ids& ids) {
-  if (ids.ndim() != 2 || ids.shape(1) * table.dim() != layer.inputs()) throw py::value_error("ids: (tokens, inputs / table dim) row ids");
+  if (ids.ndim() != 2 || ids.shape(1) * table.dim() != layer.inputs())
+    throw py::value_error("ids: (tokens, inputs / table dim) row ids");
   const std::size_t tokens = ids.shape(0), perToken = ids.shape(1);
   std::vector<Index> firsts(tokens * perToken);
   for (std::size_t k = 0; k < firsts.size(); ++k) firsts[k] = table[idOf(ids, k, table.count(), "row id")].first;
@@ -92,7 +93,8 @@ Nodes<T> layerNorm(const LayerNorm<T>& norm, const Nodes<T>& x) {
   if (x.values.empty() || x.values.size() % d != 0) throw py::value_error("wrong number of inputs");
   const std::span<const Value<T>> in = x.live();
   Nodes<T> out{std::vector<Value<T>>(in.size())};
-  for (std::size_t t = 0; t < in.size() / d; ++t) norm.forward(in.subspan(t * d, d), std::span<Value<T>>(out.values).subspan(t * d, d));
+  const std::span<Value<T>> to(out.values);
+  for (std::size_t t = 0; t < in.size() / d; ++t) norm.forward(in.subspan(t * d, d), to.subspan(t * d, d));
   return out;
 }
 
@@ -114,7 +116,9 @@ Nodes<T> crossEntropyRows(const Nodes<T>& logits, const Ids& targets) {
     throw py::value_error("targets: (rows,) or (windows, tokens), one per row of logits");
   const std::span<const Value<T>> all = logits.live();
   const std::size_t vocab = all.size() / rows, tokens = targets.ndim() == 2 ? targets.shape(1) : 1;
-  const auto loss = [&](std::size_t row) { return crossEntropy(all.subspan(row * vocab, vocab), idOf(targets, row, vocab, "target")); };
+  const auto loss = [&](std::size_t row) {
+    return crossEntropy(all.subspan(row * vocab, vocab), idOf(targets, row, vocab, "target"));
+  };
   Nodes<T> out{std::vector<Value<T>>(rows / tokens)};
   std::vector<Value<T>> window(tokens);
   for (std::size_t s = 0; s < out.values.size(); ++s) {
@@ -161,7 +165,8 @@ class Trainer {
     const std::size_t size = Pool<T>::local().size();
     if (first.index() >= size || last.index() >= size) throw py::index_error("a parameter's node no longer exists");
     if (last.index() < first.index()) throw py::value_error("last comes before first");
-    if (batch == 0 || samplesPerGraph == std::optional<std::size_t>(0)) throw py::value_error("batch and samples_per_graph must be positive");
+    if (batch == 0 || samplesPerGraph == std::optional<std::size_t>(0))
+      throw py::value_error("batch and samples_per_graph must be positive");
     return {first.index(), last.index() - first.index() + 1};
   }
 
