@@ -1,9 +1,10 @@
 """The MLP and the GPT written with the `burtorch` Python module (FP32): the same C++ layers as the
-native driver, a batch built as one graph whose layers are blocks (a Linear over every sample's
-tokens is one matrix product). Each step rewinds the pool to the mark after the parameters, builds
-the batch's graph, backpropagates the sum of the samples' losses and takes the SGD step on the
-mean gradient, as burtorch_ext/src/driver/training.hpp does (which splits a GPT batch into graphs
-of a few windows, gpt.hpp's kSamplesPerGraph, to bound its memory; here a batch is one graph).
+native driver, one call per layer over a graph's every token (a Nodes: the block of handles stays
+in C++; a Linear over every sample's tokens is one matrix product), ids and targets as numpy
+arrays. burtorch.Trainer takes each step as the driver does (burtorch_ext/include/burtorch/
+batch_step.hpp): the batch built as graphs of burtorch.samples_per_graph(model) samples, each
+backpropagated in turn, then the SGD step on the mean gradient; the losses are the driver's to
+the bit (tests/test_burtorch_models.py).
 """
 from __future__ import annotations
 
@@ -22,20 +23,19 @@ class Mlp:
         self.wte = bt.Embedding(*wte.shape)
         self.hidden = bt.Linear(w1.shape[1], w1.shape[0], True, "tanh")
         self.head = bt.Linear(w2.shape[1], w2.shape[0], True, "identity")
-        self.wte.load(wte.ravel().tolist())
-        self.hidden.load(w1.ravel().tolist(), b1.tolist())
-        self.head.load(w2.ravel().tolist(), b2.tolist())
+        self.wte.load(wte)
+        self.hidden.load(w1, b1)
+        self.head.load(w2, b2)
         self.vocab = w2.shape[0]
 
     @staticmethod
     def to_batch(x, y) -> tuple:
-        """Row ids as over_rows reads them and targets as Python ints, so that the timed step converts nothing."""
-        return np.ascontiguousarray(x, dtype=np.int64), [int(target) for target in y]
+        """Row ids and targets as the calls read them, so that the timed step converts nothing."""
+        return np.ascontiguousarray(x, dtype=np.int64), np.ascontiguousarray(y, dtype=np.int64)
 
-    def losses(self, bt, x, y) -> list:
-        logits = self.head(self.hidden.over_rows(self.wte, x))
-        v = self.vocab
-        return [bt.cross_entropy(logits[s * v:(s + 1) * v], target) for s, target in enumerate(y)]
+    def losses(self, bt, x, y):
+        """Each sample's loss (Nodes) for the rows of x and y."""
+        return bt.cross_entropy(self.head(self.hidden.over_rows(self.wte, x)), y)
 
 
 class Gpt:
@@ -45,8 +45,8 @@ class Gpt:
         wte, wpe = tensors[0], tensors[1]
         d = wte.shape[1]
         self.wte, self.wpe = bt.Embedding(*wte.shape), bt.Embedding(*wpe.shape)
-        self.wte.load(wte.ravel().tolist())
-        self.wpe.load(wpe.ravel().tolist())
+        self.wte.load(wte)
+        self.wpe.load(wpe)
         self.blocks = []
         per_block = 13
         layers = (len(tensors) - 6) // per_block
@@ -58,42 +58,36 @@ class Gpt:
             ln2 = bt.LayerNorm(d)
             ff1 = bt.Linear(d, ff1_w.shape[0], True, "relu")
             ff2 = bt.Linear(ff1_w.shape[0], d, True, "identity")
-            ln1.load(ln1_g.tolist(), ln1_b.tolist())
+            ln1.load(ln1_g, ln1_b)
             for linear, w in ((attention.query, wq), (attention.key, wk), (attention.value, wv)):
-                linear.load(w.ravel().tolist())
-            attention.proj.load(proj_w.ravel().tolist(), proj_b.tolist())
-            ln2.load(ln2_g.tolist(), ln2_b.tolist())
-            ff1.load(ff1_w.ravel().tolist(), ff1_b.tolist())
-            ff2.load(ff2_w.ravel().tolist(), ff2_b.tolist())
+                linear.load(w)
+            attention.proj.load(proj_w, proj_b)
+            ln2.load(ln2_g, ln2_b)
+            ff1.load(ff1_w, ff1_b)
+            ff2.load(ff2_w, ff2_b)
             self.blocks.append((ln1, attention, ln2, ff1, ff2))
         lnf_g, lnf_b, head_w, head_b = tensors[-4:]
         self.lnf = bt.LayerNorm(d)
         self.head = bt.Linear(d, head_w.shape[0], True, "identity")
-        self.lnf.load(lnf_g.tolist(), lnf_b.tolist())
-        self.head.load(head_w.ravel().tolist(), head_b.tolist())
+        self.lnf.load(lnf_g, lnf_b)
+        self.head.load(head_w, head_b)
         self.vocab = head_w.shape[0]
-        # Handles of the embedding rows, made once: the parameters stay below the mark.
-        self.token_rows = [self.wte[r] for r in range(wte.shape[0])]
-        self.position_rows = [self.wpe[r] for r in range(wpe.shape[0])]
 
     @staticmethod
     def to_batch(x, y) -> tuple:
-        """Token ids as Python ints, so that the timed step converts nothing."""
-        return np.asarray(x).tolist(), np.asarray(y).tolist()
+        """Token ids and targets (windows, tokens) as the calls read them, so that the timed step converts nothing."""
+        x = np.ascontiguousarray(x, dtype=np.int64)
+        positions = np.ascontiguousarray(np.broadcast_to(np.arange(x.shape[1]), x.shape))
+        return x, np.ascontiguousarray(y, dtype=np.int64), positions
 
-    def losses(self, bt, x, y) -> list:
-        windows, tokens = len(x), len(x[0])
-        h = []
-        for window in x:
-            for t, token in enumerate(window):
-                h += [e + p for e, p in zip(self.token_rows[token], self.position_rows[t])]
+    def losses(self, bt, x, y, positions):
+        """Each window's mean loss over its tokens (Nodes) for the windows of x, y and their positions."""
+        tokens = x.shape[1]
+        h = self.wte.rows(x) + self.wpe.rows(positions)
         for ln1, attention, ln2, ff1, ff2 in self.blocks:
-            h = [u + v for u, v in zip(h, attention(ln1(h), tokens))]
-            h = [u + v for u, v in zip(h, ff2(ff1(ln2(h))))]
-        logits = self.head(self.lnf(h))
-        v = self.vocab
-        return [bt.reduce_mean([bt.cross_entropy(logits[(s * tokens + t) * v:(s * tokens + t + 1) * v], y[s][t])
-                                for t in range(tokens)]) for s in range(windows)]
+            h = h + attention(ln1(h), tokens)
+            h = h + ff2(ff1(ln2(h)))
+        return bt.cross_entropy(self.head(self.lnf(h)), y)
 
 
 def build(workload, folder: Path | None) -> TrainingProgram:
@@ -105,17 +99,13 @@ def build(workload, folder: Path | None) -> TrainingProgram:
     model = Mlp(bt, tensors) if workload.name == "mlp" else Gpt(bt, tensors, int(data.config["heads"]))
     # The layers made their parameters one after the other: from the table's first to the head's last.
     first, last = model.wte.parameters()[0], model.head.parameters()[-1]
-    mark = bt.mark()
-    batch = int(data.config["batch"])
-    step = data.config["learning_rate"] / batch
+    trainer = bt.Trainer(first, last, int(data.config["batch"]), data.config["learning_rate"],
+                         burtorch.samples_per_graph(workload.name))
 
-    def train_step(xy):
-        x, y = xy
-        bt.rewind(mark)
-        losses = model.losses(bt, x, y)
-        bt.backward(losses[0] if len(losses) == 1 else bt.reduce_sum(losses))
-        bt.sgd_step_and_zero_grad(first, last, step)
-        return sum(loss.data for loss in losses) / batch
+    def train_step(batch):
+        if trainer.samples_per_graph == len(batch[0]):  # one graph: the batch as it is, no slices
+            return trainer.step(lambda first, count: model.losses(bt, *batch))
+        return trainer.step(lambda first, count: model.losses(bt, *(a[first:first + count] for a in batch)))
 
     return TrainingProgram(workload, data, type(model).to_batch, train_step,
                            f"burtorch {burtorch.__version__}")

@@ -118,6 +118,9 @@ class Workload:
     # step_flops(params) -> FLOPs of one step (workloads/flops.py's rules), for workloads whose
     # step is matrix products: the report shows GFLOP/s and their share of the core's peak.
     step_flops: Callable[[Mapping], int] | None = None
+    # step_products(params) -> (m, k, n) of one step's matrix products: the shapes at which
+    # harness/machine/ceiling.py measures the best library SGEMM, the practical ceiling.
+    step_products: Callable[[Mapping], list[tuple[int, int, int]]] | None = None
     paper: PaperTable | None = None
 
     def __post_init__(self):

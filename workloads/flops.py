@@ -31,3 +31,11 @@ def causal_attention_macs(layers: int, heads: int, head_size: int, tokens: int) 
 def step_flops(macs_per_sample: int, batch: int) -> int:
     """FLOPs of one SGD step over `batch` samples of `macs_per_sample` forward multiply-adds each."""
     return 2 * PASSES * batch * macs_per_sample
+
+
+def linear_products(shapes, rows: int) -> list[tuple[int, int, int]]:
+    """(m, k, n) of each matrix product of a step's linear layers over `rows` rows (the batch's samples or
+    tokens, as one product): per weight (out, in), the forward (rows x in)(in x out), the weights' gradient
+    (out x rows)(rows x in) and the input's (rows x out)(out x in)."""
+    return [product for name, shape in shapes if len(shape) == 2 and name.split(".")[-1] not in EMBEDDINGS
+            for out, inp in [shape] for product in ((rows, inp, out), (out, rows, inp), (rows, out, inp))]

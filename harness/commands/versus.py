@@ -3,7 +3,9 @@ per iteration against the fastest engine of another framework (its peer), and th
 ENGINE: above 1, ENGINE is faster). Only trials that finished and passed their check count.
 Beside ENGINE's time at the training points: its GFLOP/s (workloads/flops.py's count of a step)
 and their share of this core's peak FP32 rate, as `burtorch-bench --peak` measures it (or
---peak-gflops). `make perf-grid` prints this.
+--peak-gflops), and of the practical ceiling: the best library SGEMM at the step's own products,
+as the run measured it on its core (manifest.json's "ceiling", machine/ceiling.py), "n/a" with the
+reason where no library ran. `make perf-grid` prints this.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from engines.none import FLOOR
 from harness.analysis.points import group
 from harness.machine.peak import fp32_peak
 from harness.measure import affinity
-from harness.store.results import read_trials
+from harness.store.results import params_key, read_manifest, read_trials
 from harness.units import MIB
 from workloads import load
 
@@ -54,6 +56,21 @@ def _rate(gflops: float | None, peak: float | None) -> str:
     return f"{gflops:6.1f}{share}"
 
 
+def ceilings(runs: list[Path]) -> dict[tuple, dict]:
+    """(workload, params_key) -> the runs' library ceiling at that point (machine/ceiling.py)."""
+    out = {}
+    for run in runs:
+        for c in read_manifest(run).get("ceiling") or []:
+            out[(c["workload"], params_key(c["params"]))] = c
+    return out
+
+
+def _library(gflops: float | None, ceiling: dict | None) -> str:
+    if gflops is None or ceiling is None:
+        return ""
+    return f"{100 * gflops / ceiling['gflops']:3.0f}%" if ceiling.get("gflops") else "n/a"
+
+
 def _time(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
 
@@ -69,15 +86,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peak-gflops", type=float, help="this core's peak FP32 GFLOP/s (default: burtorch-bench --peak)")
     args = parser.parse_args(argv)
     table = rows([t for run in args.runs for t in read_trials(run)], args.engine)
+    library = ceilings(args.runs)
     peak = args.peak_gflops or fp32_peak(affinity.allowed_cpus()[-1])[0]
     print(f"{args.engine} against the fastest engine of another framework (ratio = peer / ours: above 1, ours is faster)")
     print(f"GFLOP/s: a training step's products (workloads/flops.py); % of this core's peak, "
           f"{f'{peak:.1f} GFLOP/s' if peak else 'not measured (no burtorch-bench)'}")
-    print(f"{'workload':8} {'point':32} {'ours':>10} {'GFLOP/s %peak':>13} {'best peer':30} {'peer':>10} {'ratio':>6} "
-          f"{'RSS MiB ours/peer':>18}")
+    print("%lib: of the best library SGEMM at the step's products on the run's core ("
+          + (", ".join(sorted({c["library"] for c in library.values() if c.get("gflops")})) or "none measured") + ")")
+    print(f"{'workload':8} {'point':32} {'ours':>10} {'GFLOP/s %peak':>13} {'%lib':>5} {'best peer':30} {'peer':>10} "
+          f"{'ratio':>6} {'RSS MiB ours/peer':>18}")
     for workload, params, ours, peer, peer_time, ratio, rss, peer_rss in table:
-        print(f"{workload:8} {params:32} {_time(ours):>10} {_rate(step_gflops(workload, params, ours), peak):>13} "
-              f"{peer:30} {_time(peer_time):>10} {ratio:6.2f} {_mib(rss):>8} / {_mib(peer_rss):<8}")
+        gflops = step_gflops(workload, params, ours)
+        print(f"{workload:8} {params:32} {_time(ours):>10} {_rate(gflops, peak):>13} "
+              f"{_library(gflops, library.get((workload, params))):>5} {peer:30} {_time(peer_time):>10} {ratio:6.2f} "
+              f"{_mib(rss):>8} / {_mib(peer_rss):<8}")
+    for reason in sorted({c["reason"] for c in library.values() if not c.get("gflops")}):
+        print(f"n/a: {reason}")
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import Callable
 
 from engines.none import FLOOR
 from harness.analysis.points import Point
+from harness.store.results import params_key
 from harness.units import MIB, MIB_LABEL
 from workloads import load
 
@@ -83,6 +84,22 @@ def peak_share(peak_gflops: float, source: str) -> Metric:
                        "the run's start): near 100% a step is bound by compute, far below it by overheads.")
 
 
+def library_share(ceilings: list[dict]) -> Metric:
+    """GFLOP/s as a share of the best library SGEMM at the point's own products (machine/ceiling.py)."""
+    rates = {(c["workload"], params_key(c["params"])): c["gflops"] for c in ceilings}
+
+    def share(point: Point) -> float | None:
+        rate, ceiling = step_rate(point), rates.get((point.workload, point.key.params))
+        return rate / (ceiling * 1e9) if rate and ceiling else None
+
+    measured = ", ".join(sorted({c["library"] for c in ceilings if c.get("gflops")}))
+    missing = "; ".join(sorted({c["reason"] for c in ceilings if not c.get("gflops")}))
+    where = "; ".join(filter(None, (measured, missing and f"n/a: {missing}")))
+    return Metric("library_share", "Share of library SGEMM", "%", 100.0, share, relative=False,
+                  note="Share of library SGEMM = GFLOP/s / the best single-thread SGEMM at the step's own products "
+                       f"on the run's core ({where}): the practical ceiling; at 100% a step runs at library speed.")
+
+
 METRICS = {
     "time": Metric("time_per_iter_s", "Time / iteration", "µs", 1e6, Point.time_mean, Point.time_std_over_trials,
                    paper="compute_time_s", paper_per_iteration=True, paper_rel="relative_to_burtorch",
@@ -138,13 +155,18 @@ INSTRUCTIONS = Metric("instructions_per_iter", "Instructions / iteration (a prox
 RESIDENT_BESIDE = Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / MIB, _resident)
 
 
-def resolve(ids: tuple[str, ...], os_name: str, native: dict | None = None) -> list[Metric]:
+def resolve(ids: tuple[str, ...], os_name: str, native: dict | None = None,
+            ceilings: list | None = None) -> list[Metric]:
     """The metrics of a table on a run's OS, in order; GFLOP/s with their share of the core's peak
-    where the run measured it (manifest.json's "native")."""
+    where the run measured it (manifest.json's "native"), and of the library ceiling ("ceiling")."""
     metrics = []
     for metric_id in ids:
-        if metric_id == "gflops" and (native or {}).get("peak_gflops_fp32"):
-            metrics += [METRICS[metric_id], peak_share(native["peak_gflops_fp32"], native["peak_source"])]
+        if metric_id == "gflops":
+            metrics.append(METRICS[metric_id])
+            if (native or {}).get("peak_gflops_fp32"):
+                metrics.append(peak_share(native["peak_gflops_fp32"], native["peak_source"]))
+            if ceilings:
+                metrics.append(library_share(ceilings))
         elif metric_id == "paper_memory":
             memory = PAPER_MEMORY[os_name]
             metrics.append(memory)

@@ -73,7 +73,7 @@ def workload_table(run: Run, workload: Workload, declaration: PaperTable, points
     paper_rows = [r for r in paper.rows_for(declaration.csv_name, run.os)
                   if split_value is None or getattr(r, declaration.split_by, None) == split_value]
     source, source_notes = notes.paper_source(paper_rows, run.os)
-    metrics = resolve(declaration.metrics, run.os, run.manifest.get("native"))
+    metrics = resolve(declaration.metrics, run.os, run.manifest.get("native"), run.manifest.get("ceiling"))
     if any(p.values("instructions_per_iter") for p in points):
         metrics.append(INSTRUCTIONS)
     frame = joined_frame(points, paper_rows, metrics, declaration, run.manifest.get("unavailable") or {})

@@ -5,7 +5,9 @@ Framework versions come from package metadata, so capturing them imports no fram
 from __future__ import annotations
 
 import json
+import os
 import platform
+import re
 import subprocess
 import sys
 from dataclasses import asdict
@@ -15,11 +17,11 @@ from pathlib import Path
 
 from engines.base import find_executable
 from harness import __version__
-from harness.machine import doctor
+from harness.machine import ceiling, doctor
 from harness.machine import host as machine
 from harness.machine import peak
 from harness.measure import tsc
-from harness.paths import ROOT
+from harness.paths import ROOT, worker_env
 from harness.store.results import MANIFEST_FILE, write_json_atomic
 from harness.store.run_plan import RunPlan
 from workloads import all_workloads
@@ -66,9 +68,11 @@ def git_commit() -> str | None:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def native_build_info(cpu: int, workloads: tuple[str, ...]) -> dict | None:
+def native_build_info(cpu: int, workloads: tuple[str, ...], python: str = sys.executable) -> dict | None:
     """Compiler and flags the native driver reports about itself, if it is installed, and where the
-    plan trains a model of matrix products, the measured core's peak FP32 rate (machine/peak.py)."""
+    plan trains a model of matrix products, the measured core's peak FP32 rate (machine/peak.py).
+    Beside it, the Python module's own account (burtorch.build_info() under the workers' interpreter)
+    and whether it names the driver's build: the same kernels, ISA, block products and compiler."""
 
     exe = find_executable(peak.DRIVER)
     if exe is None:
@@ -78,10 +82,34 @@ def native_build_info(cpu: int, workloads: tuple[str, ...]) -> dict | None:
     except (OSError, subprocess.SubprocessError):
         return None
     info = {"executable": exe, "version": out.stdout.strip() or out.stderr.strip()}
+    info["module"], info["module_source"] = module_build_info(python)
+    if info["module"] is not None:
+        described = re.search(r"\((.*)\)", info["version"])
+        info["module_same_build"] = bool(described) and described.group(1) == info["module"]["description"]
     known = all_workloads()
     if any(known[name].step_flops for name in workloads if name in known):
         info["peak_gflops_fp32"], info["peak_source"] = peak.fp32_peak(cpu)
     return info
+
+
+def module_build_info(python: str) -> tuple[dict | None, str]:
+    """burtorch.build_info() as the workers' interpreter imports it, and where it came from (or why not)."""
+    code = "import json, burtorch\nprint(json.dumps(burtorch.build_info()))"
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=30,
+                             env={**os.environ, **worker_env(python)})
+        return json.loads(out.stdout), f"burtorch.build_info() under {python}"
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None, f"burtorch.build_info() failed under {python}: is the module built (make setup)?"
+
+
+def step_ceilings(plan: RunPlan, cpu: int) -> list[dict] | None:
+    """The best library SGEMM at each planned training point's products, on the run's core
+    (machine/ceiling.py); None where the plan trains no model of matrix products."""
+    known = all_workloads()
+    points = [(known[name], params) for name in plan.workloads if name in known and known[name].step_products
+              for params in known[name].points(plan.narrow, plan.profile)]
+    return ceiling.measure(points, cpu) if points else None
 
 
 def build(run_id: str, plan: RunPlan, cpu: int, python: str, argv: list[str]) -> dict:
@@ -98,7 +126,8 @@ def build(run_id: str, plan: RunPlan, cpu: int, python: str, argv: list[str]) ->
         "machine": machine.describe(),
         "python": {"executable": python, "runner_version": platform.python_version()},
         "frameworks": framework_versions(python),
-        "native": native_build_info(cpu, tuple(plan.workloads)),
+        "native": native_build_info(cpu, tuple(plan.workloads), python),
+        "ceiling": step_ceilings(plan, cpu),
         "git_commit": git_commit(),
         "doctor": [asdict(f) for f in findings],
         "tsc": dict(zip(("hz", "source"), tsc.tsc_rate_hz())),

@@ -339,7 +339,7 @@ MANIFEST_TYPES = {
     "run_id": str, "created_at": str, "finished_at": str, "status": str, "burtbench_version": str,
     "profile": str, "git_commit": str, "cpu": int, "argv": list, "engines": list, "workloads": list,
     "doctor": list, "resumed_at": list, "plan": dict, "machine": dict, "python": dict, "frameworks": dict,
-    "native": dict, "tsc": dict, "energy": dict, "unavailable": dict, "options": dict,
+    "native": dict, "ceiling": list, "tsc": dict, "energy": dict, "unavailable": dict, "options": dict,
     "cpus": list, "merged_from": list, "mixed": list,
 }
 

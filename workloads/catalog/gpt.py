@@ -91,6 +91,12 @@ def step_flops(params: Mapping) -> int:
     return flops.step_flops(per_sequence, int(params["batch"]))
 
 
+def step_products(params: Mapping) -> list[tuple[int, int, int]]:
+    """(m, k, n) of one SGD step's linear products at a point, the batch's tokens as one block
+    (workloads/flops.py); attention's per-window products (8 x 8 x 4) are no SGEMM and are left out."""
+    return flops.linear_products(param_shapes(), int(params["batch"]) * BLOCK_SIZE)
+
+
 def samples(corpus_text: str) -> np.ndarray:
     """Every window of 9 consecutive token ids: inputs are the first 8, targets the last 8."""
     return np.lib.stride_tricks.sliding_window_view(data.encode(corpus_text, data.TEXT_ALPHABET), BLOCK_SIZE + 1)
@@ -164,6 +170,7 @@ WORKLOAD = training.training_workload(
     model=loss,
     split_rows=split_rows,
     step_flops=step_flops,
+    step_products=step_products,
     paper=PaperTable(
         point_titles={"batch": "Batch"},
         csv_name="gpt", title="Mini-GPT (46K parameters): compute per SGD step and memory by batch size",

@@ -47,6 +47,11 @@ def step_flops(params: Mapping) -> int:
     return flops.step_flops(flops.linear_macs_per_row(param_shapes(int(params["hidden_dim"]))), int(params["batch"]))
 
 
+def step_products(params: Mapping) -> list[tuple[int, int, int]]:
+    """(m, k, n) of one SGD step's matrix products at a point, the batch as one block (workloads/flops.py)."""
+    return flops.linear_products(param_shapes(int(params["hidden_dim"])), int(params["batch"]))
+
+
 def samples(corpus_text: str) -> np.ndarray:
     """Every (context, target) sample of the names, one per row: 16 context ids, then the target id.
 
@@ -110,6 +115,7 @@ WORKLOAD = training.training_workload(
     model=loss,
     split_rows=split_rows,
     step_flops=step_flops,
+    step_products=step_products,
     paper=PaperTable(
         name="mlp_b{batch}", point_titles={"hidden_dim": "Hidden e"},
         csv_name="mlp", title="MLP (makemore), batch {batch}: init, compute per SGD step, memory",

@@ -21,5 +21,7 @@
 #include "burtorch/loss.hpp"
 #include "burtorch/backward.hpp"
 #include "burtorch/optim.hpp"
+#include "burtorch/batch_step.hpp"
+#include "burtorch/build_info.hpp"
 #include "burtorch/serialize.hpp"
 #include "burtorch/dot.hpp"

@@ -82,11 +82,8 @@ class Gpt {
  public:
   using Scalar = T;
   using Shape = GptShape;
-  // A batch is trained as graphs of at most 8 windows (64 token rows per block): measured at b = 64
-  // on the reference VM (20 steps, 7 alternating rounds, medians), graphs of 4 / 8 / 16 / 64
-  // windows took 10.9 / 10.2 / 10.4 / 10.8 ms a step at 4.9 / 6.4 / 9.4 / 27.1 MiB peak resident.
-  static constexpr std::size_t kSamplesPerGraph = 8;
   static constexpr std::string_view kName = "gpt";
+  static constexpr std::size_t kSamplesPerGraph = samplesPerGraph(kName);  // batch_step.hpp
   // NaN: as the inputs say.
   static constexpr std::array<Param, 1> kDefaults{{{"batch", std::numeric_limits<double>::quiet_NaN()}}};
 

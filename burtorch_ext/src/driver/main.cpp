@@ -61,7 +61,7 @@ const char* const burtorch::driver::kProgram = "burtorch-bench";
 int main(int argc, char** argv) {
   using namespace burtorch::driver;
   if (argc == 2 && std::string_view(argv[1]) == "--peak") return printPeak();
-  const std::string version = "burtorch " BURTORCH_VERSION " (" BURTORCH_KERNELS " kernels; " + burtorch::kernels::describe(burtorch::kernels::kernelChoice()) + ")";
+  const std::string version = "burtorch " BURTORCH_VERSION " (" + burtorch::buildDescription() + ")";
   return runDriver(argc, argv,
                    "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]\n"
                    "                      [--param NAME=VALUE ...] [--inputs DIR]\n"

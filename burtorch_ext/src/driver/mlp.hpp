@@ -52,11 +52,8 @@ class Mlp {
  public:
   using Scalar = T;
   using Shape = MlpShape;
-  // A batch is one graph: every further graph reads w1 again. Measured at b = 64, e = 1024 on the
-  // reference VM (20 steps, 3 alternating rounds, medians): one graph 6.9 ms a step at 25.0 MiB
-  // peak resident, graphs of 32 / 16 samples 8.3 / 8.9 ms at 24.0 / 23.3 MiB.
-  static constexpr std::size_t kSamplesPerGraph = std::numeric_limits<std::size_t>::max();
   static constexpr std::string_view kName = "mlp";
+  static constexpr std::size_t kSamplesPerGraph = samplesPerGraph(kName);  // batch_step.hpp
   // NaN: as the inputs say.
   static constexpr std::array<Param, 2> kDefaults{
       {{"hidden_dim", std::numeric_limits<double>::quiet_NaN()}, {"batch", std::numeric_limits<double>::quiet_NaN()}}};

@@ -2,16 +2,9 @@
 // the sample's graph is built, backpropagated into the parameters' gradients, and dropped (the
 // pool is rewound to the mark after the parameters). A larger batch is built as graphs of up to
 // Model::kSamplesPerGraph samples, each layer applied to all of a graph's tokens at once (a
-// block: linear.hpp's matrix products), with the sum of its samples' losses as its root; each
-// graph adds its gradients to the parameters' and is dropped before the next. Memory then grows
-// with the samples per graph (a block's activations), not with the batch. Then every parameter
-// takes the step
-//   p <- p - learning_rate * (sum of the samples' gradients) / batch,
-// the gradient of the batch's mean loss, as the Python engines define it; gradients are zeroed
-// in the same pass. The weights of layers computed as blocks take that step in the last graph's
-// backward sweep, as their product of gradients ends (optim.hpp's SgdInBackward). Graphs of
-// fewer samples sum the gradients in another order: FP32 results then differ in the last
-// digits (within 1e-6 relative), FP64 ones within 1e-13.
+// block: linear.hpp's matrix products); burtorch/batch_step.hpp takes the step, as the Python
+// module's Trainer does. Memory then grows with the samples per graph (a block's activations),
+// not with the batch.
 #pragma once
 
 #include <algorithm>
@@ -40,50 +33,31 @@ class Trainer {
 
   // Makes the model's parameters the pool's first nodes: the pool must be empty.
   Trainer(const Shape& shape, std::size_t batch, double learningRate, std::size_t samplesPerGraph = Model::kSamplesPerGraph)
-      : pool_(Pool<T>::local()),
-        batch_(batch),
-        samplesPerGraph_(std::min(batch, samplesPerGraph)),
-        width_(shape.sampleWidth()),
-        step_(static_cast<T>(learningRate / static_cast<double>(batch))) {
-    BURTORCH_ASSERT(pool_.size() == 0 && samplesPerGraph_ > 0);
-    pool_.reserve(countValues(shape.tensors()) + shape.graphNodes() * samplesPerGraph_ + 1);
-    model_.emplace(shape);
-    params_ = {0, static_cast<Index>(pool_.size())};
-    mark_ = pool_.mark();
-  }
+      : model_(reserved(shape, std::min(batch, samplesPerGraph))),
+        step_(NodeRange<T>{0, static_cast<Index>(Pool<T>::local().size())}, batch, learningRate, samplesPerGraph),
+        width_(shape.sampleWidth()) {}
 
-  Model& model() noexcept { return *model_; }
-  NodeRange<T> parameters() const noexcept { return params_; }
+  Model& model() noexcept { return model_; }
+  NodeRange<T> parameters() const noexcept { return step_.parameters(); }
 
   // One SGD step on `rows` (batch samples, one after another); returns the batch's mean loss
   // before the update.
   double step(const std::uint8_t* rows) noexcept {
-    double total = 0;
-    SgdInBackward<T>& sgd = SgdInBackward<T>::local();
-    for (std::size_t first = 0; first < batch_; first += samplesPerGraph_) {
-      pool_.rewind(mark_);
-      const std::span<const Value<T>> losses = model_->losses(rows + first * width_, std::min(samplesPerGraph_, batch_ - first));
-      for (const Value<T>& loss : losses) total += loss.data();
-      // The last graph's sweep finishes the weights' gradients, layer by layer: it steps them.
-      // The models share no weight between layers (SgdInBackward's promise), and the last step
-      // left every gradient zero.
-      if (first + samplesPerGraph_ >= batch_) sgd.open(step_, first == 0);
-      // A graph of one sample backpropagates from its loss itself, as the paper's graph has no sum node.
-      backwardWithScratch(losses.size() == 1 ? losses[0] : reduceSum(losses), scratch_);
-    }
-    pool_.rewind(mark_);
-    sgd.stepRest(params_, step_);
-    return total / static_cast<double>(batch_);
+    return step_([&](std::size_t first, std::size_t count) { return model_.losses(rows + first * width_, count); });
   }
 
  private:
-  Pool<T>& pool_;
-  std::size_t batch_, samplesPerGraph_, width_;
-  T step_;  // learning rate / batch
-  std::optional<Model> model_;
-  NodeRange<T> params_;
-  Mark mark_;
-  BackwardScratch scratch_;
+  // The pool sized for the parameters and one graph, then the parameters made.
+  static Shape reserved(const Shape& shape, std::size_t samplesPerGraph) {
+    Pool<T>& pool = Pool<T>::local();
+    BURTORCH_ASSERT(pool.size() == 0 && samplesPerGraph > 0);
+    pool.reserve(countValues(shape.tensors()) + shape.graphNodes() * samplesPerGraph + 1);
+    return shape;
+  }
+
+  Model model_;
+  BatchStep<T> step_;
+  std::size_t width_;
 };
 
 // A training workload of the driver: the inputs folder the harness prepared (--inputs), the

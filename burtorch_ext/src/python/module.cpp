@@ -2,7 +2,8 @@
 // the top level are FP64 (burtorch.fp64); burtorch.fp32 has the same names in FP32. Each Python
 // Value is a handle to a node of this thread's pool, so everything made after a mark() is invalid
 // after the matching rewind(); operations check that the nodes they are given still exist.
-// Value itself is in value_type.hpp; the functions, the pool and the layers are bound here.
+// Value itself is in value_type.hpp, the batch-level calls (Nodes, Trainer) in blocks.hpp; the
+// functions, the pool and the layers are bound here.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "burtorch/burtorch.hpp"
+#include "blocks.hpp"
 #include "value_type.hpp"
 
 namespace py = pybind11;
@@ -171,7 +173,9 @@ template <class T>
 void bindLayers(py::module_& m) {
   using V = Value<T>;
   using Vs = std::vector<V>;
-  const auto flat = [](const std::vector<T>& v) { return std::span<const T>(v); };
+  // Parameters come as numpy arrays of any shape (or lists), read as row-major buffers.
+  using Buffer = py::array_t<T, py::array::c_style | py::array::forcecast>;
+  const auto flat = [](const Buffer& v) { return std::span<const T>(v.data(), static_cast<std::size_t>(v.size())); };
 
   py::class_<Neuron<T>>(m, "Neuron")
       .def(py::init([](std::size_t inputs, bool bias, const std::string& activation, std::uint64_t seed) {
@@ -195,6 +199,7 @@ void bindLayers(py::module_& m) {
              return Linear<T>(inputs, outputs, bias, activationNamed(activation), rng);
            }),
            py::arg("inputs"), py::arg("outputs"), py::arg("bias") = true, py::arg("activation") = "identity", py::arg("seed") = 0)
+      .def("__call__", &python::linear<T>, py::arg("x"), "x: Nodes of tokens' inputs, one after the other; returns Nodes.")
       .def("__call__", [](const Linear<T>& layer, const Vs& x) {
         if (x.empty() || x.size() % layer.inputs() != 0) throw py::value_error("wrong number of inputs");
         Vs out(x.size() / layer.inputs() * layer.outputs());
@@ -202,29 +207,15 @@ void bindLayers(py::module_& m) {
         return out;
       }, "x: one token's inputs, or several tokens' one after the other (a block: one matrix product);\n"
          "returns each token's outputs, one after the other.")
-      .def("over_rows", [](const Linear<T>& layer, const Embedding<T>& table, const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& ids) {
-        if (ids.ndim() != 2 || ids.shape(1) * table.dim() != layer.inputs()) throw py::value_error("ids: (tokens, inputs / table dim) row ids");
-        const std::size_t tokens = ids.shape(0), perToken = ids.shape(1);
-        std::vector<Index> firsts(tokens * perToken);
-        for (std::size_t k = 0; k < firsts.size(); ++k) {
-          const std::int64_t row = ids.data()[k];
-          if (row < 0 || static_cast<std::size_t>(row) >= table.count()) throw py::index_error("no such row");
-          firsts[k] = table[row].first;
-        }
-        Vs out(tokens * layer.outputs());
-        layer.forwardEach(tokens, [&](std::size_t t) {
-          return Runs<T>{std::span<const Index>(firsts).subspan(t * perToken, perToken), table.dim()};
-        }, std::span<V>(out));
-        return out;
-      }, py::arg("table"), py::arg("ids"),
+      .def("over_rows", &python::linearOverRows<T>, py::arg("table"), py::arg("ids"),
          "The layer over the table's rows that each token looks up, concatenated (ids[t]: token t's rows),\n"
-         "read in place; returns each token's outputs, one after the other.")
+         "read in place; returns each token's outputs (Nodes), one after the other.")
       .def("parameters", [](const Linear<T>& layer) { return handles(layer.parameters()); })
       .def_property_readonly("weights", [](const Linear<T>& layer) { return handles(layer.weights()); }, "Row-major [outputs][inputs].")
       .def_property_readonly("biases", [](const Linear<T>& layer) { return handles(layer.biases()); })
-      .def("load", [flat](Linear<T>& layer, const std::vector<T>& weight, const std::vector<T>& bias) {
-        if (!layer.load(flat(weight), flat(bias))) throw py::value_error("weight must have inputs*outputs values (row-major) and bias outputs values, or none without bias");
-      }, py::arg("weight"), py::arg("bias") = std::vector<T>{});
+      .def("load", [flat](Linear<T>& layer, const Buffer& weight, const std::optional<Buffer>& bias) {
+        if (!layer.load(flat(weight), bias ? flat(*bias) : std::span<const T>())) throw py::value_error("weight must have inputs*outputs values (row-major) and bias outputs values, or none without bias");
+      }, py::arg("weight"), py::arg("bias") = py::none());
 
   py::class_<Embedding<T>>(m, "Embedding")
       .def(py::init([](std::size_t count, std::size_t dim, std::uint64_t seed) {
@@ -232,17 +223,19 @@ void bindLayers(py::module_& m) {
              return Embedding<T>(count, dim, rng);
            }),
            py::arg("count"), py::arg("dim"), py::arg("seed") = 0)
+      .def("rows", &python::rows<T>, py::arg("ids"), "The rows that ids (a numpy array of any shape) name, one after the other: Nodes.")
       .def("__getitem__", [](const Embedding<T>& table, std::size_t row) {
         if (row >= table.count()) throw py::index_error("no such row");
         return handles(table[row]);
       })
       .def("parameters", [](const Embedding<T>& table) { return handles(table.parameters()); })
-      .def("load", [flat](Embedding<T>& table, const std::vector<T>& values) {
+      .def("load", [flat](Embedding<T>& table, const Buffer& values) {
         if (!table.load(flat(values))) throw py::value_error("the table needs count*dim values, row-major");
       });
 
   py::class_<LayerNorm<T>>(m, "LayerNorm")
       .def(py::init<std::size_t, bool, T>(), py::arg("dim"), py::arg("affine") = true, py::arg("eps") = T(1e-5))
+      .def("__call__", &python::layerNorm<T>, py::arg("x"), "x: Nodes of tokens' values; each token normalised.")
       .def("__call__", [](const LayerNorm<T>& norm, const Vs& x) {
         const std::size_t d = norm.dim();
         if (x.empty() || x.size() % d != 0) throw py::value_error("wrong number of inputs");
@@ -254,7 +247,7 @@ void bindLayers(py::module_& m) {
       .def("parameters", [](const LayerNorm<T>& norm) { return handles(norm.parameters()); })
       .def_property_readonly("gamma", [](const LayerNorm<T>& norm) { return handles(norm.gamma()); })
       .def_property_readonly("beta", [](const LayerNorm<T>& norm) { return handles(norm.beta()); })
-      .def("load", [flat](LayerNorm<T>& norm, const std::vector<T>& gamma, const std::vector<T>& beta) {
+      .def("load", [flat](LayerNorm<T>& norm, const Buffer& gamma, const Buffer& beta) {
         if (!norm.load(flat(gamma), flat(beta))) throw py::value_error("gamma and beta need dim values each (affine layers only)");
       });
 
@@ -267,6 +260,7 @@ void bindLayers(py::module_& m) {
            py::arg("d_model"), py::arg("heads"), py::arg("bias") = true, py::arg("seed") = 0, py::arg("proj_bias") = py::none(),
            "bias: of query, key and value (and of proj unless proj_bias says otherwise: GPT-2 style models have\n"
            "proj_bias=True, bias=False).")
+      .def("__call__", &python::attend<T>, py::arg("x"), py::arg("window"), "x: Nodes of windows of `window` tokens.")
       .def("__call__", [](CausalSelfAttention<T>& attention, const Vs& x, std::size_t window) {
         const std::size_t d = attention.dModel();
         if (window == 0 || x.size() % (window * d) != 0) throw py::value_error("x: windows of `window` tokens of d_model values");
@@ -299,6 +293,7 @@ void bindLayers(py::module_& m) {
 template <class T>
 void bindScalarType(py::module_& m, const char* valueName) {
   bindValue<T>(m, valueName);
+  python::bindBlocks<T>(m);  // before the functions: cross_entropy's Nodes call first
   bindFunctions<T>(m);
   bindLayers<T>(m);
 }
@@ -314,6 +309,21 @@ PYBIND11_MODULE(burtorch, m) {
       .def("__repr__", [](const Mark& mark) {
         return "Mark(nodes=" + std::to_string(mark.nodes) + ", links=" + std::to_string(mark.links) + ")";
       });
+  m.def("build_info", [] {
+    py::dict info;
+    info["version"] = BURTORCH_VERSION;
+    info["kernels"] = BURTORCH_KERNELS;
+    info["gemm"] = kernels::describe(kernels::kernelChoice());
+    info["isa"] = compiledIsa();
+    info["compiler"] = compilerName();
+    info["description"] = buildDescription();
+    return info;
+  }, "How this module was built, in the native driver's words: its --version says (description).");
+  m.def("samples_per_graph", [](const std::string& model) -> std::optional<std::size_t> {
+    if (model != "mlp" && model != "gpt") throw py::value_error("model must be mlp or gpt; got '" + model + "'");
+    const std::size_t n = samplesPerGraph(model);
+    return n == kWholeBatch ? std::nullopt : std::optional(n);
+  }, py::arg("model"), "Samples of a batch per graph as the native driver trains `model` (mlp, gpt); None: the whole batch.");
   auto fp64 = m.def_submodule("fp64", "FP64 values (also at the top level of burtorch)");
   auto fp32 = m.def_submodule("fp32", "FP32 values");
   bindScalarType<double>(fp64, "burtorch.fp64.Value");

@@ -1,0 +1,205 @@
+// Batch-level calls of the module: a Nodes is a block of node handles held in C++ (a layer's
+// outputs over every token of a graph), so that a model written in Python makes one call per
+// layer, not one Python object per node; ids and targets come as numpy arrays. Trainer takes an
+// SGD step over a batch as the native driver does (burtorch/batch_step.hpp): the same graphs of
+// samples, the same sweeps, the same bits. module.cpp binds these; it binds each layer's Nodes
+// call before its list call, as pybind11 would take a Nodes for a list of Values.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "burtorch/burtorch.hpp"
+
+namespace burtorch::python {
+
+namespace py = pybind11;
+
+template <class T>
+struct Nodes {
+  std::vector<Value<T>> values;
+
+  std::span<const Value<T>> live() const {
+    const std::size_t size = Pool<T>::local().size();
+    for (const Value<T>& v : values)
+      if (v.index() >= size) throw py::index_error("this Nodes' nodes no longer exist (the pool was rewound below them)");
+    return values;
+  }
+};
+
+using Ids = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+// An id checked against the number of rows it indexes.
+inline std::size_t idOf(const Ids& ids, std::size_t k, std::size_t rows, const char* what) {
+  const std::int64_t id = ids.data()[k];
+  if (id < 0 || static_cast<std::size_t>(id) >= rows) throw py::index_error(std::string(what) + " out of range");
+  return static_cast<std::size_t>(id);
+}
+
+template <class T>
+Nodes<T> sum(const Nodes<T>& x, const Nodes<T>& y) {
+  if (x.values.size() != y.values.size()) throw py::value_error("Nodes of different lengths");
+  const std::span<const Value<T>> a = x.live(), b = y.live();
+  Nodes<T> out{std::vector<Value<T>>(a.size())};
+  for (std::size_t k = 0; k < a.size(); ++k) out.values[k] = a[k] + b[k];
+  return out;
+}
+
+// The table's rows that ids (any shape) name, one after the other: handles only, no new node.
+template <class T>
+Nodes<T> rows(const Embedding<T>& table, const Ids& ids) {
+  const std::size_t d = table.dim();
+  Nodes<T> out{std::vector<Value<T>>(static_cast<std::size_t>(ids.size()) * d)};
+  for (std::size_t k = 0; k < static_cast<std::size_t>(ids.size()); ++k) {
+    const NodeRange<T> row = table[idOf(ids, k, table.count(), "row id")];
+    for (std::size_t i = 0; i < d; ++i) out.values[k * d + i] = row[i];
+  }
+  return out;
+}
+
+template <class T>
+Nodes<T> linear(const Linear<T>& layer, const Nodes<T>& x) {
+  if (x.values.empty() || x.values.size() % layer.inputs() != 0) throw py::value_error("wrong number of inputs");
+  Nodes<T> out{std::vector<Value<T>>(x.values.size() / layer.inputs() * layer.outputs())};
+  layer.forward(x.live(), std::span<Value<T>>(out.values));
+  return out;
+}
+
+// The layer over the table's rows that each token looks up, concatenated (ids[t]: token t's
+// rows), read in place.
+template <class T>
+Nodes<T> linearOverRows(const Linear<T>& layer, const Embedding<T>& table, const Ids& ids) {
+  if (ids.ndim() != 2 || ids.shape(1) * table.dim() != layer.inputs())
+    throw py::value_error("ids: (tokens, inputs / table dim) row ids");
+  const std::size_t tokens = ids.shape(0), perToken = ids.shape(1);
+  std::vector<Index> firsts(tokens * perToken);
+  for (std::size_t k = 0; k < firsts.size(); ++k) firsts[k] = table[idOf(ids, k, table.count(), "row id")].first;
+  Nodes<T> out{std::vector<Value<T>>(tokens * layer.outputs())};
+  layer.forwardEach(tokens, [&](std::size_t t) {
+    return Runs<T>{std::span<const Index>(firsts).subspan(t * perToken, perToken), table.dim()};
+  }, std::span<Value<T>>(out.values));
+  return out;
+}
+
+template <class T>
+Nodes<T> layerNorm(const LayerNorm<T>& norm, const Nodes<T>& x) {
+  const std::size_t d = norm.dim();
+  if (x.values.empty() || x.values.size() % d != 0) throw py::value_error("wrong number of inputs");
+  const std::span<const Value<T>> in = x.live();
+  Nodes<T> out{std::vector<Value<T>>(in.size())};
+  const std::span<Value<T>> to(out.values);
+  for (std::size_t t = 0; t < in.size() / d; ++t) norm.forward(in.subspan(t * d, d), to.subspan(t * d, d));
+  return out;
+}
+
+template <class T>
+Nodes<T> attend(CausalSelfAttention<T>& attention, const Nodes<T>& x, std::size_t window) {
+  if (window == 0 || x.values.empty() || x.values.size() % (window * attention.dModel()) != 0)
+    throw py::value_error("x: windows of `window` tokens of d_model values");
+  Nodes<T> out{std::vector<Value<T>>(x.values.size())};
+  attention.forward(x.live(), window, std::span<Value<T>>(out.values));
+  return out;
+}
+
+// Softmax cross-entropy of each row of logits against its target: targets of shape (rows,) give
+// a loss per row; of shape (windows, tokens), the mean of each window's tokens' losses.
+template <class T>
+Nodes<T> crossEntropyRows(const Nodes<T>& logits, const Ids& targets) {
+  const std::size_t rows = targets.size();
+  if ((targets.ndim() != 1 && targets.ndim() != 2) || rows == 0 || logits.values.size() % rows != 0)
+    throw py::value_error("targets: (rows,) or (windows, tokens), one per row of logits");
+  const std::span<const Value<T>> all = logits.live();
+  const std::size_t vocab = all.size() / rows, tokens = targets.ndim() == 2 ? targets.shape(1) : 1;
+  const auto loss = [&](std::size_t row) {
+    return crossEntropy(all.subspan(row * vocab, vocab), idOf(targets, row, vocab, "target"));
+  };
+  Nodes<T> out{std::vector<Value<T>>(rows / tokens)};
+  std::vector<Value<T>> window(tokens);
+  for (std::size_t s = 0; s < out.values.size(); ++s) {
+    if (targets.ndim() == 1) {
+      out.values[s] = loss(s);
+      continue;
+    }
+    for (std::size_t t = 0; t < tokens; ++t) window[t] = loss(s * tokens + t);
+    out.values[s] = reduceMean(window);
+  }
+  return out;
+}
+
+template <class T>
+py::array_t<T> valuesOf(const Nodes<T>& nodes, bool grads) {
+  const std::span<const Value<T>> all = nodes.live();
+  py::array_t<T> out(all.size());
+  for (std::size_t k = 0; k < all.size(); ++k) out.mutable_data()[k] = grads ? all[k].grad() : all[k].data();
+  return out;
+}
+
+template <class T>
+class Trainer {
+ public:
+  Trainer(Value<T> first, Value<T> last, std::size_t batch, double learningRate, std::optional<std::size_t> samplesPerGraph)
+      : step_(range(first, last, batch, samplesPerGraph), batch, learningRate, samplesPerGraph.value_or(kWholeBatch)) {}
+
+  std::size_t samplesPerGraph() const noexcept { return step_.samplesPerGraph(); }
+
+  // The GIL is released in each backward sweep, the bulk of a step.
+  double step(const py::function& losses) {
+    py::object held;  // the graph's losses, alive until its sweep is done
+    return step_.template operator()<py::gil_scoped_release>([&](std::size_t first, std::size_t count) {
+      held = losses(first, count);
+      const auto* graph = py::isinstance<Nodes<T>>(held) ? &held.cast<const Nodes<T>&>() : nullptr;
+      if (graph == nullptr || graph->values.size() != count)
+        throw py::value_error("losses(first, count) must return a Nodes of count losses, one per sample");
+      return graph->live();
+    });
+  }
+
+ private:
+  static NodeRange<T> range(Value<T> first, Value<T> last, std::size_t batch, std::optional<std::size_t> samplesPerGraph) {
+    const std::size_t size = Pool<T>::local().size();
+    if (first.index() >= size || last.index() >= size) throw py::index_error("a parameter's node no longer exists");
+    if (last.index() < first.index()) throw py::value_error("last comes before first");
+    if (batch == 0 || samplesPerGraph == std::optional<std::size_t>(0))
+      throw py::value_error("batch and samples_per_graph must be positive");
+    return {first.index(), last.index() - first.index() + 1};
+  }
+
+  BatchStep<T> step_;
+};
+
+template <class T>
+void bindBlocks(py::module_& m) {
+  using V = Value<T>;
+  py::class_<Nodes<T>>(m, "Nodes", "A block of nodes held in C++: what the layers take and return over many tokens at once.")
+      .def(py::init([](const std::vector<V>& values) { return Nodes<T>{values}; }), py::arg("values"))
+      .def("__len__", [](const Nodes<T>& x) { return x.values.size(); })
+      .def("__getitem__", [](const Nodes<T>& x, std::size_t k) {
+        if (k >= x.values.size()) throw py::index_error("no such node");
+        return x.live()[k];
+      })
+      .def("__add__", &sum<T>, "Element by element, one node each (a residual connection).")
+      .def("tolist", [](const Nodes<T>& x) { const auto all = x.live(); return std::vector<V>(all.begin(), all.end()); })
+      .def_property_readonly("data", [](const Nodes<T>& x) { return valuesOf(x, false); })
+      .def_property_readonly("grad", [](const Nodes<T>& x) { return valuesOf(x, true); });
+  m.def("cross_entropy", &crossEntropyRows<T>, py::arg("logits"), py::arg("targets"),
+        "Over Nodes of rows of logits: targets (rows,) give a loss per row, (windows, tokens) each window's mean loss.");
+  py::class_<Trainer<T>>(m, "Trainer",
+                         "SGD steps over batches built as graphs of samples, as the native driver trains (batch_step.hpp).")
+      .def(py::init<V, V, std::size_t, double, std::optional<std::size_t>>(), py::arg("first"), py::arg("last"),
+           py::arg("batch"), py::arg("learning_rate"), py::arg("samples_per_graph") = py::none(),
+           "first..last: the model's parameters, made one after the other; the pool is marked here, after them.\n"
+           "samples_per_graph: None, the whole batch in one graph.")
+      .def_property_readonly("samples_per_graph", &Trainer<T>::samplesPerGraph)
+      .def("step", &Trainer<T>::step, py::arg("losses"),
+           "losses(first, count) builds the graph of the batch's samples first..first+count-1 and returns their\n"
+           "losses (a Nodes). Sums each graph's gradients, steps p <- p - learning_rate * mean gradient, zeroes\n"
+           "the gradients; returns the batch's mean loss before the update.");
+}
+
+}  // namespace burtorch::python

@@ -1,0 +1,180 @@
+"""The practical ceiling of a training step's matrix products: the best single-thread FP32 matrix
+product (SGEMM) a library at hand runs on the run's core at the step's own shapes.
+
+The FMA peak (machine/peak.py) is a loop no product reaches; a library's SGEMM at the same shapes is
+what "as fast as it gets here" means. Each library in LIBRARIES is timed in a child process pinned to
+the core, its threads held to one: numpy's BLAS (OpenBLAS in its wheels) and torch's (MKL or
+oneDNN). A point's ceiling is its step's products (Workload.step_products) over the time of the
+fastest library for all of them: GFLOP/s comparable to the step's own. Timings are kept per CPU model
+and installed library version (CACHE_FILE under the cache folder), so a run measures only the shapes
+it has not seen there.
+A library that is not installed or fails is left out with the reason; no library at all: None with them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from harness.machine import host
+from harness.measure import affinity
+
+CACHE_FILE = "ceiling.json"
+# Every library's threads held to one, before it loads.
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+# What every child runs after its library's lines: reads [[m, k, n], ...] on stdin and prints
+# {"version": ..., "seconds": [the best time of each product]}. A timing repeats the product for
+# at least 2 ms; the best of 5 timings counts.
+_TIMING = """
+import json, sys, time
+seconds = []
+for m, k, n in json.load(sys.stdin):
+    a, b, c = matrices(m, k, n)
+    product(a, b, c)
+    repeats = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(repeats):
+            product(a, b, c)
+        took = time.perf_counter() - start
+        if took >= 2e-3:
+            break
+        repeats *= 2
+    best = took / repeats
+    for _ in range(4):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            product(a, b, c)
+        best = min(best, (time.perf_counter() - start) / repeats)
+    seconds.append(best)
+print(json.dumps({"version": version, "seconds": seconds}))
+"""
+
+LIBRARIES = {
+    "numpy": """
+import numpy as np
+try:
+    blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
+    version = f"numpy {np.__version__} ({blas['name']} {blas.get('version', '')})".replace(" )", ")")
+except (AttributeError, KeyError, TypeError):
+    version = f"numpy {np.__version__}"
+rng = np.random.default_rng(0)
+def matrices(m, k, n):
+    return (rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32),
+            np.empty((m, n), dtype=np.float32))
+def product(a, b, c):
+    np.matmul(a, b, out=c)
+""",
+    "torch": """
+import torch
+torch.set_num_threads(1)
+version = f"torch {torch.__version__} ({'mkl' if torch.backends.mkl.is_available() else 'no mkl'})"
+def matrices(m, k, n):
+    return torch.randn(m, k), torch.randn(k, n), torch.empty(m, n)
+def product(a, b, c):
+    torch.mm(a, b, out=c)
+""",
+}
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "burtbench"
+
+
+def time_library(name: str, code: str, shapes: list[tuple[int, int, int]], cpu: int,
+                 python: str = sys.executable) -> tuple[str | None, list[float] | str]:
+    """(library version, seconds per product) from a child pinned to `cpu`; (None, why not) if it fails."""
+    try:
+        with affinity.pinned_spawning(cpu):
+            out = subprocess.run([python, "-c", code + _TIMING], input=json.dumps(shapes), capture_output=True,
+                                 text=True, timeout=600, env={**os.environ, **ONE_THREAD})
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"{name}: {exc}"
+    try:
+        result = json.loads(out.stdout)
+        seconds = [float(s) for s in result["seconds"]]
+        if len(seconds) != len(shapes) or not all(s > 0 for s in seconds):
+            raise ValueError("not one positive time per product")
+        return str(result["version"]), seconds
+    except (ValueError, KeyError, TypeError):
+        return None, f"{name}: {(out.stderr.strip().splitlines() or ['no output'])[-1]}"
+
+
+def measure(points: list[tuple], cpu: int, libraries: dict[str, str] = LIBRARIES,
+            cache: Path | None = None) -> list[dict]:
+    """Each training point's ceiling: {"workload", "params", "gflops", "library"} of the fastest library
+    over the step's products, or "gflops": None and the "reason" where no library ran.
+    points: (Workload, params) pairs whose workload declares step_products."""
+    cache = cache or cache_dir() / CACHE_FILE
+    try:
+        kept = json.loads(cache.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    timings = kept.setdefault(host.describe().get("cpu_model") or "unknown CPU", {})
+    shapes = sorted({tuple(s) for workload, params in points for s in workload.step_products(params)})
+    failures = []
+    for name, code in libraries.items():
+        installed = _installed(name)
+        if installed is None:
+            failures.append(f"{name}: not installed")
+            timings.pop(name, None)
+            continue
+        known = timings.get(name)
+        if known is None or known.get("installed") != installed:  # another version: none of its times hold
+            known = {"installed": installed, "version": None, "seconds": {}}
+        unseen = [s for s in shapes if _shape_key(s) not in known["seconds"]]
+        if not unseen:
+            continue
+        version, seconds = time_library(name, code, unseen, cpu)
+        if version is None:
+            failures.append(seconds)
+            timings.pop(name, None)
+            continue
+        known["version"] = version
+        known["seconds"].update({_shape_key(s): t for s, t in zip(unseen, seconds)})
+        timings[name] = known
+    if timings:
+        try:
+            _write(cache, kept)
+        except OSError:
+            pass  # the cache saves the next run's time; this run has its figures
+    measured = {name: timings[name] for name in libraries if name in timings}
+    return [{"workload": workload.name, "params": dict(params), **_ceiling(workload, params, measured, failures)}
+            for workload, params in points]
+
+
+def _installed(name: str) -> str | None:
+    """The library's installed distribution version, read without importing it; None if absent."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _shape_key(shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def _write(path: Path, data: dict) -> None:
+    """Whole or not at all: a run cut short leaves the previous cache."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(partial, path)
+
+
+def _ceiling(workload, params, timings: dict, failures: list) -> dict:
+    products = workload.step_products(params)
+    flops = sum(2 * m * k * n for m, k, n in products)
+    best = None
+    for known in timings.values():
+        seconds = sum(known["seconds"][_shape_key(s)] for s in products)
+        if best is None or seconds < best[1]:
+            best = (known["version"], seconds)
+    if best is None:
+        return {"gflops": None, "reason": "no library SGEMM: " + ("; ".join(failures) or "none listed")}
+    return {"gflops": flops / best[1] / 1e9, "library": best[0]}

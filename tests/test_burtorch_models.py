@@ -1,0 +1,153 @@
+"""The module's batch-level calls (Nodes, Trainer) and the models written with them
+(engines/burtorch_models.py): the same losses as the native driver to the bit, the same build.
+
+The driver and the Python worker train from one shared-inputs folder per point, as a run does: equal
+losses there mean the module builds the driver's graphs, in the driver's node order and graphs of
+samples (burtorch/batch_step.hpp), with the driver's kernels.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from tests.test_burtorch_build import ROOT, driver_path, import_burtorch
+from tests.test_burtorch_driver import train
+from tests.tests_support import worker_argv
+from workloads import load
+
+
+@pytest.fixture(scope="module")
+def burtorch():
+    return import_burtorch()
+
+
+@pytest.fixture(scope="module")
+def bt(burtorch):
+    return burtorch.fp32
+
+
+@pytest.mark.parametrize("workload, params", [
+    *[("mlp", {"hidden_dim": 64, "batch": b}) for b in (1, 8, 64)],
+    *[("gpt", {"batch": b}) for b in (1, 8, 64)],
+], ids=lambda p: p if isinstance(p, str) else ",".join(f"{k}={v}" for k, v in p.items()))
+def test_module_losses_equal_the_drivers_to_the_bit(workload, params, tmp_path):
+    """Three SGD steps (the first a warm-up) from the same inputs: the same three losses."""
+    load(workload).prepare(params, 3, tmp_path, None)
+    native = train(workload, tmp_path, iterations=2, warmup=1, **params)
+    command = worker_argv("burtorch/eager/python/cpu", workload, params, "--iterations", "2", "--warmup", "1",
+                          "--blocks", "2", "--inputs", str(tmp_path))
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    python = json.loads(done.stdout)
+    assert python["outputs"] == native["outputs"]
+    assert sorted(python["outputs"]) == ["loss_0", "loss_1", "loss_2"]
+
+
+def test_build_info_is_the_drivers(burtorch):
+    version = subprocess.run([str(driver_path()), "--version"], capture_output=True, text=True, timeout=30).stdout
+    described = re.fullmatch(r"burtorch \S+ \((.*)\)\s*", version)
+    assert described, version
+    info = burtorch.build_info()
+    assert info["description"] == described.group(1)
+    assert info["description"].startswith(f"{info['kernels']} kernels; {info['gemm']}; isa {info['isa']}; ")
+    if info["kernels"] == "avx512":
+        assert "avx512f" in info["isa"].split()
+
+
+def test_the_gpt_is_split_as_the_driver_splits_it(burtorch):
+    assert burtorch.samples_per_graph("gpt") == 8
+    assert burtorch.samples_per_graph("mlp") is None  # the whole batch in one graph
+    with pytest.raises(ValueError, match="mlp or gpt"):
+        burtorch.samples_per_graph("tiny")
+
+
+def test_nodes_layers_equal_their_list_calls(bt):
+    table = bt.Embedding(5, 3, seed=1)
+    layer = bt.Linear(3, 4, activation="tanh", seed=2)
+    norm = bt.LayerNorm(4)
+    ids = np.array([[4, 0], [2, 2]])
+    rows = table.rows(ids)
+    assert len(rows) == 12
+    assert rows.data.tolist() == [v.data for r in (4, 0, 2, 2) for v in table[r]]
+    listed = norm(layer(rows.tolist()))
+    blocked = norm(layer(rows))
+    assert blocked.data.tolist() == [v.data for v in listed]
+    doubled = blocked + blocked
+    assert doubled.data.tolist() == [2 * v.data for v in listed]
+
+
+def test_cross_entropy_gives_a_loss_per_row_or_a_mean_per_window(bt):
+    logits = bt.Nodes([bt.Value(v) for v in (0.5, -1.0, 2.0, 0.0, 1.5, -0.5)])
+    per_row = bt.cross_entropy(logits, np.array([2, 0]))
+    assert per_row.data.tolist() == [bt.cross_entropy(logits.tolist()[:3], 2).data,
+                                     bt.cross_entropy(logits.tolist()[3:], 0).data]
+    per_window = bt.cross_entropy(logits, np.array([[2, 0]]))
+    assert per_window.data.tolist() == [bt.reduce_mean(per_row.tolist()).data]
+    with pytest.raises(IndexError, match="target"):
+        bt.cross_entropy(logits, np.array([3, 0]))
+    with pytest.raises(ValueError, match="targets"):
+        bt.cross_entropy(logits, np.array([0, 0, 0, 0]))
+
+
+def test_trainer_steps_as_sgd_on_the_mean_gradient(bt):
+    layer = bt.Linear(2, 2, seed=3)
+    params = layer.parameters()
+    before = [p.data for p in params]
+    trainer = bt.Trainer(params[0], params[-1], batch=2, learning_rate=0.5, samples_per_graph=1)
+    assert trainer.samples_per_graph == 1
+    x = [[1.0, 2.0], [-1.0, 0.5]]
+    targets = np.array([0, 1])
+    grads = [0.0] * len(params)
+    mark = bt.mark()
+    for s in range(2):  # the mean gradient, by hand
+        loss = bt.cross_entropy(layer([bt.Value(v) for v in x[s]]), int(targets[s]))
+        loss.backward()
+        grads = [g + p.grad / 2 for g, p in zip(grads, params)]
+        bt.zero_grad(params)
+        bt.rewind(mark)
+
+    def losses(first, count):
+        return bt.cross_entropy(layer(bt.Nodes([bt.Value(v) for s in range(first, first + count) for v in x[s]])),
+                                targets[first:first + count])
+
+    trainer.step(losses)
+    assert [p.data for p in params] == pytest.approx([b - 0.5 * g for b, g in zip(before, grads)], rel=1e-6)
+    assert all(p.grad == 0 for p in params)
+
+
+def test_trainer_refuses_losses_that_are_not_one_per_sample(bt):
+    layer = bt.Linear(2, 2, seed=3)
+    params = layer.parameters()
+    trainer = bt.Trainer(params[0], params[-1], batch=2, learning_rate=0.1)
+    with pytest.raises(ValueError, match="one per sample"):
+        trainer.step(lambda first, count: bt.Nodes([bt.Value(1.0)]))
+    with pytest.raises(ValueError, match="one per sample"):
+        trainer.step(lambda first, count: [bt.Value(1.0)] * count)
+    with pytest.raises(ZeroDivisionError):
+        trainer.step(lambda first, count: 1 / 0)
+
+
+def test_nodes_of_a_rewound_graph_are_refused(bt):
+    mark = bt.mark()
+    nodes = bt.Nodes([bt.Value(1.0), bt.Value(2.0)])
+    bt.rewind(mark)
+    with pytest.raises(IndexError, match="no longer exist"):
+        nodes + nodes
+
+
+def test_the_manifest_says_whether_the_module_is_the_drivers_build(burtorch, tmp_path, monkeypatch):
+    from harness.store import manifest
+
+    monkeypatch.setattr(manifest, "find_executable", lambda name: str(driver_path()))
+    native = manifest.native_build_info(1, ("tiny",))
+    assert native["module"] == burtorch.build_info() and native["module_same_build"] is True
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho nonsense\n")
+    broken.chmod(0o755)
+    native = manifest.native_build_info(1, ("tiny",), str(broken))
+    assert native["module"] is None and "module_same_build" not in native
+    assert native["module_source"].startswith(f"burtorch.build_info() failed under {broken}")
