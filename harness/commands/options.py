@@ -91,6 +91,36 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                      help="do not render reports/<run-id>/ (tables, figures, claims, index.html) at the end")
 
 
+def add_slurm_options(run: argparse.ArgumentParser) -> None:
+    cluster = run.add_argument_group("on a SLURM cluster (docs/parallel.md)")
+    cluster.add_argument("--slurm", nargs="?", const=0, type=positive_int, metavar="N",
+                         help="submit the plan as a job array of N shards split by estimated cost (default: one "
+                              "per half hour of work, at most one per point), each task on one core with a time "
+                              "limit of twice its estimate + 10 min; then a job that resubmits failed shards once "
+                              "(resuming them), merges them and renders the report. --out must be on a file "
+                              "system the nodes share")
+    cluster.add_argument("--wait", action="store_true",
+                         help="with --slurm: follow the jobs (shards done, running, failed; trials recorded; ETA) "
+                              "until the merged report is there")
+    cluster.add_argument("--partition", metavar="P", help="with --slurm: sbatch's --partition")
+    cluster.add_argument("--account", metavar="A", help="with --slurm: sbatch's --account")
+    cluster.add_argument("--constraint", metavar="C",
+                         help="with --slurm: sbatch's --constraint, e.g. one CPU model: merge refuses mixed ones")
+    cluster.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                         help="with --slurm: another sbatch option for every job, e.g. --sbatch-arg=--qos=long "
+                              "(repeatable)")
+
+
+def shard_argv(argv: list[str]) -> list[str]:
+    """`run`'s arguments as every array task of a --slurm run gets them: less the submission's own."""
+    own = argparse.ArgumentParser(add_help=False)
+    add_slurm_options(own)
+    for name in ("--out", "--report-dir"):
+        own.add_argument(name)
+    own.add_argument("--no-report", action="store_true")
+    return own.parse_known_args(argv[argv.index("run") + 1:])[1]
+
+
 def default_env_dir() -> str:
     return str(where())
 
