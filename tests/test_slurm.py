@@ -44,7 +44,8 @@ def the_run(out: Path) -> Path:
 
 
 def trial_keys(run_dir: Path) -> list[tuple]:
-    return [results.trial_key(t["engine"], t["workload"], t["params"], t["trial"]) for t in results.read_trials(run_dir)]
+    return [results.trial_key(t["engine"], t["workload"], t["params"], t["trial"])
+            for t in results.read_trials(run_dir)]
 
 
 def exactly_the_plan(run: Path) -> int:

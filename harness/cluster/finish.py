@@ -16,7 +16,7 @@ from rich.console import Console
 from harness.cluster import jobs
 from harness.cluster import record as rec
 from harness.errors import UsageError
-from harness.report.render import render
+from harness.report.epilogue import after_run
 from harness.running.session import planned_keys
 from harness.store import merge, results
 
@@ -46,13 +46,16 @@ def finish(run: Path, console: Console, allow_partial: bool = False) -> int:
         record["outcome"] = {"status": "not merged", "reason": str(exc), "failed": failed}
         rec.write(run, record)
         raise
-    folder = render(merged, Path(record["report_dir"]))
-    manifest = results.read_manifest(merged)
-    record["outcome"] = {"status": manifest["status"], "trials": len(results.read_trials(merged)),
-                         "merged": str(merged), "report": str(folder), "failed": failed}
-    rec.write(run, record)
-    console.print(f"merged {record['outcome']['trials']} trials → {merged}; report: {folder / 'index.html'}",
-                  highlight=False)
+    folder = None
+    if record["report_dir"]:  # else --no-report
+        after_run(merged, console, Path(record["report_dir"]))  # the report, and a line per paper claim
+        folder = Path(record["report_dir"]) / merged.name
+    record["outcome"] = {"status": results.read_manifest(merged)["status"], "trials": len(results.read_trials(merged)),
+                         "merged": str(merged), "failed": failed,
+                         "report": str(folder) if folder and (folder / "index.html").exists() else None}
+    console.print(f"merged {record['outcome']['trials']} trials → {merged}"
+                  + (f"; report: {folder / 'index.html'}" if folder else ""), highlight=False)
+    rec.write(run, record)  # last: a follower that sees the outcome finds this job's whole account in its log
     return 0
 
 

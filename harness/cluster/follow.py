@@ -95,8 +95,12 @@ def outcome(run: Path, record: dict, console: Console) -> int:
     if "merged" not in done:
         console.print(f"[red]not merged[/]: {escape(done['reason'])} ({took} after submission)", highlight=False)
         return 1
-    console.print(f"merged: {done['trials']} trials ({done['status']}) → {done['merged']}; "
-                  f"report: {done['report']}/index.html ({took} after submission)", highlight=False)
+    finish = run / "logs" / f"finish-{record['jobs'][-1]['id']}.log"
+    if finish.exists():  # the follow-up job's account: a line per paper claim
+        console.print(escape(finish.read_text(errors="replace").rstrip()), highlight=False)
+    report = f"; report: {done['report']}/index.html" if done["report"] else ""
+    console.print(f"merged: {done['trials']} trials ({done['status']}) → {done['merged']}{report} "
+                  f"({took} after submission)", highlight=False)
     return 0
 
 

@@ -55,7 +55,7 @@ def submit(args, argv: list[str], console: Console) -> int:
         shutil.rmtree(run, ignore_errors=True)
         raise
     record = {"run": run.name, "submitted_at": time.time(), "chdir": str(Path.cwd()), "sbatch": sbatch,
-              "report_dir": str(Path(args.report_dir).resolve()), "shards": shards,
+              "report_dir": None if args.no_report else str(Path(args.report_dir).resolve()), "shards": shards,
               "time_limit_min": jobs.time_limit_min(max(s["estimate_s"] for s in shards)), "jobs": [],
               "outcome": None}
     jobs.write_scripts(run, argv, len(shards))
@@ -83,9 +83,12 @@ def split(plan: list, args) -> list[dict]:
     if count > len(points):
         raise UsageError(f"--slurm {count}: the plan has {len(points)} points, and a point is never split; "
                          f"ask for {len(points)} tasks at most")
+    # The trials a task will run: an engine unavailable here (no GPU, a framework not installed) is
+    # left out on the nodes too; building engines (the authors' programs) is the tasks' work.
+    reasons = {pt.engine.id: pt.engine.unavailable_reason() for pt in plan}
     shards = []
     for index, part in enumerate(shard.split(plan, count, trial_s), start=1):
-        trials = shard.only(plan, part)
+        trials = [pt for pt in shard.only(plan, part) if reasons[pt.engine.id] is None]
         shards.append({"index": index, "points": len(part), "trials": len(trials),
                        "estimate_s": round(sum(map(trial_s, trials)), 1)})
     return shards

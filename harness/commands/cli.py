@@ -15,8 +15,9 @@ from rich.console import Console
 
 from engines import PROBE_ENGINES
 from harness.commands.helptext import describe
-from harness.commands.options import (add_run_options, add_slurm_options, default_env_dir, positive_float,
-                                      prune_days, shard_argv)
+from harness.commands.options import (add_run_options, add_slurm_command, add_slurm_options, default_env_dir,
+                                      positive_float, prune_days, shard_argv)
+from harness.cluster.slurm import SlurmError
 from harness.errors import EXIT_USAGE, UsageError
 from harness.paths import reports_root
 from harness.planning import selection
@@ -118,19 +119,9 @@ def build_parser() -> Parser:
     merge.add_argument("--allow-mixed", action="store_true",
                        help="merge runs from different CPU models or framework versions (the report says so)")
     merge.add_argument("--allow-partial", action="store_true",
-                       help="merge although a shard is missing or planned trials are absent (the run is marked partial)")
+                       help="merge although a shard is missing or planned trials are absent (marked partial)")
 
-    slurm = describe(sub, "slurm", "a run submitted with run --slurm: its jobs' state, or cancel them")
-    slurm_sub = slurm.add_subparsers(dest="slurm_command", required=True, parser_class=Parser)
-    for name, summary in (("status", "shards done, running, failed; trials recorded; ETA; each shard's jobs and log"),
-                          ("cancel", "cancel every job of the run (the trials recorded stay)"),
-                          ("finish", "what the run's follow-up job does: resubmit failed shards once, else merge "
-                                     "and report (by hand: --allow-partial)")):
-        command = slurm_sub.add_parser(name, help=summary, description=summary)
-        command.add_argument("run_dir", metavar="RUN", help="the folder run --slurm printed")
-        if name == "finish":
-            command.add_argument("--allow-partial", action="store_true",
-                                 help="merge and report although a shard failed twice")
+    add_slurm_command(describe(sub, "slurm", "a run submitted with run --slurm: its jobs' state; cancel it"), Parser)
 
     doctor = describe(sub, "doctor", "what on this machine will make numbers noisy, and which measures are unavailable")
     doctor.add_argument("--interference", action="store_true",
@@ -349,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("burtbench: interrupted", file=sys.stderr)
         return 130
-    except (ReportUnwritable, ResultsUnreadable) as exc:
+    except (ReportUnwritable, ResultsUnreadable, SlurmError) as exc:
         return _fail(exc, 1)
     except (MemoryCapFailed, ResultsError) as exc:
         return _fail(f"{exc}; the run stopped (trials already written are kept)", 1)

@@ -1,4 +1,5 @@
-"""The options of `burtbench run` and the argument types they parse with."""
+"""The options of `burtbench run` (and of `burtbench slurm`, its SLURM side) and the argument types
+they parse with."""
 from __future__ import annotations
 
 import argparse
@@ -109,6 +110,20 @@ def add_slurm_options(run: argparse.ArgumentParser) -> None:
     cluster.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
                          help="with --slurm: another sbatch option for every job, e.g. --sbatch-arg=--qos=long "
                               "(repeatable)")
+
+
+def add_slurm_command(slurm: argparse.ArgumentParser, parser_class) -> None:
+    """`burtbench slurm status|cancel|finish RUN`."""
+    sub = slurm.add_subparsers(dest="slurm_command", required=True, parser_class=parser_class)
+    for name, summary in (("status", "shards done, running, failed; trials recorded; ETA; each shard's jobs and log"),
+                          ("cancel", "cancel every job of the run (the trials recorded stay)"),
+                          ("finish", "what the run's follow-up job does: resubmit failed shards once, else merge "
+                                     "and report (by hand: --allow-partial)")):
+        command = sub.add_parser(name, help=summary, description=summary)
+        command.add_argument("run_dir", metavar="RUN", help="the folder run --slurm printed")
+        if name == "finish":
+            command.add_argument("--allow-partial", action="store_true",
+                                 help="merge and report although a shard failed twice")
 
 
 def shard_argv(argv: list[str]) -> list[str]:
