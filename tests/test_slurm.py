@@ -4,9 +4,12 @@ resumed; shards that fail twice; bad input refused before anything is submitted.
 from __future__ import annotations
 
 import os
-from collections import Counter
+import signal
 import subprocess
+import sys
+import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,9 +17,11 @@ from rich.console import Console
 from slurm_cluster import local_cluster, unavailable
 from tests_support import FAKES, ROOT
 
-from harness.cluster import follow, slurm
+from harness.cluster import follow, jobs, slurm
 from harness.cluster import record as rec
 from harness.commands.cli import main
+from harness.measure import affinity
+from harness.running.spawn import ChildSpawner, Interrupted, RunOptions
 from harness.running.session import planned_keys
 from harness.store import results
 from harness.store.run_plan import read_plan
@@ -103,6 +108,8 @@ def test_a_task_killed_mid_trial_is_resubmitted_and_resumed(cluster, tmp_path, c
     first = rec.log_of(run, rec.attempts(record, index)[0], index).read_text()
     assert "CANCELLED" in first and "interrupted" in first
     exactly_the_plan(run)
+    merged = results.read_trials(run / "merged" / run.name)
+    assert {t["status"] for t in merged} == {"ok"}, "the trial cut by the cancel was recorded, not run again"
 
 
 def test_a_shard_failing_twice_is_reported_with_its_log_and_not_merged(cluster, tmp_path, capsys, monkeypatch):
@@ -139,3 +146,31 @@ def test_bad_input_is_one_line_and_exit_2_before_any_array(cluster, tmp_path, ca
             "folder the nodes cannot see": "nodes cannot see"}[case] in err[0]
     assert set(Counter(jobs_named()) - Counter(before)) <= {"burtbench-check"}, "a run's job was submitted"
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_each_task_is_limited_by_its_own_shards_estimate_and_a_resubmission_gets_twice(cluster, tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "shard.sh").write_text("#!/bin/bash\ntrue\n")
+    record = {"shards": [{"index": 1, "estimate_s": 60.0}, {"index": 2, "estimate_s": 3600.0}],
+              "jobs": [{"id": "0", "kind": "shards", "shards": [2]}],  # shard 2 ran once already
+              "chdir": str(tmp_path), "sbatch": ["--hold"]}  # held: they stay pending, never run
+    job = jobs.submit_shards(tmp_path, record, [1, 2])
+    try:
+        shown = {k: slurm.call(["scontrol", "-o", "show", "job", f"{job['id']}_{k}"]) for k in (1, 2)}
+    finally:
+        slurm.cancel([job["id"]])
+    assert job["time_limit_min"] == {1: 12, 2: 2 * 130}
+    assert "TimeLimit=00:12:00" in shown[1] and "TimeLimit=04:20:00" in shown[2]
+
+
+SELF_TERMINATING = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"]
+
+
+def test_a_child_stopped_with_its_job_is_no_failed_trial_but_one_alone_is():
+    """scancel signals every process of the job: the child may die before the runner's handler runs."""
+    spawner = ChildSpawner(RunOptions(cpu=affinity.default_cpu()))
+    threading.Timer(0.3, spawner.interrupt).start()  # the runner's own SIGTERM, a moment later
+    with pytest.raises(Interrupted):
+        spawner.run(SELF_TERMINATING, timeout_s=30)
+    alone = ChildSpawner(RunOptions(cpu=affinity.default_cpu())).run(SELF_TERMINATING, timeout_s=30)
+    assert alone.returncode == -signal.SIGTERM

@@ -2,7 +2,7 @@
 submitted for every shard, later for the failed ones alone) and the follow-up job after it.
 
 Each array task asks for one core (SLURM's consumable-core selection gives it to no other job) and
-runs pinned to it; its time limit is its shard's estimate with a margin. The follow-up job starts
+runs pinned to it; its time limit is its shard's estimate with a margin (submit_shards). The follow-up job starts
 when every task of the array has ended, however it ended (afterany).
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from harness.cluster import record as rec
 from harness.cluster import slurm
 
 # A task's time limit: its shard's estimate times this, plus start-up and the engines' builds.
@@ -58,12 +59,23 @@ exec {shlex.join(CLI)} slurm finish {shlex.quote(str(run))}
 
 
 def submit_shards(run: Path, record: dict, indices: list[int]) -> dict:
-    """An array of these shards' tasks; the job as the record keeps it."""
+    """An array of these shards' tasks; the job as the record keeps it. A task's time limit is its
+    shard's estimate with the margin, doubled for a resubmission (the estimate fell short, or the
+    task was cut for another reason). The array is submitted with the longest, then each task's
+    is lowered to its own (a user may lower a limit of their own job)."""
+    estimates = {s["index"]: s["estimate_s"] for s in record["shards"]}
+    limits = {k: time_limit_min(estimates[k]) * (1 + len(rec.attempts(record, k))) for k in indices}
     job_id = slurm.sbatch([f"--job-name=burtbench-{run.name}", f"--array={','.join(map(str, indices))}",
-                           "--ntasks=1", "--cpus-per-task=1", f"--time={record['time_limit_min']}",
+                           "--ntasks=1", "--cpus-per-task=1", f"--time={max(limits.values())}",
                            f"--output={run / 'logs' / 'shard-%a-%A.log'}", f"--chdir={record['chdir']}",
                            "--export=ALL", *record["sbatch"]], str(run / "shard.sh"))
-    return {"id": job_id, "kind": "shards", "shards": indices}
+    for k, minutes in limits.items():
+        if minutes < max(limits.values()):
+            try:
+                slurm.call(["scontrol", "update", f"JobId={job_id}_{k}", f"TimeLimit={minutes}"])
+            except slurm.SlurmError:  # the longest limit stays: a task is never cut shorter than its own
+                limits[k] = max(limits.values())
+    return {"id": job_id, "kind": "shards", "shards": indices, "time_limit_min": limits}
 
 
 def submit_finish(run: Path, record: dict, after: str) -> dict:

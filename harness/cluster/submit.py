@@ -56,8 +56,7 @@ def submit(args, argv: list[str], console: Console) -> int:
         raise
     record = {"run": run.name, "submitted_at": time.time(), "chdir": str(Path.cwd()), "sbatch": sbatch,
               "report_dir": None if args.no_report else str(Path(args.report_dir).resolve()), "shards": shards,
-              "time_limit_min": jobs.time_limit_min(max(s["estimate_s"] for s in shards)), "jobs": [],
-              "outcome": None}
+              "jobs": [], "outcome": None}
     jobs.write_scripts(run, argv, len(shards))
     rec.write(run, record)
     array = jobs.submit_shards(run, record, [s["index"] for s in shards])
@@ -65,9 +64,10 @@ def submit(args, argv: list[str], console: Console) -> int:
     rec.write(run, record)
     record["jobs"].append(jobs.submit_finish(run, record, array["id"]))
     rec.write(run, record)
-    console.print(f"submitted {len(shards)} shards as job array {array['id']} (1 core and "
-                  f"{record['time_limit_min']} min each), then job {record['jobs'][-1]['id']}: merge and report "
-                  f"→ {run}", highlight=False)
+    limits = sorted(array["time_limit_min"].values())
+    console.print(f"submitted {len(shards)} shards as job array {array['id']} (1 core each, time limits "
+                  f"{limits[0]}–{limits[-1]} min), then job {record['jobs'][-1]['id']}: merge and report → {run}",
+                  highlight=False)
     if not args.wait:
         console.print(f"follow: burtbench slurm status {run}   cancel: burtbench slurm cancel {run}", highlight=False)
         return 0
