@@ -20,6 +20,7 @@ from tests_support import FAKES, ROOT
 from harness.cluster import follow, jobs, slurm
 from harness.cluster import record as rec
 from harness.commands.cli import main
+from harness.commands.options import shard_argv
 from harness.measure import affinity
 from harness.running.spawn import ChildSpawner, Interrupted, RunOptions
 from harness.running.session import planned_keys
@@ -174,3 +175,9 @@ def test_a_child_stopped_with_its_job_is_no_failed_trial_but_one_alone_is():
         spawner.run(SELF_TERMINATING, timeout_s=30)
     alone = ChildSpawner(RunOptions(cpu=affinity.default_cpu())).run(SELF_TERMINATING, timeout_s=30)
     assert alone.returncode == -signal.SIGTERM
+
+
+def test_each_task_gets_the_plans_options_and_none_of_the_submissions():
+    argv = ["--debug", "run", "--engine", "fake/ok", "--slurm", "2", "--out", "x", "--wait", "--partition=p",
+            "--sbatch-arg=--qos=long", "--trials", "3", "--report-dir", "r", "--no-report", "--param", "batch=1"]
+    assert shard_argv(argv) == ["--engine", "fake/ok", "--trials", "3", "--param", "batch=1"]

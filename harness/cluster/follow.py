@@ -48,19 +48,17 @@ def progress(run: Path, record: dict, states: dict[int, str]) -> str:
             f"{counts['failed']} failed · trials: {sum(recorded.values())} of {planned} recorded · {eta}")
 
 
-def live_jobs(record: dict) -> dict[str, str]:
-    try:
-        return slurm.states(rec.job_ids(record))
-    except slurm.SlurmError:  # jobs the controller has forgotten (older than its MinJobAge)
-        return {}
-
-
 def follow(run: Path, console: Console) -> int:
     """Until the run has an outcome: 0 when merged and reported, 1 when not."""
     last = ""
     while True:
         record = rec.read(run)
-        known = live_jobs(record)
+        try:
+            known = slurm.states(rec.job_ids(record))
+        except slurm.SlurmError as exc:  # the controller busy or restarting: the jobs go on, ask again
+            console.print(f"[yellow]{escape(str(exc))}[/] (asking again)", highlight=False)
+            time.sleep(POLL_S * 10)
+            continue
         line = progress(run, record, shard_states(run, record, known))
         if line != last:
             console.print(f"{time.strftime('%H:%M:%S')} {line}", highlight=False)
@@ -106,7 +104,7 @@ def outcome(run: Path, record: dict, console: Console) -> int:
 
 def status(run: Path, console: Console) -> int:
     record = rec.read(run)
-    known = live_jobs(record)
+    known = slurm.states(rec.job_ids(record))
     states = shard_states(run, record, known)
     console.print(progress(run, record, states), highlight=False)
     for s in record["shards"]:

@@ -55,7 +55,12 @@ def states(job_ids: list[str]) -> dict[str, str]:
     """Each job's, or array task's ('12_3'), state, for the jobs the controller still knows."""
     if not job_ids:
         return {}
-    out = call(["squeue", "-r", "-t", "all", "-h", "-o", "%i %T", "-j", ",".join(job_ids)])
+    try:
+        out = call(["squeue", "-r", "-t", "all", "-h", "-o", "%i %T", "-j", ",".join(job_ids)])
+    except SlurmError as exc:
+        if "Invalid job id" in str(exc):  # every one ended longer ago than the controller keeps jobs
+            return {}
+        raise
     return dict(line.split(None, 1) for line in out.splitlines() if len(line.split(None, 1)) == 2)
 
 
