@@ -103,8 +103,8 @@ def test_a_task_killed_mid_trial_is_resubmitted_and_resumed(cluster, tmp_path, c
     wait_for(lambda: slurm.states([task]).get(task) == "CANCELLED", "cancelled task")
     hold.unlink()  # the other task's trials, and the resumed task's, run through
     assert follow.follow(run, Console(width=200)) == 0
-    print(capsys.readouterr().out)
     record, index = rec.read(run), int(held.suffix[1:])
+    print(capsys.readouterr().out, f"cancelled task {task} mid-trial; jobs: {record['jobs']}", sep="\n")
     assert [len(rec.attempts(record, k)) for k in (1, 2)] == [1 + (k == index) for k in (1, 2)]
     first = rec.log_of(run, rec.attempts(record, index)[0], index).read_text()
     assert "CANCELLED" in first and "interrupted" in first
