@@ -9,7 +9,7 @@ STAMP := $(VENV)/.burtbench-installed
 EXT_SOURCES := $(shell find burtorch_ext -type f \( -name '*.hpp' -o -name '*.cpp' -o -name 'CMakeLists.txt' \) 2>/dev/null)
 RUN_ARGS ?=
 
-.PHONY: setup browser bench-linux bench-windows bench-macos test report reference-report perf perf-grid clean
+.PHONY: setup browser slurm bench-linux bench-windows bench-macos test report reference-report perf perf-grid clean
 
 setup: $(STAMP)
 
@@ -44,7 +44,15 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "note: chromium could not be installed; the HTML report test will be skipped"
 
-test: setup browser
+# A real one-node SLURM cluster for tests/test_slurm.py (the tests start and stop it themselves).
+slurm:
+	@command -v sbatch >/dev/null 2>&1 && command -v slurmctld >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      slurmctld slurmd slurm-client >/dev/null; } || \
+	  echo "note: SLURM could not be installed; the SLURM tests will be skipped"
+
+test: setup browser slurm
 	$(BIN)/python -m pytest -q -m "not slow"
 
 perf: setup

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "engines", "workloads")
 # Top to bottom: each imports only from the layers after it. The modules at harness/'s root
 # (errors, units, the version) are the floor every layer may stand on.
-LAYERS = ("harness.commands", "harness.report", "harness.running", "harness.planning", "harness.envs",
+LAYERS = ("harness.commands", "harness.cluster", "harness.report", "harness.running", "harness.planning", "harness.envs",
           "harness.analysis", "harness.store", "harness.machine", "harness.measure", "harness", "engines",
           "workloads")
 

@@ -88,9 +88,16 @@ def test_merged_shards_are_the_unsharded_plan(shards, tmp_path):
     assert any("Merged from 3 runs" in n for n in notes) and not any("Mixed" in n for n in notes)
 
 
-def test_a_missing_shard_leaves_the_merged_run_partial(shards, tmp_path):
-    assert main(["merge", str(shards[0]), str(shards[2]), "--out", str(tmp_path / "m")]) == 0
-    assert results.read_manifest(tmp_path / "m")["status"] == "partial: shards 2 of 3 not merged"
+def test_a_missing_shard_is_refused_naming_its_points_unless_partial_is_allowed(shards, tmp_path, capsys):
+    with fault_engines_env():
+        assert main(["merge", str(shards[0]), str(shards[2]), "--out", str(tmp_path / "m")]) == 2
+        err = capsys.readouterr().err
+        lacking = {(e, w) for e, w, _, _ in set(map(tuple, keys(shards[1])))}
+        assert "shards 2 of 3 not merged" in err and "--allow-partial" in err and not (tmp_path / "m").exists()
+        assert all(f"{e} · {w}" in err for e, w in lacking), err
+        assert main(["merge", str(shards[0]), str(shards[2]), "--out", str(tmp_path / "m"), "--allow-partial"]) == 0
+    status = results.read_manifest(tmp_path / "m")["status"]
+    assert status.startswith("partial: shards 2 of 3 not merged; ") and "planned trials missing" in status
 
 
 def copy_run(run_dir: Path, to: Path, change) -> Path:
@@ -112,7 +119,8 @@ def test_merge_refuses_mixed_manifests_unless_allowed(shards, tmp_path, capsys, 
     err = capsys.readouterr().err
     assert err.startswith("burtbench: error: merge:") and what in err and err.count("\n") == 1
     assert not (tmp_path / "m").exists()
-    assert main(["merge", str(shards[0]), str(other), "--allow-mixed", "--out", str(tmp_path / "m")]) == 0
+    assert main(["merge", str(shards[0]), str(other), "--allow-mixed", "--allow-partial",  # shard 3 left out
+                 "--out", str(tmp_path / "m")]) == 0
     assert any(n.startswith("Mixed run") and what in n for n in status_notes(load_run(tmp_path / "m")))
 
 

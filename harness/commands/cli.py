@@ -16,7 +16,9 @@ from rich.console import Console
 
 from engines import PROBE_ENGINES
 from harness.commands.helptext import describe
-from harness.commands.options import add_run_options, default_env_dir, path_text, positive_float, prune_days
+from harness.cluster.slurm import SlurmError
+from harness.commands.options import (add_run_options, add_slurm_command, add_slurm_options, default_env_dir,
+                                      path_text, positive_float, prune_days, shard_argv)
 from harness.errors import EXIT_USAGE, UsageError
 from harness.paths import reports_root
 from harness.planning import selection
@@ -58,6 +60,8 @@ EXAMPLES = """examples:
   burtbench run --profile paper --dry-run          the plan and its estimated time, nothing run
   burtbench run --cpus 2-15                        14 trials at once, each on its own core
   burtbench run --profile paper --shard 2/4        the second of 4 machines; then: burtbench merge RUN... --out DIR
+  burtbench run --profile paper --slurm --wait --partition cpu --constraint epyc7763
+                                                  a SLURM job array, resubmitted where it fails, merged and reported
   burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
   burtbench claims results/machines/*              the claims on several runs: one machine's pooled, machines apart
@@ -82,6 +86,7 @@ def build_parser() -> Parser:
 
     run = describe(sub, "run", "run trials and write results/<run-id>/")
     add_run_options(run)
+    add_slurm_options(run)
 
     report = describe(sub, "report", "render a run's tables, figures and index.html beside the paper's numbers")
     report.add_argument("run_dir", metavar="RUN_DIR", help="a folder written by burtbench run")
@@ -126,6 +131,10 @@ def build_parser() -> Parser:
     merge.add_argument("--out", type=path_text, required=True, metavar="DIR", help="the merged run's folder (new or empty)")
     merge.add_argument("--allow-mixed", action="store_true",
                        help="merge runs from different CPU models or framework versions (the report says so)")
+    merge.add_argument("--allow-partial", action="store_true",
+                       help="merge although a shard is missing or planned trials are absent (marked partial)")
+
+    add_slurm_command(describe(sub, "slurm", "a run submitted with run --slurm: its jobs' state; cancel it"), Parser)
 
     doctor = describe(sub, "doctor", "what on this machine will make numbers noisy, and which measures are unavailable")
     doctor.add_argument("--cpu", type=int, metavar="N",
@@ -311,7 +320,10 @@ def cmd_envs(args, console: Console) -> int:
 def cmd_merge(args, console: Console) -> int:
     from harness.store import merge
 
-    folder = merge.merge([existing_run(r, "RUN_DIR") for r in args.runs], Path(args.out), args.allow_mixed)
+    from harness.running.session import planned_keys
+
+    folder = merge.merge([existing_run(r, "RUN_DIR") for r in args.runs], Path(args.out), args.allow_mixed,
+                         args.allow_partial, planned_keys)
     console.print(f"merged {len(args.runs)} runs → {folder}  (burtbench report {folder})", highlight=False)
     return 0
 
@@ -321,6 +333,13 @@ def cmd_run(args, console: Console) -> int:
     from harness.report.epilogue import after_run
     from harness.running import session
 
+    if args.slurm is not None:
+        from harness.cluster.submit import submit
+
+        return submit(args, shard_argv(args.argv), console)
+    given = [o for o in ("wait", "partition", "account", "constraint", "sbatch_arg") if getattr(args, o)]
+    if given:
+        raise UsageError(f"--{given[0].replace('_', '-')} is for a SLURM run: add --slurm")
     req = session.request(args)
     if not args.no_report and not args.dry_run:  # found before the first trial, not after the last
         check_out_dir(Path(args.report_dir), "reports folder", "--report-dir")
@@ -330,6 +349,15 @@ def cmd_run(args, console: Console) -> int:
     if outcome.run_dir is not None and not args.no_report:
         after_run(outcome.run_dir, console, Path(args.report_dir))
     return outcome.code
+
+
+def cmd_slurm(args, console: Console) -> int:
+    from harness.cluster import finish, follow
+
+    run = Path(args.run_dir).resolve()
+    if args.slurm_command == "finish":
+        return finish.finish(run, console, args.allow_partial)
+    return {"status": follow.status, "cancel": follow.cancel}[args.slurm_command](run, console)
 
 
 # Wider than any table or line the commands print, and small enough for rich to lay out a table in.
@@ -343,7 +371,7 @@ class ReportUnwritable(Exception):
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cmd_claims, "compare": cmd_compare,
             "envs": cmd_envs, "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor,
-            "merge": cmd_merge}
+            "merge": cmd_merge, "slurm": cmd_slurm}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -358,13 +386,14 @@ def main(argv: list[str] | None = None) -> int:
             build_parser().print_help()
             return 0
         args = build_parser().parse_args(argv)
+        args.argv = argv
         return COMMANDS[args.command](args, console)
     except (UsageError, RunLocked) as exc:
         return _fail(exc, EXIT_USAGE)
     except KeyboardInterrupt:
         print("burtbench: interrupted", file=sys.stderr)
         return 130
-    except (ReportUnwritable, ResultsUnreadable) as exc:
+    except (ReportUnwritable, ResultsUnreadable, SlurmError) as exc:
         return _fail(exc, 1)
     except (MemoryCapFailed, ResultsError) as exc:
         return _fail(f"{exc}; the run stopped (trials already written are kept)", 1)

@@ -18,6 +18,7 @@ HELP = {
   burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
   burtbench run --cpus 2-15                       14 trials at once, each on its own core
+  burtbench run --profile paper --slurm --wait    a SLURM job array of shards, merged and reported
   burtbench run --out /tmp/results --report-dir /tmp/reports
   burtbench run --resume results/20261121-101500-quick      the trials an interrupted run still lacks"""),
     "list": ("Which engine runs which workload (✓), and for each engine whether it is available here; an "
@@ -62,6 +63,12 @@ HELP = {
               """  burtbench run --profile paper --shard 1/2      on machine 1 (and --shard 2/2 on machine 2)
   burtbench merge results/SHARD_1 results/SHARD_2 --out results/paper
   burtbench report results/paper"""),
+    "slurm": ("A run submitted with `run --slurm`, by its folder: `status` says which shards are done, running "
+              "or failed, the trials recorded and the time left; `cancel` cancels every job of it (the trials "
+              "recorded stay); `finish` is what its follow-up job runs.",
+              """  burtbench slurm status results/20261121-101500-paper
+  burtbench slurm cancel results/20261121-101500-paper
+  burtbench slurm finish results/20261121-101500-paper --allow-partial     a shard failed twice: report the rest"""),
     "doctor": ("What on this machine will make numbers noisy (load, other work on the pinned core, governor, "
                "turbo, SMT, isolation), each with its fix, and which measures the machine cannot take.",
                """  burtbench doctor

@@ -1,4 +1,5 @@
-"""The options of `burtbench run` and the argument types they parse with."""
+"""The options of `burtbench run` (and of `burtbench slurm`, its SLURM side) and the argument types
+they parse with."""
 from __future__ import annotations
 
 import argparse
@@ -103,6 +104,48 @@ def path_text(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path names nothing")
     return text
+def add_slurm_options(run: argparse.ArgumentParser) -> None:
+    cluster = run.add_argument_group("on a SLURM cluster (docs/parallel.md)")
+    cluster.add_argument("--slurm", nargs="?", const=0, type=positive_int, metavar="N",
+                         help="submit the plan as a job array of N shards split by estimated cost (default: one "
+                              "per half hour of work, at most one per point), each task on one core with a time "
+                              "limit of twice its estimate + 10 min; then a job that resubmits failed shards once "
+                              "(resuming them), merges them and renders the report. --out must be on a file "
+                              "system the nodes share")
+    cluster.add_argument("--wait", action="store_true",
+                         help="with --slurm: follow the jobs (shards done, running, failed; trials recorded; ETA) "
+                              "until the merged report is there")
+    cluster.add_argument("--partition", metavar="P", help="with --slurm: sbatch's --partition")
+    cluster.add_argument("--account", metavar="A", help="with --slurm: sbatch's --account")
+    cluster.add_argument("--constraint", metavar="C",
+                         help="with --slurm: sbatch's --constraint, e.g. one CPU model: merge refuses mixed ones")
+    cluster.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                         help="with --slurm: another sbatch option for every job, e.g. --sbatch-arg=--qos=long "
+                              "(repeatable)")
+
+
+def add_slurm_command(slurm: argparse.ArgumentParser, parser_class) -> None:
+    """`burtbench slurm status|cancel|finish RUN`."""
+    sub = slurm.add_subparsers(dest="slurm_command", required=True, parser_class=parser_class)
+    for name, summary in (("status", "shards done, running, failed; trials recorded; ETA; each shard's jobs and log"),
+                          ("cancel", "cancel every job of the run (the trials recorded stay)"),
+                          ("finish", "what the run's follow-up job does: resubmit failed shards once, else merge "
+                                     "and report (by hand: --allow-partial)")):
+        command = sub.add_parser(name, help=summary, description=summary)
+        command.add_argument("run_dir", metavar="RUN", help="the folder run --slurm printed")
+        if name == "finish":
+            command.add_argument("--allow-partial", action="store_true",
+                                 help="merge and report although a shard failed twice")
+
+
+def shard_argv(argv: list[str]) -> list[str]:
+    """`run`'s arguments as every array task of a --slurm run gets them: less the submission's own."""
+    own = argparse.ArgumentParser(add_help=False)
+    add_slurm_options(own)
+    for name in ("--out", "--report-dir"):
+        own.add_argument(name)
+    own.add_argument("--no-report", action="store_true")
+    return own.parse_known_args(argv[argv.index("run") + 1:])[1]
 
 
 def default_env_dir() -> str:

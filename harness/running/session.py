@@ -225,6 +225,11 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
     return plan
 
 
+def planned_keys(plan: RunPlan) -> list[tuple]:
+    """Every trial a run of this plan records: what a merge of its shards must hold."""
+    return [pt.key() for pt in make_plan(plan)]
+
+
 def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
     """The plan without engines that cannot run here, and why each cannot. An engine built on first
     use (the LibTorch driver, the authors' programs) is built here, before the first trial, for the

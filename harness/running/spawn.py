@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from harness.measure import affinity, limits, memory
 from harness.store.run_plan import DEFAULT_TIMING
 
+# A child dead of one of these may have been stopped with the runner (a job cancelled); the runner
+# then sees the signal itself within this time.
+STOP_SIGNALS = {-signal.SIGTERM, -signal.SIGINT} if os.name != "nt" else set()
+SIGNAL_GRACE_S = 2.0
 # Single-threaded settings every child gets, whatever its framework.
 SINGLE_THREAD_ENV = {
     "OMP_NUM_THREADS": "1",
@@ -114,10 +118,20 @@ class ChildSpawner:
         wall_s = time.perf_counter() - start
         out.join()
         err.join()
+        if returncode in STOP_SIGNALS:
+            self._await_own_signal()
         if self.interrupted:
             raise Interrupted
         return ChildRun(returncode, out.text(), err.text(), wall_s, cpu_time_s, timed_out,
                         private_peak=private_peak)
+
+    def _await_own_signal(self) -> None:
+        """A scheduler stopping a job (SLURM's scancel or time limit) signals every process of it at
+        once, this child too, which may die a moment before the runner's handler has run: that trial
+        was stopped with the run, not failed by its engine, and must stay missing for a resume."""
+        deadline = time.monotonic() + SIGNAL_GRACE_S
+        while not self.interrupted and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _windows_memory_cap(self, proc: subprocess.Popen):
         """Windows has no rlimits: a job object caps the child's memory (held until it exits)."""

@@ -3,7 +3,8 @@
 Trials are only ever copied, never changed. What would make the joined numbers incomparable
 refuses the merge: runs of different plans, a trial present twice, machines of different CPU
 models, different profiles or framework versions (the last three pass with --allow-mixed, and the
-merged manifest then lists them, for the report to say).
+merged manifest then lists them, for the report to say). A partial run (a shard missing or cut
+short, planned trials absent) is refused too, naming the points it lacks, unless --allow-partial.
 """
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def differences(manifests: dict[Path, dict]) -> list[str]:
     return found
 
 
-def merge(runs: list[Path], out: Path, allow_mixed: bool) -> Path:
+def merge(runs: list[Path], out: Path, allow_mixed: bool, allow_partial: bool = False, planned=None) -> Path:
+    """`planned(plan)`: the trial keys a run of the plan records (from the layer that expands plans)."""
     if len(set(map(os.path.realpath, runs))) != len(runs):
         raise UsageError("merge: a run is named twice")
     try:
@@ -71,8 +73,14 @@ def merge(runs: list[Path], out: Path, allow_mixed: bool) -> Path:
     if len(set(indices)) != len(indices):
         raise UsageError("merge: a shard is given twice")
     trials = merged_trials(runs)
-    _check_out(out)
     manifest = merged_manifest(out, runs, manifests, mixed, counts.pop(), indices)
+    lacking = missing(trials, expected(planned, base_plan(manifests[first])), manifest["unavailable"])
+    if lacking:
+        manifest["status"] = ("partial: " if manifest["status"] == "complete" else manifest["status"] + "; ") + lacking
+    if manifest["status"] != "complete" and not allow_partial:
+        raise UsageError(f"merge: the merged run would be {manifest['status']} (--allow-partial merges it "
+                         f"anyway, and the report says so)")
+    _check_out(out)
     write_run(out, trials, manifest)
     return out
 
@@ -89,6 +97,26 @@ def merged_trials(runs: list[Path]) -> list[dict]:
             seen[key] = run
             trials.append(t)
     return trials
+
+
+def expected(planned, plan: RunPlan) -> list[tuple]:
+    """The plan's trial keys; none where this installation cannot expand the plan (an engine or a
+    workload it lacks): the shards' statuses alone then say what is missing."""
+    try:
+        return planned(plan) if planned else []
+    except UsageError:
+        return []
+
+
+def missing(trials: list[dict], planned: list[tuple], unavailable: dict) -> str:
+    """The planned points without all their trials, in words ('' when none)."""
+    have = {results.trial_key(t["engine"], t["workload"], t["params"], t["trial"]) for t in trials}
+    absent = [key for key in planned if key not in have and key[0] not in unavailable]
+    points = list(dict.fromkeys(f"{engine} · {workload} {params}" for engine, workload, params, _ in absent))
+    if not points:
+        return ""
+    shown = "; ".join(points[:5]) + (f"; and {len(points) - 5} more" if len(points) > 5 else "")
+    return f"{len(absent)} planned trials missing, at {len(points)} points: {shown}"
 
 
 def merged_manifest(out: Path, runs: list[Path], manifests: dict, mixed: list[str], count, indices) -> dict:

@@ -1,0 +1,135 @@
+"""A SLURM run followed from its folder: `run --slurm --wait`, `burtbench slurm status` and `cancel`.
+
+The shards' folders say what was recorded (trials.jsonl, the manifest's status); squeue says
+which task is pending, running or ended. A line is printed whenever the picture changes, so that
+a log of a long wait stays short.
+"""
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from harness.cluster import record as rec
+from harness.cluster import slurm
+
+POLL_S = 1.0
+
+
+def shard_states(run: Path, record: dict, known: dict[str, str]) -> dict[int, str]:
+    """Each shard's state: done (its folder is complete), else its latest task's (pending, running,
+    failed), or 'ended' where the controller no longer knows it."""
+    found = {}
+    for s in record["shards"]:
+        k = s["index"]
+        if rec.shard_done(run, k):
+            found[k] = "done"
+            continue
+        tasks = rec.attempts(record, k)
+        state = known.get(rec.task_id(tasks[-1], k), "") if tasks else ""
+        found[k] = ("running" if state in ("RUNNING", "COMPLETING") else "failed" if state in slurm.FAILED
+                    else "pending" if state in ("PENDING", "CONFIGURING", "REQUEUED", "SUSPENDED") else "ended")
+    return found
+
+
+def progress(run: Path, record: dict, states: dict[int, str]) -> str:
+    """shards done/running/pending/failed, the trials recorded of those planned, and the time left
+    (the slowest unfinished shard's estimate, scaled by what it has left)."""
+    counts = {s: sum(v == s for v in states.values()) for s in ("done", "running", "pending", "failed")}
+    recorded = {s["index"]: rec.recorded_trials(run, s["index"]) for s in record["shards"]}
+    planned = sum(s["trials"] for s in record["shards"])
+    left = [s["estimate_s"] * max(0.0, 1 - recorded[s["index"]] / max(1, s["trials"]))
+            for s in record["shards"] if states[s["index"]] != "done"]
+    eta = f"ETA {timedelta(seconds=round(max(left)))}" if left else "merging"
+    return (f"shards: {counts['done']} done, {counts['running']} running, {counts['pending']} pending, "
+            f"{counts['failed']} failed · trials: {sum(recorded.values())} of {planned} recorded · {eta}")
+
+
+def follow(run: Path, console: Console) -> int:
+    """Until the run has an outcome: 0 when merged and reported, 1 when not."""
+    last = ""
+    while True:
+        record = rec.read(run)
+        try:
+            known = slurm.states(rec.job_ids(record))
+        except slurm.SlurmError as exc:  # the controller busy or restarting: the jobs go on, ask again
+            console.print(f"[yellow]{escape(str(exc))}[/] (asking again)", highlight=False)
+            time.sleep(POLL_S * 10)
+            continue
+        line = progress(run, record, shard_states(run, record, known))
+        if line != last:
+            console.print(f"{time.strftime('%H:%M:%S')} {line}", highlight=False)
+            last = line
+        if record["outcome"]:
+            return outcome(run, record, console)
+        if all(known.get(j, "COMPLETED") in slurm.ENDED for j in jobs_of(record, known)):
+            fresh = rec.read(run)  # the last job wrote its outcome, or submitted more, before it ended
+            if fresh["outcome"]:
+                return outcome(run, fresh, console)
+            if len(fresh["jobs"]) > len(record["jobs"]):
+                continue
+            finish = record["jobs"][-1]
+            log = run / "logs" / f"finish-{finish['id']}.log"
+            console.print(f"[red]the follow-up job {finish['id']} ended without merging[/]; its log ends: "
+                          f"{escape(rec.log_tail(log))}", highlight=False)
+            return 1
+        time.sleep(POLL_S)
+
+
+def jobs_of(record: dict, known: dict[str, str]) -> list[str]:
+    """Every job and array task of the run the controller knows of (an array's tasks by their ids)."""
+    ids = [j for j in known if j.split("_")[0] in rec.job_ids(record)]
+    return ids or rec.job_ids(record)
+
+
+def outcome(run: Path, record: dict, console: Console) -> int:
+    done = record["outcome"]
+    for k, tail in (done.get("failed") or {}).items():
+        console.print(f"[red]shard {k} failed twice[/]; its last log ends: {escape(tail)}", highlight=False)
+    took = timedelta(seconds=round(time.time() - record["submitted_at"]))
+    if "merged" not in done:
+        console.print(f"[red]not merged[/]: {escape(done['reason'])} ({took} after submission)", highlight=False)
+        return 1
+    finish = run / "logs" / f"finish-{record['jobs'][-1]['id']}.log"
+    if finish.exists():  # the follow-up job's account: a line per paper claim
+        console.print(escape(finish.read_text(errors="replace").rstrip()), highlight=False)
+    report = f"; report: {done['report']}/index.html" if done["report"] else ""
+    console.print(f"merged: {done['trials']} trials ({done['status']}) → {done['merged']}{report} "
+                  f"({took} after submission)", highlight=False)
+    return 0
+
+
+def status(run: Path, console: Console) -> int:
+    record = rec.read(run)
+    known = slurm.states(rec.job_ids(record))
+    states = shard_states(run, record, known)
+    console.print(progress(run, record, states), highlight=False)
+    for s in record["shards"]:
+        k = s["index"]
+        tasks = rec.attempts(record, k)
+        console.print(f"  shard {k}: {states[k]}, {rec.recorded_trials(run, k)} of {s['trials']} trials, jobs "
+                      f"{', '.join(rec.task_id(t, k) for t in tasks)}; log {rec.log_of(run, tasks[-1], k)}",
+                      highlight=False)
+    for job in record["jobs"]:
+        if job["kind"] == "finish":
+            console.print(f"  follow-up job {job['id']} (after {job['after']}): "
+                          f"{known.get(job['id'], 'ended').lower()}", highlight=False)
+    if record["outcome"]:
+        return outcome(run, record, console)
+    return 0
+
+
+def cancel(run: Path, console: Console) -> int:
+    record = rec.read(run)
+    ids = rec.job_ids(record)
+    try:
+        slurm.cancel(ids)
+    except slurm.SlurmError as exc:
+        console.print(f"[yellow]{escape(str(exc))}[/]", highlight=False)
+        return 1
+    console.print(f"cancelled jobs {', '.join(ids)}; the trials recorded stay in {run / 'shards'} "
+                  f"(burtbench merge --allow-partial joins them)", highlight=False)
+    return 0

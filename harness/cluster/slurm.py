@@ -1,0 +1,69 @@
+"""SLURM's client commands, each behind one function: sbatch, squeue, scontrol, scancel.
+
+Only the client commands are used, never sacct (it needs the accounting database, which many
+clusters and the tests' one-node cluster lack): squeue -r -t all gives every array task's state for
+as long as the controller keeps finished jobs (MinJobAge), scontrol the partitions.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from harness.errors import UsageError
+
+# A task in one of these states ended without finishing its shard: it is resubmitted once.
+FAILED = ("FAILED", "TIMEOUT", "CANCELLED", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+ENDED = ("COMPLETED", *FAILED)
+CLIENT_TIMEOUT_S = 60
+
+
+class SlurmError(RuntimeError):
+    """A SLURM command failed; the message is one line with its own words."""
+
+
+def require_sbatch() -> None:
+    if shutil.which("sbatch") is None:
+        raise UsageError("--slurm: no sbatch on PATH (run on a SLURM cluster's login node, or load its module)")
+
+
+def call(argv: list[str], stdin: str | None = None) -> str:
+    try:
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
+    except FileNotFoundError:
+        raise SlurmError(f"{argv[0]}: not on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise SlurmError(f"{argv[0]}: no answer from the cluster's controller within {CLIENT_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        said = " ".join((done.stderr or done.stdout).split()) or f"exit status {done.returncode}"
+        raise SlurmError(f"{argv[0]}: {said}")
+    return done.stdout
+
+
+def check_partition(name: str) -> None:
+    try:
+        call(["scontrol", "-o", "show", "partition", name])
+    except SlurmError:
+        raise UsageError(f"--partition {name}: the cluster has no such partition (sinfo lists them)") from None
+
+
+def sbatch(options: list[str], script: str) -> str:
+    """Submits `script` (a file) with `options`; the job's id."""
+    return call(["sbatch", "--parsable", *options, script]).strip().split(";")[0]
+
+
+def states(job_ids: list[str]) -> dict[str, str]:
+    """Each job's, or array task's ('12_3'), state, for the jobs the controller still knows."""
+    if not job_ids:
+        return {}
+    try:
+        out = call(["squeue", "-r", "-t", "all", "-h", "-o", "%i %T", "-j", ",".join(job_ids)])
+    except SlurmError as exc:
+        if "Invalid job id" in str(exc):  # every one ended longer ago than the controller keeps jobs
+            return {}
+        raise
+    return dict(line.split(None, 1) for line in out.splitlines() if len(line.split(None, 1)) == 2)
+
+
+def cancel(job_ids: list[str]) -> None:
+    if job_ids:
+        call(["scancel", *job_ids])
