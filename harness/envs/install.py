@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness.envs import revisions
 from harness.envs.cache import RECORD, read_record
 from harness.envs.specs import EnvSpec, parse_spec
 from harness.store.results import write_json_atomic
@@ -179,8 +180,8 @@ def make_all(plan, python: str, workloads: list, console) -> dict:
     needs for the planned workloads."""
 
     needs = tuple(sorted({n for w in workloads for n in WORKER_NEEDS[w.kind]}))
-    made = {}
-    for text in plan.envs:
+    made = revisions.make_all(plan, python, console)
+    for text in (t for t in plan.envs if t not in made):
         with console.status(f"environment {text}: making or reusing it"):
             env = ensure(parse_spec(text), python, Path(plan.env_dir), needs, list(plan.pip_args))
         how = "reused" if env.reused else f"made with {env.installer}"

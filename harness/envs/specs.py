@@ -1,9 +1,11 @@
 """Managed environments (`burtbench run --env SPEC`): which engines a SPEC runs, and the cache of
 environments the harness made (`burtbench envs`).
 
-A SPEC is a requirement set ("jax==0.4.38", "jax==0.5.0,jaxlib==0.5.0"). The engines of a
+A SPEC is a requirement set ("jax==0.4.38", "jax==0.5.0,jaxlib==0.5.0"), or a version of BurTorch
+itself ("burtorch@HEAD~1", "burtorch-authors@b1a9d66": harness/envs/revisions.py). The engines of a
 framework the SPEC names run in that environment as engines of their own, `<engine id>@<SPEC>`,
-planned and interleaved like any other. Making an environment is harness/envs/install.py.
+planned and interleaved like any other. Making an environment is harness/envs/install.py (a
+revision's: revisions.py).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engines.none import FLOOR
+from harness.envs import revisions
 from harness.envs.cache import env_dir
 from harness.errors import UsageError
 from harness.store import results
@@ -30,9 +33,11 @@ class EnvSpec:
     names: frozenset[str]  # the distributions it names, normalized (PEP 503)
 
 
-def parse_spec(text: str, option: str = "--env") -> EnvSpec:
+def parse_spec(text: str, option: str = "--env") -> EnvSpec | revisions.RevisionSpec:
     """A SPEC, checked: requirements joined by commas, where a piece starting with an operator
-    continues the previous requirement ("jax>=0.4,<0.5")."""
+    continues the previous requirement ("jax>=0.4,<0.5"); or a revision of BurTorch."""
+    if revisions.is_revision(text):
+        return revisions.parse(text, option)
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
@@ -68,7 +73,11 @@ def plan_options(args) -> dict:
         if given:
             raise UsageError(f"{'/'.join(given)} only apply with --env SPEC")
         return {"envs": [], "env_dir": None, "pip_args": []}
-    specs = [parse_spec(text).text for text in texts]
+    parsed = [parse_spec(text) for text in texts]
+    for spec in parsed:
+        if isinstance(spec, revisions.RevisionSpec):  # an unknown revision is said now, before anything is built
+            revisions.check(spec, getattr(args, "upstream", None))
+    specs = [spec.text for spec in parsed]
     twice = sorted({s for s in specs if specs.count(s) > 1})
     if twice and not getattr(args, "aa", None):
         raise UsageError(f"--env {twice[0]} is given twice (to measure the noise floor, an A/A run, add --aa)")
@@ -76,8 +85,11 @@ def plan_options(args) -> dict:
     return {"envs": specs, "env_dir": str(env_dir(args.env_dir)), "pip_args": list(args.pip_arg)}
 
 
-def provides(spec: EnvSpec, engine) -> bool:
+def provides(spec, engine) -> bool:
     from packaging.utils import canonicalize_name
+
+    if isinstance(spec, revisions.RevisionSpec):
+        return spec.provides(engine)
 
     return engine.kind == "python" and canonicalize_name(engine.dist_name) in spec.names
 
@@ -91,7 +103,10 @@ def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
             chosen.append(engine)
             continue
         mine = [spec for spec in specs if provides(spec, engine)]
-        if not mine and explicit:
+        # `--engine burtorch` names the authors' program too: versions of ours leave it out, and the reverse.
+        sibling = any(isinstance(s, revisions.RevisionSpec) and s.project.split("-")[0] == engine.framework.split("-")[0]
+                      for s in specs)
+        if not mine and explicit and not sibling:
             raise UsageError(f"--engine {engine.id}: no --env SPEC installs its framework "
                              f"(it needs '{engine.dist_name}'" + ("" if engine.kind == "python" else
                                                                   ", and only Python engines run in an environment")
@@ -124,6 +139,8 @@ def bind(engines: dict, environments: dict) -> dict:
         if env is not None and env.problem:
             reason = f"environment {engine.env} could not be made: {env.problem}"
             engine = engine.replace(condition=lambda reason=reason: reason)
+        elif isinstance(env, (revisions.OursEnv, revisions.TheirsEnv)):
+            engine = env.bind(engine)
         elif env is not None:
             engine = engine.replace(python=env.python)
         bound[eid] = engine

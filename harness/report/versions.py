@@ -47,6 +47,7 @@ class VersionTable:
     rows: list[dict]
     shown: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    counted_as: str = ""  # where instructions were counted on another build than the one timed, which
 
 
 def _version_key(text: str):
@@ -58,9 +59,23 @@ def _version_key(text: str):
         return (1, None, text)
 
 
-def version_of(point: Point, env: str) -> str:
-    """The version the engine reported in that environment (else the SPEC)."""
-    return str(point.version() or env)
+def version_of(point: Point, env: str, names: dict | None = None) -> str:
+    """A version of BurTorch's name (short hash and subject, and whether it is dirty), else the version
+    the engine reported in that environment, else the SPEC."""
+    return str((names or {}).get(env.removesuffix(AA_COPY)) or point.version() or env)
+
+
+def revisions_of(manifest: dict) -> dict[str, tuple]:
+    """{SPEC: (its place among versions, its name)} of the run's versions of BurTorch (--env burtorch@REV,
+    burtorch-authors@COMMIT), as the manifest recorded them: ours in the order of their commits (a dirty
+    working tree last), theirs as given."""
+    recorded = manifest.get("environments")
+    found = {}
+    for place, (text, record) in enumerate(recorded.items() if isinstance(recorded, dict) else ()):
+        if isinstance(record, dict) and record.get("name"):
+            when = (record.get("revision") or {}).get("committed_at") or place
+            found[str(text)] = ((-1, when, ""), str(record["name"]))
+    return found
 
 
 def geo_mean(point: Point, value) -> float | None:
@@ -100,10 +115,11 @@ def _ends(prefix: str, r: paired.Ratio | None) -> dict:
     return {f"{prefix}_ci_low": ci[0], f"{prefix}_ci_high": ci[1]}
 
 
-def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: float | None) -> dict:
+def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: float | None,
+         names: dict | None = None) -> dict:
     same = point is oldest
     copy = " (A/A copy)" if env.endswith(AA_COPY) else ""
-    row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env) + copy, "env": env,
+    row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env, names) + copy, "env": env,
            "trials_ok": point.trials_ok(), "trials": len(point.trials), "check_ok": point.check()[0], "in_run": True,
            "noise_floor": floor}
     if same:
@@ -162,6 +178,8 @@ def build(run: Run) -> list[VersionTable]:
             by_workload.setdefault(key.workload, {}).setdefault((base, key.params), {})[env] = point
     listed = run.manifest.get("unavailable")  # a damaged manifest may hold anything here
     unavailable = {eid: why for eid, why in listed.items() if split_id(str(eid))[1]} if isinstance(listed, dict) else {}
+    revisions = revisions_of(run.manifest)
+    names = {text: name for text, (_, name) in revisions.items()}
     tables = []
     for workload, engines in by_workload.items():
         rows, notes = [], []
@@ -174,14 +192,20 @@ def build(run: Run) -> list[VersionTable]:
             # systematic gap in one run, e.g. 0.95 [0.91, 0.98], widens the floor to cover it).
             if len(versions) < 2:
                 rows += [row for env in versions if env + AA_COPY in points
-                         for row in (_row(engine, params, env, points[env], points[env], floor),
-                                     _row(engine, params, env + AA_COPY, points[env + AA_COPY], points[env], floor))]
+                         for row in (_row(engine, params, env, points[env], points[env], floor, names),
+                                     _row(engine, params, env + AA_COPY, points[env + AA_COPY], points[env], floor,
+                                          names))]
                 continue
-            ordered = sorted(versions.items(), key=lambda item: _version_key(version_of(item[1], item[0])))
+            ordered = sorted(versions.items(), key=lambda item: revisions[item[0]][0] if item[0] in revisions
+                             else _version_key(version_of(item[1], item[0])))
             oldest = ordered[0][1]
-            rows += [_row(engine, params, env, point, oldest, floor) for env, point in ordered]
+            rows += [_row(engine, params, env, point, oldest, floor, names) for env, point in ordered]
         if not rows:
             continue
+        # Instructions counted on another build than the one timed (valgrind cannot run AVX-512) say so.
+        counted_as = sorted({str(t["instructions_build"]) for points in engines.values() for p in points.values()
+                             for t in p.trials if t.get("instructions_build")})
+        notes += [f"instructions per iteration: {label}" for label in counted_as]
         notes += [f"{eid}: unavailable: {why}" for eid, why in sorted(unavailable.items())]
         tables.append(VersionTable(
             f"versions_{workload}", f"{workload}: framework versions",
@@ -192,7 +216,7 @@ def build(run: Run) -> list[VersionTable]:
             "Verdict: faster/slower where the interval excludes 1, the signed-rank p < 0.05 and the change "
             "exceeds the floor; else instructions where they differ beyond their repeat spread; else the "
             "same within noise. 'Decided by' names the measure.",
-            workload, FIELDS, rows, _shown(rows), notes))
+            workload, FIELDS, rows, _shown(rows), notes, "; ".join(counted_as)))
     return tables
 
 
@@ -217,7 +241,8 @@ def figure(table: VersionTable, folder: Path) -> Figure | None:
         line[0].set_ylim(bottom=0)
         if counted:
             line[1].bar(names, [r["instructions_per_iter"] or 0 for r in rows], color="tab:gray")
-            line[1].set_ylabel("instructions per iteration (a proxy)")
+            line[1].set_ylabel("instructions per iteration (a proxy)" + ("\n" + table.counted_as.split(";")[0]
+                                                                          if table.counted_as else ""), fontsize=7)
             line[1].set_ylim(bottom=0)
         _ratio_panel(line[-1], rows)
         line[0].set_title(label, fontsize=8)

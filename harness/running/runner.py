@@ -221,9 +221,12 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     own = payload.get("check")
     trial.check = own or pt.workload.check(pt.params, payload.get("outputs"), precision, inputs).as_dict()
     if opts.instructions:
-        count = count_instructions(pt, spawner, inputs)
+        # Another build counted where valgrind cannot run the timed one (never timed itself).
+        counted = pt.engine.counted_as
+        count = count_instructions(dataclasses.replace(pt, engine=counted) if counted else pt, spawner, inputs)
         trial.instructions_per_iter, trial.instructions_reason = count.per_iter, count.reason
         trial.instructions_cost_s = count.cost_s
+        trial.instructions_build = counted.note if counted else None
     return trial
 
 

@@ -194,8 +194,8 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
         if env and base in registry:
             registry[eid] = registry[base].replace(env=env)
     registry = envs.bind(registry, environments or {})
-    if asked.upstream:  # the authors' engines build from the run's --upstream
-        registry = {eid: e.replace(source=asked.upstream) if upstream_source.is_authors(eid) else e
+    if asked.upstream:  # the authors' engines build from the run's --upstream (at a commit: that commit's)
+        registry = {eid: e.replace(source=asked.upstream) if upstream_source.is_authors(eid) and not e.env else e
                     for eid, e in registry.items()}
     missing = [e for e in asked.engines if e not in registry]
     if missing:
