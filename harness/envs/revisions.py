@@ -57,7 +57,8 @@ COUNTED_LABEL = "instructions of the AVX+FMA build (valgrind cannot run AVX-512)
 BUILD_TIMEOUT_S = 1800
 RECIPE = 1  # bump when the way a revision is built changes: older builds are then made again
 SUBJECT_CHARS = 60
-ERROR = re.compile(r"\berror\b|CMake Error|\*\*\*", re.I)
+# A build log's lines that say what went wrong, the compiler's own first: make's "*** Error 2" follows it.
+ERRORS = (re.compile(r"\berror\b\s*:", re.I), re.compile(r"CMake Error"), re.compile(r"\berror\b|\*\*\*|fatal", re.I))
 
 
 def is_revision(text: str) -> bool:
@@ -112,8 +113,9 @@ class Revision:
         return f"{self.commit[:7]} {subject}" + (" (dirty: uncommitted changes)" if self.dirty else "")
 
 
-def resolve(rev: str, repo: Path = ROOT, option: str = "--env burtorch@") -> Revision:
-    """A revision of the repository at `repo`, or UsageError (one line)."""
+def resolve(rev: str, repo: Path | None = None, option: str = "--env burtorch@") -> Revision:
+    """A revision of the repository at `repo` (this project's), or UsageError (one line)."""
+    repo = repo or ROOT
     if shutil.which("git") is None:
         raise UsageError(f"{option}{rev}: git not found on PATH")
     top = _git(repo, "rev-parse", "--show-toplevel")
@@ -181,8 +183,11 @@ def compiler_identity() -> dict:
 def last_error(log_text: str) -> str:
     """The compiler's (or CMake's) last error line of a failed build, on one line."""
     lines = [line.strip() for line in log_text.splitlines() if line.strip() and not line.startswith(("$ ", "[exit"))]
-    hits = [line for line in lines if ERROR.search(line)]
-    return ((hits or lines or ["no output"])[-1])[:400]
+    for pattern in ERRORS:
+        hits = [line for line in lines if pattern.search(line)]
+        if hits:
+            return hits[-1][:400]
+    return (lines or ["no output"])[-1][:400]
 
 
 @dataclass
@@ -213,10 +218,11 @@ def _python_facts(python: str) -> dict:
 
 
 def build(revision: Revision, spec: str, isa: str, root: Path, python: str = sys.executable,
-          repo: Path = ROOT, jobs: int = 2) -> Build:
+          repo: Path | None = None, jobs: int = 2) -> Build:
     """The build of `revision` for `isa` under `root`, made where it is not there yet; never raises for
     a failed build (its `problem` says why in one line, and the next run tries again)."""
     started = time.perf_counter()
+    repo = repo or ROOT
     facts = _python_facts(python)
     flags = [*ISA_OPTIONS[isa], *([] if isa == COUNTING else [f"BURTORCH_NATIVE={os.environ.get('BURTORCH_NATIVE', '')}"])]
     identity = {"recipe": RECIPE, "commit": revision.commit, "fingerprint": revision.fingerprint, "isa": isa,
