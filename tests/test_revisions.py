@@ -181,3 +181,23 @@ def test_versions_run_count_the_counting_build_time_the_host_build_and_survive_a
     assert "error: expected ; before }" in broken["problem"]
     assert "error: expected ; before }" in manifest["unavailable"]["burtorch/eager/cpp/cpu@burtorch@broken"]
     assert manifest["environments"]["burtorch@v1"]["name"].startswith(f"{repo.first[:7]} first: the base")
+
+
+def test_the_gate_fails_on_more_instructions_or_none_counted(fake_engines, fake_valgrind, tmp_path,  # noqa: F811
+                                                             monkeypatch, capsys):
+    def run(out: Path, *more: str) -> str:
+        assert main(["run", "--engine", "fake/ok", "--workload", "tiny", "--profile", "smoke", "--trials", "2",
+                     "--no-report", "--out", str(out), *more]) == 0
+        return str(next(out.iterdir()))
+
+    base, same, uncounted = run(tmp_path / "a", "--instructions"), run(tmp_path / "b", "--instructions"), \
+        run(tmp_path / "c")
+    assert main(["compare", base, same, "--fail-if-more-instructions", "0.5"]) == 0
+    monkeypatch.setattr("harness.running.instructions.per_iteration", lambda short, long, n: 260.0)
+    more = run(tmp_path / "d", "--instructions")  # 260 against 250: +4%
+    capsys.readouterr()
+    assert main(["compare", base, more, "--fail-if-more-instructions", "5"]) == 0
+    assert main(["compare", base, more, "--fail-if-more-instructions", "0.5"]) == 1
+    assert "more instructions by more than 0.5%: tiny fake/ok" in capsys.readouterr().err
+    assert main(["compare", base, uncounted, "--fail-if-more-instructions", "0.5"]) == 1
+    assert "no instruction count to gate on" in capsys.readouterr().err

@@ -225,6 +225,20 @@ def exit_status(result: dict, fail_if_slower_pct: float | None) -> int:
     return 1 if regressions(result, fail_if_slower_pct) else 0
 
 
+def instruction_regressions(result: dict, fail_if_more_pct: float) -> list[str]:
+    """Why --fail-if-more-instructions fails: one line per row of RUN_B that counts more instructions per
+    iteration than RUN_A beyond their repeat spread and by more than PCT, or that has no count to gate on."""
+    limit = 1 + fail_if_more_pct / 100
+    lines = []
+    for row in result["rows"]:
+        where = f"{row['workload']} {row['engine']} {_params(row['params'])}"
+        if row["instr_ratio"] is None:
+            lines.append(f"no instruction count to gate on: {where}(run both with --instructions)")
+        elif row["instr_verdict"] == "more" and row["instr_ratio"] > limit:
+            lines.append(f"more instructions by more than {fail_if_more_pct:g}%: {where}B/A {row['instr_ratio']:.4f}")
+    return lines
+
+
 # ----------------------------------------------------------------------------- output
 
 def size(value: float | None) -> str:

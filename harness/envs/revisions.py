@@ -16,10 +16,7 @@ build of the same revision without AVX-512 (BURTORCH_AVX512=OFF: AVX and FMA, as
 it) is made, and only its instructions are counted: the trial's `instructions_build` says so. Its
 time is never measured.
 
-burtorch-authors@COMMIT is looked for in every copy of their source the run knows (--upstream,
-$BURTBENCH_UPSTREAM, the default checkout): a checkout gives any commit of its history (`git archive`
-into build/upstream/commits/), a `git archive` tarball its own commit. Their engine builds it as
-it builds their pinned commit, once per commit (engines/authors/build.py).
+burtorch-authors@COMMIT: harness/envs/authors_commits.py finds it; its engine builds it.
 """
 from __future__ import annotations
 
@@ -31,22 +28,20 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engines.authors.cmake import log_tail, nice, run_logged
-from engines.authors.source import ARCHIVE_SUFFIXES, archive_commit
-from engines.burtorch_authors import DEFAULT_CHECKOUT
 from engines.file_lock import exclusive
+from harness.envs.authors_commits import THEIRS, TheirsEnv, find_theirs
 from harness.envs.cache import RECORD, read_record
 from harness.errors import UsageError
 from harness.machine.valgrind import uncountable_isa
 from harness.paths import ROOT
 from harness.store.results import write_json_atomic
 
-OURS, THEIRS = "burtorch", "burtorch-authors"
+OURS = "burtorch"
 WORKTREE = "worktree"  # burtorch@worktree: the checkout's files as they are, uncommitted changes included
 SOURCE = "burtorch_ext"  # the part of this repository a revision's build needs
 # The build of a revision as timed (what `pip install .` makes on this CPU), and the one counted
@@ -332,78 +327,12 @@ def _from_build(engine, made: Build):
     return engine.replace(python=made.python)
 
 
-@dataclass
-class TheirsEnv:
-    """burtorch-authors@COMMIT found: the `git archive` tarball of that commit their engine builds from."""
-    spec: str
-    commit: str | None
-    source: str
-    subject: str = ""
-    problem: str | None = None
-
-    def manifest_record(self) -> dict:
-        return {"spec": self.spec, "kind": "authors commit", "commit": self.commit, "source": self.source,
-                "name": f"{self.commit[:7]} {self.subject}".strip() if self.commit else None, "problem": self.problem}
-
-    def bind(self, engine):
-        return engine.replace(source=self.source)
-
-
-def their_locations(upstream: str | None) -> list[Path]:
-    """Every copy of the authors' source the run knows, first the run's --upstream."""
-    places = [upstream, os.environ.get("BURTBENCH_UPSTREAM", "").strip(), str(DEFAULT_CHECKOUT)]
-    seen = []
-    for place in places:
-        if place and Path(place).expanduser().exists() and Path(place).expanduser().resolve() not in seen:
-            seen.append(Path(place).expanduser().resolve())
-    return seen
-
-
-def _archives(place: Path) -> list[Path]:
-    if place.is_file():
-        return [place] if place.name.endswith(ARCHIVE_SUFFIXES) else []
-    return sorted(p for p in place.iterdir() if p.is_file() and p.name.endswith(ARCHIVE_SUFFIXES))
-
-
-def find_theirs(commit: str, upstream: str | None, cache: Path) -> TheirsEnv:
-    """Their commit as a `git archive` tarball (made once per commit from a checkout holding it), or UsageError."""
-    spec = f"{THEIRS}@{commit}"
-    places = their_locations(upstream)
-    for place in places:
-        if place.is_dir() and (place / ".git").exists():
-            found = _git(place, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{commit}^{{commit}}")
-            if found.returncode != 0:
-                continue
-            full = found.stdout.strip()
-            subject = _git(place, "log", "-1", "--format=%s", full).stdout.strip()
-            tarball = cache / f"{full}.tar"
-            if not tarball.is_file():
-                cache.mkdir(parents=True, exist_ok=True)
-                scratch = Path(tempfile.mkstemp(prefix=f".{full[:12]}-", suffix=".tar", dir=cache)[1])
-                done = _git(place, "archive", "--format=tar", "-o", str(scratch), full)
-                if done.returncode != 0:
-                    scratch.unlink(missing_ok=True)
-                    return TheirsEnv(spec, full, "", subject, f"git archive {full[:12]} in {place}: {done.stderr.strip()}")
-                os.replace(scratch, tarball)
-            return TheirsEnv(spec, full, str(tarball), subject)
-        for archive in _archives(place):
-            found = archive_commit(archive)
-            if found and found.startswith(commit.lower()):
-                return TheirsEnv(spec, found, str(archive), "(their archive)")
-    raise UsageError(f"--env {spec}: no commit {commit} in the authors' source the run knows "
-                     f"({', '.join(map(str, places)) or 'none: pass --upstream DIR or set $BURTBENCH_UPSTREAM'})")
-
-
 def check(spec: RevisionSpec, upstream: str | None) -> None:
     """A new run's revision exists (ours in this repository, theirs in a source the run knows); else UsageError."""
     if spec.project == OURS:
         resolve(spec.rev)
     else:
-        find_theirs(spec.rev, upstream, commits_cache())
-
-
-def commits_cache() -> Path:
-    return DEFAULT_CHECKOUT.parent / "commits"
+        find_theirs(spec.rev, upstream)
 
 
 def make_all(plan, python: str, console) -> dict:
@@ -416,7 +345,7 @@ def make_all(plan, python: str, console) -> dict:
         spec = parse(text)
         if spec.project == THEIRS:
             try:
-                env = find_theirs(spec.rev, plan.upstream, commits_cache())
+                env = find_theirs(spec.rev, plan.upstream)
             except UsageError as exc:
                 env = TheirsEnv(spec.text, None, "", problem=str(exc))
             console.print(f"environment {text}: " + (env.problem or f"their commit {env.commit[:12]} from {env.source}"),
