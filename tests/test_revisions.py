@@ -201,3 +201,29 @@ def test_the_gate_fails_on_more_instructions_or_none_counted(fake_engines, fake_
     assert "more instructions by more than 0.5%: tiny fake/ok" in capsys.readouterr().err
     assert main(["compare", base, uncounted, "--fail-if-more-instructions", "0.5"]) == 1
     assert "no instruction count to gate on" in capsys.readouterr().err
+
+
+def test_our_rows_in_no_environment_are_counted_on_a_build_of_this_checkout(repo, tmp_path, monkeypatch):
+    from harness.envs.specs import bind
+
+    monkeypatch.setattr(revisions, "uncountable_isa", lambda: "AVX-512")
+    console = SimpleNamespace(print=lambda *a, **k: None)
+    plan = SimpleNamespace(envs=(), env_dir=str(tmp_path / "envs"), upstream=None, instructions=True)
+    made = revisions.make_all(plan, sys.executable, console, plain=True)
+    native, python = ENGINES
+    bound = bind({native.id: native, python.id + "@#2": python.replace(env="#2")}, made)
+    assert bound[native.id].executable == native.executable  # timed: the installed driver, as without counting
+    assert bound[native.id].counted_as.executable == made[revisions.CHECKOUT].counting.driver
+    assert bound[python.id + "@#2"].counted_as.python == made[revisions.CHECKOUT].counting.python  # its A/A copy too
+    assert "this checkout" in bound[native.id].counted_as.note
+    assert revisions.make_all(plan, sys.executable, console, plain=False) == {}
+
+
+def test_a_resumed_run_refuses_a_revision_that_moved(repo):
+    moved = revisions.OursEnv("burtorch@HEAD", revisions.resolve("HEAD"), None)
+    manifest = {"environments": {"burtorch@HEAD": {"revision": {"commit": repo.first, "fingerprint": ""}}}}
+    with pytest.raises(UsageError) as err:
+        revisions.check_resumed(manifest, {"burtorch@HEAD": moved})
+    assert f"burtorch@{repo.first[:12]}" in str(err.value)
+    manifest["environments"]["burtorch@HEAD"]["revision"]["commit"] = repo.second
+    revisions.check_resumed(manifest, {"burtorch@HEAD": moved})

@@ -17,9 +17,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from engines.base import split_id
 from harness.envs import revisions
 from harness.envs.cache import RECORD, read_record
-from harness.envs.specs import EnvSpec, parse_spec
+from harness.envs.specs import EnvSpec, original_env, parse_spec
 from harness.store.results import write_json_atomic
 from workloads.base import WORKER_NEEDS
 
@@ -180,7 +181,9 @@ def make_all(plan, python: str, workloads: list, console) -> dict:
     needs for the planned workloads."""
 
     needs = tuple(sorted({n for w in workloads for n in WORKER_NEEDS[w.kind]}))
-    made = revisions.make_all(plan, python, console)
+    ours = any(split_id(eid)[0].split("/")[0] == revisions.OURS and not original_env(split_id(eid)[1])
+               for eid in plan.engines)  # our rows in no environment
+    made = revisions.make_all(plan, python, console, plain=ours)
     for text in (t for t in plan.envs if t not in made):
         with console.status(f"environment {text}: making or reusing it"):
             env = ensure(parse_spec(text), python, Path(plan.env_dir), needs, list(plan.pip_args))

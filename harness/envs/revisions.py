@@ -14,7 +14,7 @@ Instruction counts: valgrind (every release up to 3.24) emulates no AVX-512, so 
 it dies with SIGILL under valgrind. Where the CPU has AVX-512 and --instructions is asked, a second
 build of the same revision without AVX-512 (BURTORCH_AVX512=OFF: AVX and FMA, as on a CPU without
 it) is made, and only its instructions are counted: the trial's `instructions_build` says so. Its
-time is never measured.
+time is never measured. Our rows run in no environment are counted on such a build of this checkout.
 
 burtorch-authors@COMMIT: harness/envs/authors_commits.py finds it; its engine builds it.
 """
@@ -35,7 +35,7 @@ from pathlib import Path
 from engines.authors.cmake import log_tail, nice, run_logged
 from engines.file_lock import exclusive
 from harness.envs.authors_commits import THEIRS, TheirsEnv, find_theirs
-from harness.envs.cache import RECORD, read_record
+from harness.envs.cache import RECORD, default_env_dir, read_record
 from harness.errors import UsageError
 from harness.machine.valgrind import uncountable_isa
 from harness.paths import ROOT
@@ -49,6 +49,9 @@ SOURCE = "burtorch_ext"  # the part of this repository a revision's build needs
 HOST, COUNTING = "host", "avx-fma"
 ISA_OPTIONS = {HOST: [], COUNTING: ["-DBURTORCH_AVX512=OFF", "-DBURTORCH_NATIVE=OFF"]}
 COUNTED_LABEL = "instructions of the AVX+FMA build (valgrind cannot run AVX-512); time of the host build"
+CHECKOUT = "(this checkout)"  # the environments' entry of the counting build of our rows in no environment
+CHECKOUT_LABEL = ("instructions of the AVX+FMA build of this checkout's burtorch_ext/ (valgrind cannot run "
+                  "AVX-512); time of the installed host build")
 BUILD_TIMEOUT_S = 1800
 RECIPE = 1  # bump when the way a revision is built changes: older builds are then made again
 SUBJECT_CHARS = 60
@@ -165,14 +168,11 @@ def export(revision: Revision, repo: Path, dest: Path) -> None:
 def compiler_identity() -> dict:
     """The C++ compiler CMake will pick ($CXX, else c++ on PATH) and its version line: part of a build's key."""
     path = shutil.which(os.environ.get("CXX") or "c++") or ""
-    version = ""
-    if path:
-        try:
-            version = subprocess.run([path, "--version"], capture_output=True, text=True,
-                                     timeout=30).stdout.partition("\n")[0].strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return {"path": path, "version": version}
+    try:
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout if path else ""
+    except (OSError, subprocess.SubprocessError):
+        version = ""
+    return {"path": path, "version": version.partition("\n")[0].strip()}
 
 
 def last_error(log_text: str) -> str:
@@ -199,8 +199,6 @@ class Build:
     identity: dict = field(default_factory=dict)
     problem: str | None = None
 
-    def record(self) -> dict:
-        return {k: v for k, v in vars(self).items()}
 
 
 def _python_facts(python: str) -> dict:
@@ -299,23 +297,26 @@ class OursEnv:
     """burtorch@REV made: its host build, and its counting build where valgrind cannot run the host's."""
     spec: str
     revision: Revision | None
-    host: Build | None
+    host: Build | None  # None: our installed build is timed (CHECKOUT)
     counting: Build | None = None
     problem: str | None = None
+    label: str = COUNTED_LABEL
 
     def manifest_record(self) -> dict:
         return {"spec": self.spec, "kind": "revision", "revision": vars(self.revision) if self.revision else None,
                 "name": self.revision.name if self.revision else None,
-                "host": self.host.record() if self.host else None,
-                "counting": self.counting.record() if self.counting else None,
-                "counted_as": COUNTED_LABEL if self.counting and not self.counting.problem else None,
+                "host": vars(self.host) if self.host else None,
+                "counting": vars(self.counting) if self.counting else None,
+                "counted_as": self.label if self.counting and not self.counting.problem else None,
                 "problem": self.problem}
 
     def bind(self, engine):
         """Our engine run from this revision's host build, its instructions counted on the counting build."""
-        bound = _from_build(engine, self.host)
+        if engine.framework != OURS:
+            return engine
+        bound = _from_build(engine, self.host) if self.host else engine
         if self.counting is not None and not self.counting.problem:
-            bound = bound.replace(counted_as=_from_build(engine, self.counting).replace(note=COUNTED_LABEL))
+            bound = bound.replace(counted_as=_from_build(engine, self.counting).replace(note=self.label))
         return bound
 
 
@@ -335,10 +336,13 @@ def check(spec: RevisionSpec, upstream: str | None) -> None:
         find_theirs(spec.rev, upstream)
 
 
-def make_all(plan, python: str, console) -> dict:
-    """The plan's revisions, each built (ours) or found (theirs) before the first trial."""
+def make_all(plan, python: str, console, plain: bool = False) -> dict:
+    """The plan's revisions, each built (ours) or found (theirs) before the first trial; and where
+    valgrind cannot run the host's ISA, the counting build of this checkout for our rows run in no
+    environment (`plain`: the plan has some; key CHECKOUT)."""
     made = {}
     counting = uncountable_isa() if plan.instructions else None
+    root = Path(plan.env_dir) if plan.env_dir else default_env_dir()
     for text in plan.envs:
         if not is_revision(text):
             continue
@@ -357,13 +361,39 @@ def make_all(plan, python: str, console) -> dict:
         except UsageError as exc:
             made[text] = OursEnv(text, None, None, problem=str(exc))
             continue
-        host = build(revision, text, HOST, Path(plan.env_dir), python)
+        host = build(revision, text, HOST, root, python)
         env = OursEnv(text, revision, host, problem=host.problem)
         if counting and not host.problem:
-            env.counting = build(revision, text, COUNTING, Path(plan.env_dir), python)
-        for one in filter(None, (env.host, env.counting)):
-            how = "reused" if one.reused else f"built in {one.setup_s:.0f} s"
-            line = f"cannot be built: {one.problem}" if one.problem else f"{how} ({one.path})"
-            console.print(f"environment {text} [{revision.name}], {one.isa} build: {line}", highlight=False, markup=False)
+            env.counting = build(revision, text, COUNTING, root, python)
+        _say(console, text, revision, env.host, env.counting)
         made[text] = env
+    if counting and plain:
+        try:
+            revision = resolve(WORKTREE)
+        except UsageError as exc:  # not a git checkout: their counts read null with valgrind's reason
+            console.print(f"our rows' instructions: no counting build ({exc})", highlight=False, markup=False)
+            return made
+        env = OursEnv(CHECKOUT, revision, None, build(revision, f"{OURS}@{WORKTREE}", COUNTING, root, python),
+                      label=CHECKOUT_LABEL)
+        _say(console, CHECKOUT, revision, env.counting)
+        made[CHECKOUT] = env
     return made
+
+
+def _say(console, text: str, revision: Revision, *builds) -> None:
+    for one in filter(None, builds):
+        how = "reused" if one.reused else f"built in {one.setup_s:.0f} s"
+        line = f"cannot be built: {one.problem}" if one.problem else f"{how} ({one.path})"
+        console.print(f"environment {text} [{revision.name}], {one.isa} build: {line}", highlight=False, markup=False)
+
+
+def check_resumed(manifest: dict, made: dict) -> None:
+    """A resumed run's revisions are the commits (and files) it measured: HEAD or a branch may have moved."""
+    before = manifest.get("environments") or {}
+    for text, env in made.items():
+        then = (before.get(text) or {}).get("revision") if isinstance(before.get(text), dict) else None
+        now = getattr(env, "revision", None)
+        if then and now and (then.get("commit"), then.get("fingerprint")) != (now.commit, now.fingerprint):
+            raise UsageError(f"--resume: {text} is now {now.name}, but the run measured "
+                             f"{then.get('commit', '?')[:7]}: start a new run, or name the commit ({OURS}@"
+                             f"{then.get('commit', '?')[:12]}) in one")

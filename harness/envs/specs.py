@@ -135,7 +135,8 @@ def bind(engines: dict, environments: dict) -> dict:
     be made leaves its engines unavailable, with the installer's reason."""
     bound = {}
     for eid, engine in engines.items():
-        env = environments.get(original_env(engine.env)) if engine.env else None
+        # Our rows in no environment may have a counting build (revisions.CHECKOUT), and nothing else.
+        env = environments.get(original_env(engine.env) or revisions.CHECKOUT)
         if env is not None and env.problem:
             reason = f"environment {engine.env} could not be made: {env.problem}"
             engine = engine.replace(condition=lambda reason=reason: reason)

@@ -21,6 +21,7 @@ from engines.base import split_id
 from harness.analysis import summary
 from harness.envs import specs as envs
 from harness.envs.install import make_all
+from harness.envs.revisions import check_resumed
 from harness.errors import UsageError
 from harness.machine.valgrind import missing_valgrind
 from harness.measure import affinity, energy, tsc
@@ -266,6 +267,8 @@ def run(req: RunRequest, console: Console) -> Outcome:
                       f"the rest:", highlight=False)
         return Outcome(preview.show(left, req, estimator(req), console), None)
     environments = make_all(req.plan, req.python, planned_workloads(req.plan), console)
+    if req.run_dir is not None:
+        check_resumed(resumable_manifest(req.run_dir)[0], environments)
     plan, no_source = upstream_source.provide(make_plan(req.plan, environments), console)
     plan, unavailable = ready_engines(plan, console)
     unavailable = {**no_source, **unavailable}
