@@ -227,3 +227,12 @@ def test_a_resumed_run_refuses_a_revision_that_moved(repo):
     assert f"burtorch@{repo.first[:12]}" in str(err.value)
     manifest["environments"]["burtorch@HEAD"]["revision"]["commit"] = repo.second
     revisions.check_resumed(manifest, {"burtorch@HEAD": moved})
+
+
+def test_doctor_says_which_build_the_counts_come_from(fake_valgrind, monkeypatch):  # noqa: F811
+    from harness.machine import doctor
+
+    monkeypatch.setattr(doctor, "uncountable_isa", lambda: "AVX-512")
+    assert "without AVX-512 (AVX+FMA), their time from the host build" in doctor.valgrind_finding().message
+    monkeypatch.setattr(doctor, "uncountable_isa", lambda: None)
+    assert "of the builds that are timed" in doctor.valgrind_finding().message

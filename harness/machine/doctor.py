@@ -55,9 +55,9 @@ def valgrind_finding() -> Finding:
                        missing.split(": ", 1)[1])
     isa = uncountable_isa()
     if isa:
-        return Finding("ok", "instructions", f"valgrind found; it cannot run {isa}, which this CPU has: the "
-                       f"instructions of BurTorch versions (--env burtorch@REV) come from their build without {isa} "
-                       f"(AVX+FMA), their time from the host build")
+        return Finding("ok", "instructions", f"valgrind found; it cannot run {isa}, which this CPU has: our engine's "
+                       f"instructions (both rows, and --env burtorch@REV) come from a build of the same code without "
+                       f"{isa} (AVX+FMA), their time from the host build")
     return Finding("ok", "instructions", "valgrind found: burtbench run --instructions can count instructions "
                    "(of the builds that are timed)")
 
