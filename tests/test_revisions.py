@@ -236,3 +236,25 @@ def test_doctor_says_which_build_the_counts_come_from(fake_valgrind, monkeypatch
     assert "without AVX-512 (AVX+FMA), their time from the host build" in doctor.valgrind_finding().message
     monkeypatch.setattr(doctor, "uncountable_isa", lambda: None)
     assert "of the builds that are timed" in doctor.valgrind_finding().message
+
+
+@pytest.mark.slow
+def test_a_real_counting_build_counts_repeat_within_half_a_percent(tmp_path):
+    """This repository's HEAD built for counting (the one real build), both of our rows counted twice
+    under the real valgrind, as two runs would."""
+    from harness.machine.valgrind import missing_valgrind
+    from harness.planning.plan import make_plan
+    from harness.running.runner import count_instructions
+    from harness.running.spawn import ChildSpawner, RunOptions
+    from workloads import load
+
+    if missing_valgrind():
+        pytest.skip(missing_valgrind())
+    made = revisions.build(revisions.resolve("HEAD"), "burtorch@HEAD", revisions.COUNTING, tmp_path / "envs")
+    assert made.problem is None, made.problem
+    native, python = (revisions._from_build(e.replace(env="burtorch@HEAD"), made) for e in ENGINES)
+    for engine in (native, python):
+        (pt,) = make_plan([engine], [load("tiny")], "smoke", trials=1)
+        counts = [count_instructions(pt, ChildSpawner(RunOptions(cpu=0)), None) for _ in range(2)]
+        assert all(c.per_iter for c in counts), [c.reason for c in counts]
+        assert abs(counts[0].per_iter / counts[1].per_iter - 1) < 0.005

@@ -65,15 +65,16 @@ def version_of(point: Point, env: str, names: dict | None = None) -> str:
     return str((names or {}).get(env.removesuffix(AA_COPY)) or point.version() or env)
 
 
-def revisions_of(manifest: dict) -> dict[str, tuple]:
+def revisions_of(manifest: dict, given: tuple) -> dict[str, tuple]:
     """{SPEC: (its place among versions, its name)} of the run's versions of BurTorch (--env burtorch@REV,
     burtorch-authors@COMMIT), as the manifest recorded them: ours in the order of their commits (a dirty
-    working tree last), theirs as given."""
+    working tree last), theirs in the order given (`given`: the plan's SPECs)."""
     recorded = manifest.get("environments")
     found = {}
-    for place, (text, record) in enumerate(recorded.items() if isinstance(recorded, dict) else ()):
+    for text, record in recorded.items() if isinstance(recorded, dict) else ():
         if isinstance(record, dict) and record.get("name"):
-            when = (record.get("revision") or {}).get("committed_at") or place
+            when = (record.get("revision") or {}).get("committed_at") or \
+                (given.index(text) if text in given else len(given))
             found[str(text)] = ((-1, when, ""), str(record["name"]))
     return found
 
@@ -178,7 +179,7 @@ def build(run: Run) -> list[VersionTable]:
             by_workload.setdefault(key.workload, {}).setdefault((base, key.params), {})[env] = point
     listed = run.manifest.get("unavailable")  # a damaged manifest may hold anything here
     unavailable = {eid: why for eid, why in listed.items() if split_id(str(eid))[1]} if isinstance(listed, dict) else {}
-    revisions = revisions_of(run.manifest)
+    revisions = revisions_of(run.manifest, tuple(run.plan.envs))
     names = {text: name for text, (_, name) in revisions.items()}
     tables = []
     for workload, engines in by_workload.items():
