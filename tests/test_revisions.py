@@ -252,7 +252,7 @@ def test_a_real_counting_build_counts_repeat_within_half_a_percent(tmp_path):
         pytest.skip(missing_valgrind())
     made = revisions.build(revisions.resolve("HEAD"), "burtorch@HEAD", revisions.COUNTING, tmp_path / "envs")
     assert made.problem is None, made.problem
-    native, python = (revisions._from_build(e.replace(env="burtorch@HEAD"), made) for e in ENGINES)
+    native, python = (revisions.from_build(e.replace(env="burtorch@HEAD"), made) for e in ENGINES)
     for engine in (native, python):
         (pt,) = make_plan([engine], [load("tiny")], "smoke", trials=1)
         counts = [count_instructions(pt, ChildSpawner(RunOptions(cpu=0)), None) for _ in range(2)]

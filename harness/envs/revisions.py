@@ -266,10 +266,10 @@ def build(revision: Revision, spec: str, isa: str, root: Path, python: str = sys
             return finish(f"cannot build it: {exc}")
         shutil.rmtree(work, ignore_errors=True)
         now = time.time()
-        write_json_atomic(folder / RECORD, {"spec": f"{spec} ({isa})", "python_version": facts["version"],
-                                            "installer": "cmake", "created_at": now, "last_used": now, "ready": True,
-                                            "freeze": {}, "revision": vars(revision), "identity": identity,
-                                            "python": made.python, "driver": made.driver, "no_module": made.no_module})
+        write_json_atomic(folder / RECORD, {  # `burtbench envs` lists it by its commit, which HEAD or a branch is not
+            "spec": f"{OURS}@{revision.short} ({isa})", "python_version": facts["version"], "installer": "cmake",
+            "created_at": now, "last_used": now, "ready": True, "freeze": {}, "revision": vars(revision),
+            "identity": identity, "python": made.python, "driver": made.driver, "no_module": made.no_module})
     return finish()
 
 
@@ -314,13 +314,14 @@ class OursEnv:
         """Our engine run from this revision's host build, its instructions counted on the counting build."""
         if engine.framework != OURS:
             return engine
-        bound = _from_build(engine, self.host) if self.host else engine
+        bound = from_build(engine, self.host) if self.host else engine
         if self.counting is not None and not self.counting.problem:
-            bound = bound.replace(counted_as=_from_build(engine, self.counting).replace(note=self.label))
+            bound = bound.replace(counted_as=from_build(engine, self.counting).replace(note=self.label))
         return bound
 
 
-def _from_build(engine, made: Build):
+def from_build(engine, made: Build):
+    """Our engine (either row) run from a build: its driver, or its interpreter (which finds its module)."""
     if engine.kind == "native":
         return engine.replace(executable=made.driver)
     if made.no_module:
