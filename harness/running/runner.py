@@ -34,9 +34,9 @@ OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out o
 
 
 def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOptions,
-                  inputs: Path | None) -> list[str]:
+                  inputs: Path | None, blocks: int | None = None) -> list[str]:
     counts = ["--iterations", str(iterations), "--warmup", str(warmup),
-              "--blocks", str(pt.workload.timing_blocks(iterations))]
+              "--blocks", str(blocks or pt.workload.timing_blocks(iterations))]
     shared = ["--inputs", str(inputs)] if inputs else []
     if pt.engine.kind == "native":
         cmd = [find_executable(pt.engine.executable) or pt.engine.executable, pt.workload.name, *counts,
@@ -78,7 +78,8 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
     `counted`: the child runs under valgrind, which reports its instructions on stderr (no payload)."""
     wrap, timeout_s = (instructions.wrap, instructions.TIMEOUT_S) if counted else (list, pt.timeout_s)
     if pt.engine.kind != "program":
-        return spawner.run(wrap(child_command(pt, iterations, warmup, spawner.options, inputs)), timeout_s,
+        blocks = instructions.COUNTED_BLOCKS if counted else None
+        return spawner.run(wrap(child_command(pt, iterations, warmup, spawner.options, inputs, blocks)), timeout_s,
                            env=worker_env(pt.engine.python or spawner.options.python))
     workdir = Path(tempfile.mkdtemp(prefix="burtbench-trial-"))
     try:
@@ -232,13 +233,22 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
 
 def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | None) -> instructions.Count:
     """Instructions per iteration of the timed loop: the child under valgrind with N and 2N
-    iterations (harness/running/instructions.py), within the inputs prepared for the point."""
+    iterations (harness/running/instructions.py), within the inputs prepared for the point; a loop
+    too short for its count to repeat is counted again LONGER times as long."""
     if pt.engine.id in spawner.uncountable:
         return instructions.Count(None, f"{spawner.uncountable[pt.engine.id]} (in an earlier trial; not tried again)", 0.0)
     n, warmup = counted_iterations(pt.workload)
     if inputs is not None:
         warmup = min(warmup, pt.warmup)
         n = max(1, min(n, (pt.iterations + pt.warmup - warmup) // 2))
+    count = _count(pt, spawner, inputs, n, warmup)
+    if inputs is None and count.per_iter is not None and count.per_iter * n < instructions.SHORT_LOOP:
+        longer = _count(pt, spawner, inputs, n * instructions.LONGER, warmup)
+        return dataclasses.replace(longer, cost_s=count.cost_s + longer.cost_s)
+    return count
+
+
+def _count(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | None, n: int, warmup: int) -> instructions.Count:
     counts, cost = [], 0.0
     for iterations in (n, 2 * n):
         child = run_child(pt, spawner, iterations, warmup, inputs, counted=True)
