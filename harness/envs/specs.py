@@ -90,11 +90,10 @@ def provides(spec, engine) -> bool:
 
     if isinstance(spec, revisions.RevisionSpec):
         return spec.provides(engine)
-
     return engine.kind == "python" and canonicalize_name(engine.dist_name) in spec.names
 
 
-def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
+def variants(engines: list, specs: list, explicit: bool) -> list:
     """The selected engines as run in the environments: one per (engine, SPEC naming its framework).
     Engines the user named must each have a SPEC; with --engine all, the SPECs choose."""
     chosen = []
