@@ -236,10 +236,12 @@ def figure(table: VersionTable, folder: Path) -> Figure | None:
     plt = _pyplot()
     fig, axes = plt.subplots(len(groups), panels, figsize=(4.2 * panels, 3.2 * len(groups)), squeeze=False)
     for line, (label, rows) in zip(axes, sorted(groups.items())):
-        names = [r["version"] for r in rows]
+        names = [tick(r["version"]) for r in rows]
         line[0].bar(names, [r["time_per_iter_s"] * 1e6 for r in rows], color="tab:blue")
         line[0].set_ylabel("time per iteration (µs, geo. mean)")
         line[0].set_ylim(bottom=0)
+        for ax in line[:-1]:
+            ax.tick_params(axis="x", labelsize=8)
         if counted:
             line[1].bar(names, [r["instructions_per_iter"] or 0 for r in rows], color="tab:gray")
             line[1].set_ylabel("instructions per iteration (a proxy)" + ("\n" + table.counted_as.split(";")[0]
@@ -251,6 +253,13 @@ def figure(table: VersionTable, folder: Path) -> Figure | None:
     fig.tight_layout()
     return _save(fig, folder, f"fig_{table.name}", f"{table.title}: time per iteration, instructions and "
                                                    f"ratio to the oldest version, with the noise floor")
+
+
+def tick(version: str) -> str:
+    """A version's name on a figure's axis, wrapped: a revision's is its hash and subject line."""
+    import textwrap
+
+    return textwrap.fill(version, 20)
 
 
 def _ratio_panel(ax, rows: list[dict]) -> None:
@@ -270,5 +279,5 @@ def _ratio_panel(ax, rows: list[dict]) -> None:
         ax.legend(fontsize=7)
     ax.set_xlim(-0.5, len(rows) - 0.5)
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(list(xs), [r["version"] for r in rows], fontsize=8)
+    ax.set_xticks(list(xs), [tick(r["version"]) for r in rows], fontsize=8)
     ax.set_ylabel("×oldest (time: 95% interval)")
