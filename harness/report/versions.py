@@ -13,6 +13,7 @@ The figure: per point, time per iteration per version as bars from zero, instruc
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,8 +258,6 @@ def figure(table: VersionTable, folder: Path) -> Figure | None:
 
 def tick(version: str) -> str:
     """A version's name on a figure's axis, wrapped: a revision's is its hash and subject line."""
-    import textwrap
-
     return textwrap.fill(version, 20)
 
 
