@@ -6,16 +6,14 @@ files as they are now, uncommitted changes included). Its burtorch_ext/ is expor
 or a copy of the working tree's files) into a scratch folder, never by touching the checkout, built
 with CMake (the driver and the pybind11 module), and kept as an environment of its own in the
 environments' folder (`burtbench envs` lists it): a venv whose site-packages holds that module and
-whose bin/ holds that driver, named by a hash of the revision, the compiler, the flags and Python.
-A second run finds it and builds nothing. Both of our rows run there: the driver from its bin/, the
-Python row under its interpreter.
+whose bin/ holds that driver, keyed by git's id of the revision's burtorch_ext/ (a dirty tree's: a
+hash of its files), the compiler, the flags and Python. A second run builds nothing, nor does
+another commit that changed nothing there. Both of our rows run there (driver, interpreter).
 
-Instruction counts: valgrind (every release up to 3.24) emulates no AVX-512, so a build that uses
-it dies with SIGILL under valgrind. Where the CPU has AVX-512 and --instructions is asked, a second
-build of the same revision without AVX-512 (BURTORCH_AVX512=OFF: AVX and FMA, as on a CPU without
-it) is made, and only its instructions are counted: the trial's `instructions_build` says so. Its
-time is never measured. Our rows run in no environment are counted on such a build of this checkout.
-
+Instruction counts: valgrind (every release up to 3.24) emulates no AVX-512; a build using it dies
+with SIGILL. Where the CPU has it and --instructions is asked, the revision is built again without
+it (BURTORCH_AVX512=OFF: AVX and FMA) and only that build is counted, never timed; the trial's
+`instructions_build` says so. Our rows in no environment are counted on such a build of this checkout.
 burtorch-authors@COMMIT: harness/envs/authors_commits.py finds it; its engine builds it.
 """
 from __future__ import annotations
@@ -97,6 +95,7 @@ class Revision:
     commit: str               # 40 hex digits (the working tree's: its HEAD)
     subject: str              # the commit's subject line
     committed_at: int         # the commit's time (seconds): the versions table's "oldest"
+    tree: str = ""            # git's id of its burtorch_ext/, what a build is made of
     dirty: bool = False       # burtorch@worktree with uncommitted changes to burtorch_ext/
     fingerprint: str = ""     # those files' content hash, where dirty
 
@@ -126,13 +125,14 @@ def resolve(rev: str, repo: Path | None = None, option: str = "--env burtorch@")
                          f"(a commit, tag, branch, HEAD~N, or {WORKTREE})")
     commit = found.stdout.strip()
     subject, _, stamp = _git(repo, "log", "-1", "--format=%s%x00%ct", commit).stdout.strip().partition("\0")
-    revision = Revision(commit, subject, int(stamp or 0))
+    tree = _git(repo, "rev-parse", f"{commit}:{SOURCE}").stdout.strip()
+    revision = Revision(commit, subject, int(stamp or 0), tree)
     if rev != WORKTREE:
         return revision
     changed = _git(repo, "status", "--porcelain", "--", SOURCE).stdout.strip()
     if not changed:
         return revision
-    return Revision(commit, subject, int(time.time()), True, _fingerprint(repo))
+    return Revision(commit, subject, int(time.time()), tree, True, _fingerprint(repo))
 
 
 def _worktree_files(repo: Path) -> list[str]:
@@ -218,11 +218,12 @@ def build(revision: Revision, spec: str, isa: str, root: Path, python: str = sys
     repo = repo or ROOT
     facts = _python_facts(python)
     flags = [*ISA_OPTIONS[isa], *([] if isa == COUNTING else [f"BURTORCH_NATIVE={os.environ.get('BURTORCH_NATIVE', '')}"])]
-    identity = {"recipe": RECIPE, "commit": revision.commit, "fingerprint": revision.fingerprint, "isa": isa,
+    source = revision.fingerprint if revision.dirty else revision.tree
+    identity = {"recipe": RECIPE, "source": source, "isa": isa,
                 "flags": flags, "cxxflags": os.environ.get("CXXFLAGS", ""), "compiler": compiler_identity(),
                 "python": facts["version"]}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
-    folder = root / f"{OURS}-{revision.short}-{isa}-py{facts['version'].split()[-1]}-{digest}"
+    folder = root / f"{OURS}-{source[:10]}-{isa}-py{facts['version'].split()[-1]}-{digest}"
     made = Build(spec, isa, str(folder), identity=identity)
 
     def finish(problem: str | None = None) -> Build:
@@ -267,7 +268,7 @@ def build(revision: Revision, spec: str, isa: str, root: Path, python: str = sys
         shutil.rmtree(work, ignore_errors=True)
         now = time.time()
         write_json_atomic(folder / RECORD, {  # `burtbench envs` lists it by its commit, which HEAD or a branch is not
-            "spec": f"{OURS}@{revision.short} ({isa})", "python_version": facts["version"], "installer": "cmake",
+            "spec": f"{OURS}@{revision.short} ({isa}; any commit of this {SOURCE}/)", "python_version": facts["version"], "installer": "cmake",
             "created_at": now, "last_used": now, "ready": True, "freeze": {}, "revision": vars(revision),
             "identity": identity, "python": made.python, "driver": made.driver, "no_module": made.no_module})
     return finish()
