@@ -8,7 +8,7 @@ with CMake (the driver and the pybind11 module), and kept as an environment of i
 environments' folder (`burtbench envs` lists it): a venv whose site-packages holds that module and
 whose bin/ holds that driver, keyed by git's id of the revision's burtorch_ext/ (a dirty tree's: a
 hash of its files), the compiler, the flags and Python. A second run builds nothing, nor does
-another commit that changed nothing there. Both of our rows run there (driver, interpreter).
+another commit that changed nothing there. Both of our rows run there.
 
 Instruction counts: valgrind (every release up to 3.24) emulates no AVX-512; a build using it dies
 with SIGILL. Where the CPU has it and --instructions is asked, the revision is built again without
