@@ -6,9 +6,8 @@ files as they are now, uncommitted changes included). Its burtorch_ext/ is expor
 or a copy of the working tree's files) into a scratch folder, never by touching the checkout, built
 with CMake (the driver and the pybind11 module), and kept as an environment of its own in the
 environments' folder (`burtbench envs` lists it): a venv whose site-packages holds that module and
-whose bin/ holds that driver, keyed by git's id of the revision's burtorch_ext/ (a dirty tree's: a
-hash of its files), the compiler, the flags and Python. A second run builds nothing, nor does
-another commit that changed nothing there. Both of our rows run there.
+whose bin/ holds that driver (both of our rows run there), keyed by git's id of the revision's
+burtorch_ext/ (a dirty tree's: a hash of its files), the compiler, the flags and Python.
 
 Instruction counts: valgrind (every release up to 3.24) emulates no AVX-512; a build using it dies
 with SIGILL. Where the CPU has it and --instructions is asked, the revision is built again without
