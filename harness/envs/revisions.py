@@ -341,26 +341,23 @@ def make_all(plan, python: str, console, plain: bool = False) -> dict:
     """The plan's revisions, each built (ours) or found (theirs) before the first trial; and where
     valgrind cannot run the host's ISA, the counting build of this checkout for our rows run in no
     environment (`plain`: the plan has some; key CHECKOUT)."""
-    made = {}
+    made, ours = {}, {}
     counting = uncountable_isa() if plan.instructions else None
     root = Path(plan.env_dir) if plan.env_dir else default_env_dir()
-    for text in plan.envs:
-        if not is_revision(text):
-            continue
-        spec = parse(text)
-        if spec.project == THEIRS:
-            try:
-                env = find_theirs(spec.rev, plan.upstream)
-            except UsageError as exc:
-                env = TheirsEnv(spec.text, None, "", problem=str(exc))
+    for spec in (parse(text) for text in plan.envs if is_revision(text)):
+        try:  # every revision resolved before the first build: HEAD may move while one builds
+            ours[spec.text] = resolve(spec.rev) if spec.project == OURS else None
+            if spec.project == THEIRS:
+                made[spec.text] = find_theirs(spec.rev, plan.upstream)
+        except UsageError as exc:
+            made[spec.text] = (OursEnv(spec.text, None, None, problem=str(exc)) if spec.project == OURS
+                               else TheirsEnv(spec.text, None, "", problem=str(exc)))
+    for text, env in made.items():
+        if isinstance(env, TheirsEnv):
             console.print(f"environment {text}: " + (env.problem or f"their commit {env.commit[:12]} from {env.source}"),
                           highlight=False)
-            made[text] = env
-            continue
-        try:
-            revision = resolve(spec.rev)
-        except UsageError as exc:
-            made[text] = OursEnv(text, None, None, problem=str(exc))
+    for text, revision in ours.items():
+        if revision is None:
             continue
         host = build(revision, text, HOST, root, python)
         env = OursEnv(text, revision, host, problem=host.problem)
