@@ -9,7 +9,7 @@ STAMP := $(VENV)/.burtbench-installed
 EXT_SOURCES := $(shell find burtorch_ext -type f \( -name '*.hpp' -o -name '*.cpp' -o -name 'CMakeLists.txt' \) 2>/dev/null)
 RUN_ARGS ?=
 
-.PHONY: setup browser slurm bench-linux bench-windows bench-macos test report reference-report perf perf-grid clean
+.PHONY: setup browser slurm bench-linux bench-windows bench-macos test report reference-report perf perf-grid gate-engine clean
 
 setup: $(STAMP)
 
@@ -66,6 +66,20 @@ perf-grid: setup
 	$(BIN)/burtbench run --engine all --workload gpt --param batch=1,2,4,8,16,32,64 --out $(GRID_OUT)/gpt $(RUN_ARGS)
 	$(BIN)/python -m harness.commands.versus $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
 	$(BIN)/python -m harness.commands.versus --engine burtorch/eager/python/cpu $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
+
+# The engine's gate (README, "A gate for the engine"; not in `make test`): instructions per iteration of
+# burtorch@$(GATE_BASE) against burtorch@HEAD, both of our rows, at tiny, small, MLP and GPT points (on an
+# AVX-512 CPU, of their AVX+FMA builds); exit 1 where HEAD counts more than GATE_PCT% more, or counts nothing.
+# One trial: the counts repeat within ~0.1%, and each costs minutes at the MLP and GPT points.
+GATE_BASE ?= main
+GATE_PCT ?= 0.5
+GATE_OUT ?= results/gate
+gate-engine: setup
+	$(BIN)/burtbench run --engine burtorch --env burtorch@$(GATE_BASE) --env burtorch@HEAD --instructions \
+	  --workload tiny,small,mlp,gpt --param batch=64 --param hidden_dim=1024 --profile smoke --trials 1 \
+	  --no-report --out $(GATE_OUT) $(RUN_ARGS)
+	run="$$(ls -1d $(GATE_OUT)/*/ | tail -n 1)"; run="$${run%/}"; \
+	$(BIN)/burtbench compare "$$run@burtorch@$(GATE_BASE)" "$$run@burtorch@HEAD" --fail-if-more-instructions $(GATE_PCT)
 
 # The newest run under results/ (the committed reference run is rendered with `burtbench report results/reference`).
 report: setup

@@ -37,7 +37,7 @@ class EngineSpec:
 
     FIELDS = ("framework", "mode", "language", "device", "kinds", "workloads", "kind", "module", "requires",
               "executable", "precision", "note", "condition", "paper_row", "paper_variant", "label", "distribution",
-              "env", "python")
+              "env", "python", "counted_as")
 
     def __init__(self, framework: str, mode: str, language: str, device: str, *,
                  # What it runs: every workload of these kinds (its builder works from the workload's own
@@ -66,7 +66,11 @@ class EngineSpec:
                  distribution: str = "",
                  # Set only on an engine run in a managed environment (harness/envs/specs.py): the
                  # environment's SPEC, which its id carries, and the interpreter of that environment.
-                 env: str = "", python: str = ""):
+                 env: str = "", python: str = "",
+                 # The engine whose instructions are counted in this one's place (--instructions) where
+                 # valgrind cannot run this one's build (AVX-512): the same code built without it; its
+                 # `note` says so wherever the counts are shown. It is never timed.
+                 counted_as: "EngineSpec | None" = None):
         values = locals()
         for name in EngineSpec.FIELDS:  # a subclass sets the fields it adds
             object.__setattr__(self, name, values[name])

@@ -133,7 +133,8 @@ def test_doctor_says_when_valgrind_is_missing(monkeypatch, tmp_path):
 
 
 FAKE_VALGRIND = """#!/usr/bin/env python3
-# Stands in for valgrind: logs its command line, reports 1000 + 250 * --iterations instructions.
+# Stands in for valgrind: logs its command line, reports 1000 + 250 * --iterations instructions
+# ($FAKE_PER_ITER instead of 250).
 import os, sys
 with open(os.environ["FAKE_VALGRIND_LOG"], "a") as log:
     log.write(" ".join(sys.argv[1:]) + "\\n")
@@ -141,7 +142,7 @@ if os.environ.get("FAKE_VALGRIND_SIGILL"):
     sys.stderr.write("vex amd64->IR: unhandled instruction bytes: 0x62 0xF1\\n")
     sys.exit(132)
 n = int(sys.argv[sys.argv.index("--iterations") + 1])
-sys.stderr.write("==42== I   refs:      {:,}\\n".format(1000 + 250 * n))
+sys.stderr.write("==42== I   refs:      {:,}\\n".format(1000 + int(os.environ.get("FAKE_PER_ITER", 250)) * n))
 """
 
 
@@ -168,12 +169,22 @@ def test_instructions_per_iteration_through_a_fake_valgrind(fake_engines, fake_v
     assert [t["instructions_per_iter"] for t in trials] == [250.0, 250.0]  # (I(2N) - I(N)) / N
     assert all(t["instructions_reason"] is None and t["instructions_cost_s"] > 0 for t in trials)
     calls = fake_valgrind.read_text().splitlines()
-    assert len(calls) == 4  # N and 2N per trial
     n, warmup = counted_iterations(load("tiny"))  # the smoke profile's, fixed
     assert (n, warmup) == (200, 5)
-    for call, iterations in zip(calls, [n, 2 * n] * 2):
+    # Per trial N and 2N, then, as 200 x 250 instructions is too short a loop to repeat, 10N and 20N.
+    assert len(calls) == 8
+    for call, iterations in zip(calls, [n, 2 * n, 10 * n, 20 * n] * 2):
         assert call.startswith(" ".join(instructions.TOOL_ARGS))
         assert f"--iterations {iterations} --warmup" in call and "worker.py --engine fake/ok/python/cpu" in call
+        assert call.endswith("--blocks 1")  # no block's time printed per iteration into the count
+
+
+def test_a_loop_long_enough_is_counted_once(fake_engines, fake_valgrind, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_PER_ITER", str(instructions.SHORT_LOOP // 200))
+    argv = ["run", "--engine", "fake/ok", "--workload", "tiny", "--profile", "smoke", "--trials", "1",
+            "--instructions", "--no-report", "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    assert len(fake_valgrind.read_text().splitlines()) == 2
 
 
 def test_an_engine_valgrind_cannot_run_is_null_with_the_reason_once(fake_engines, fake_valgrind, tmp_path,

@@ -55,6 +55,20 @@ def _params(params: dict) -> str:
     return "".join(f"{k}={v} " for k, v in params.items())
 
 
+def instruction_regressions(result: dict, fail_if_more_pct: float) -> list[str]:
+    """Why --fail-if-more-instructions fails: one line per row of RUN_B that counts more instructions per
+    iteration than RUN_A beyond their repeat spread and by more than PCT, or that has no count to gate on."""
+    limit = max(1 + fail_if_more_pct / 100, 1 + effect.INSTRUCTIONS_TOLERANCE)
+    lines = []
+    for row in gated(result):
+        where = f"{row['workload']} {row['engine']} {_params(row['params'])}"
+        if row["instr_ratio"] is None:
+            lines.append(f"no instruction count to gate on: {where}(run both with --instructions)")
+        elif row["instr_ratio"] > limit and (row["instr_ci"] is None or row["instr_ci"][0] > 1):
+            lines.append(f"more instructions by more than {fail_if_more_pct:g}%: {where}B/A {row['instr_ratio']:.4f}")
+    return lines
+
+
 def exit_status(result: dict, fail_if_slower_pct: float | None) -> int:
     """0, or 1 when --fail-if-slower PCT is given and some row regressed by more, or cannot be judged."""
     if fail_if_slower_pct is None:

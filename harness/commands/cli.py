@@ -110,6 +110,10 @@ def build_parser() -> Parser:
                               "the harness's floor row")
     compare.add_argument("--allow-mixed", action="store_true",
                          help="with --fail-if-slower: gate runs of different CPU models (refused otherwise)")
+    compare.add_argument("--fail-if-more-instructions", type=positive_float, metavar="PCT",
+                         help="exit with status 1 if any (engine, workload, params) of RUN_B counts more instructions "
+                              "per iteration than RUN_A by more than PCT percent, beyond their repeat spread, or has "
+                              "no count (both runs need --instructions): the engine's gate, `make gate-engine`")
 
     fetch = describe(sub, "fetch-data", "download names.txt and input.txt from their public origins (sha256-checked)")
     fetch.add_argument("--data-dir", type=path_text, default="data", metavar="DIR", help="where to put them (default: data)")
@@ -261,7 +265,11 @@ def cmd_compare(args, console: Console) -> int:
     text = compare.format_comparison(result, args.format)
     print(text) if args.format == "json" else console.print(text, highlight=False)
     code = gate.exit_status(result, args.fail_if_slower)
-    for line in gate.regression_lines(result, args.fail_if_slower) if code else ():
+    lines = gate.regression_lines(result, args.fail_if_slower) if code else []
+    if args.fail_if_more_instructions is not None:
+        more = gate.instruction_regressions(result, args.fail_if_more_instructions)
+        code, lines = (1 if more else code), lines + more
+    for line in lines:
         print(f"burtbench compare: {line}", file=sys.stderr)
     return code
 

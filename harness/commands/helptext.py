@@ -16,6 +16,7 @@ HELP = {
   burtbench run --engine torch/eager --profile paper --trials 5
   burtbench run --profile paper --dry-run         the plan and its estimated time, nothing run
   burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
+  burtbench run --engine burtorch --env burtorch@main --env burtorch@HEAD --aa --instructions --trials 8
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
   burtbench run --cpus 2-15                       14 trials at once, each on its own core
   burtbench run --profile paper --slurm --wait    a SLURM job array of shards, merged and reported

@@ -63,7 +63,9 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--env", action="append", default=[], metavar="SPEC",
                      help="run the engines of the framework SPEC names in a managed environment with SPEC installed "
                           "(e.g. 'jax==0.4.38' or 'jax==0.5.0,jaxlib==0.5.0'); repeat to compare versions in one "
-                          "interleaved run. Environments are cached (burtbench envs)")
+                          "interleaved run. Environments are cached (burtbench envs). 'burtorch@REV' is our engine "
+                          "built at a git revision of this repository (a commit, tag, branch, HEAD~3, or 'worktree'); "
+                          "'burtorch-authors@COMMIT' the authors' programs at a commit of their checkout (--upstream)")
     run.add_argument("--aa", action="store_true", default=None,
                      help="A/A: also run every engine (or --env SPEC) as an exact copy of itself, `<id>@<SPEC>#copy`, "
                           "in the same rounds: their ratio measures the noise floor, the smallest change this "

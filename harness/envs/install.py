@@ -18,8 +18,10 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from engines.base import split_id
+from harness.envs import revisions
 from harness.envs.cache import RECORD, hold, read_record
-from harness.envs.specs import EnvSpec, parse_spec
+from harness.envs.specs import EnvSpec, original_env, parse_spec
 from harness.store.results import write_json_atomic
 from harness.text import clean
 from workloads.base import WORKER_NEEDS
@@ -206,8 +208,10 @@ def make_all(plan, python: str, workloads: list, console, held: ExitStack | None
     needs for the planned workloads; each one's lock held until `held` closes."""
 
     needs = tuple(sorted({n for w in workloads for n in WORKER_NEEDS[w.kind]}))
-    made = {}
-    for text in plan.envs:
+    ours = any(split_id(eid)[0].split("/")[0] == revisions.OURS and not original_env(split_id(eid)[1])
+               for eid in plan.engines)  # our rows in no environment
+    made = revisions.make_all(plan, python, console, plain=ours)
+    for text in (t for t in plan.envs if t not in made):
         with console.status(f"environment {text}: making or reusing it"):
             env = ensure(parse_spec(text), python, Path(plan.env_dir), needs, list(plan.pip_args), held)
         how = "reused" if env.reused else f"made with {env.installer}"

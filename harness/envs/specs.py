@@ -1,9 +1,11 @@
 """Managed environments (`burtbench run --env SPEC`): which engines a SPEC runs, and the cache of
 environments the harness made (`burtbench envs`).
 
-A SPEC is a requirement set ("jax==0.4.38", "jax==0.5.0,jaxlib==0.5.0"). The engines of a
+A SPEC is a requirement set ("jax==0.4.38", "jax==0.5.0,jaxlib==0.5.0"), or a version of BurTorch
+itself ("burtorch@HEAD~1", "burtorch-authors@b1a9d66": harness/envs/revisions.py). The engines of a
 framework the SPEC names run in that environment as engines of their own, `<engine id>@<SPEC>`,
-planned and interleaved like any other. Making an environment is harness/envs/install.py.
+planned and interleaved like any other. Making an environment is harness/envs/install.py (a
+revision's: revisions.py).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from engines.base import AA_COPY
 from engines.none import FLOOR
+from harness.envs import revisions
 from harness.envs.cache import env_dir
 from harness.errors import UsageError
 from harness.store import results
@@ -32,9 +35,11 @@ class EnvSpec:
     false_markers: tuple[str, ...] = ()  # the markers false on this machine: their requirements install nothing
 
 
-def parse_spec(text: str, option: str = "--env") -> EnvSpec:
+def parse_spec(text: str, option: str = "--env") -> EnvSpec | revisions.RevisionSpec:
     """A SPEC, checked: requirements joined by commas, where a piece starting with an operator
-    continues the previous requirement ("jax>=0.4,<0.5")."""
+    continues the previous requirement ("jax>=0.4,<0.5"); or a revision of BurTorch."""
+    if revisions.is_revision(text):
+        return revisions.parse(text, option)
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name, canonicalize_version
 
@@ -78,28 +83,32 @@ def plan_options(args) -> dict:
         return {"envs": [], "env_dir": None, "pip_args": []}
     parsed = [parse_spec(text) for text in texts]
     for spec in parsed:
-        if spec.false_markers:
+        if isinstance(spec, revisions.RevisionSpec):  # an unknown revision is said now, before anything is built
+            revisions.check(spec, getattr(args, "upstream", None))
+        elif spec.false_markers:
             raise UsageError(f"--env {spec.text}: its marker '{spec.false_markers[0]}' is false on this machine: "
                              f"the environment would install nothing to measure")
     same = {}
     for spec in parsed:
-        same.setdefault(spec.key, []).append(spec.text)
+        same.setdefault(getattr(spec, "key", spec.text), []).append(spec.text)
     twice = next((texts for texts in same.values() if len(texts) > 1), None)
     if twice and not getattr(args, "aa", None):
         shown = twice[0] if len(set(twice)) == 1 else " and ".join(dict.fromkeys(twice)) + ", the same versions,"
         raise UsageError(f"--env {shown} is given twice (to measure the noise floor, an A/A run, add --aa)")
     # With --aa, two spellings of one environment run as one (its A/A copy is the second).
-    specs = list(dict.fromkeys(same[spec.key][0] for spec in parsed))
+    specs = list(dict.fromkeys(same[getattr(spec, "key", spec.text)][0] for spec in parsed))
     return {"envs": specs, "env_dir": str(env_dir(args.env_dir)), "pip_args": list(args.pip_arg)}
 
 
-def provides(spec: EnvSpec, engine) -> bool:
+def provides(spec, engine) -> bool:
     from packaging.utils import canonicalize_name
 
+    if isinstance(spec, revisions.RevisionSpec):
+        return spec.provides(engine)
     return engine.kind == "python" and canonicalize_name(engine.dist_name) in spec.names
 
 
-def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
+def variants(engines: list, specs: list, explicit: bool) -> list:
     """The selected engines as run in the environments: one per (engine, SPEC naming its framework).
     Engines the user named must each have a SPEC; with --engine all, the SPECs choose."""
     chosen = []
@@ -108,7 +117,10 @@ def variants(engines: list, specs: list[EnvSpec], explicit: bool) -> list:
             chosen.append(engine)
             continue
         mine = [spec for spec in specs if provides(spec, engine)]
-        if not mine and explicit:
+        # `--engine burtorch` names the authors' program too: versions of ours leave it out, and the reverse.
+        sibling = any(isinstance(s, revisions.RevisionSpec) and s.project.split("-")[0] == engine.framework.split("-")[0]
+                      for s in specs)
+        if not mine and explicit and not sibling:
             raise UsageError(f"--engine {engine.id}: no --env SPEC installs its framework "
                              f"(it needs '{engine.dist_name}'" + ("" if engine.kind == "python" else
                                                                   ", and only Python engines run in an environment")
@@ -137,10 +149,13 @@ def bind(engines: dict, environments: dict) -> dict:
     be made leaves its engines unavailable, with the installer's reason."""
     bound = {}
     for eid, engine in engines.items():
-        env = environments.get(original_env(engine.env)) if engine.env else None
+        # Our rows in no environment may have a counting build (revisions.CHECKOUT), and nothing else.
+        env = environments.get(original_env(engine.env) or revisions.CHECKOUT)
         if env is not None and env.problem:
             reason = f"environment {engine.env} could not be made: {env.problem}"
             engine = engine.replace(condition=lambda reason=reason: reason)
+        elif isinstance(env, (revisions.OursEnv, revisions.TheirsEnv)):
+            engine = env.bind(engine)
         elif env is not None:
             engine = engine.replace(python=env.python)
         bound[eid] = engine

@@ -14,7 +14,7 @@ from typing import Callable
 
 from harness.machine import host as machine
 from harness.machine.doctor_measures import Finding, measure_findings
-from harness.machine.valgrind import missing_valgrind
+from harness.machine.valgrind import missing_valgrind, uncountable_isa
 from harness.measure import affinity
 
 WATCH_S = 0.5
@@ -53,7 +53,13 @@ def valgrind_finding() -> Finding:
     if missing:
         return Finding("info", "instructions", f"--instructions unavailable: {missing.split(':')[0]}",
                        missing.split(": ", 1)[1])
-    return Finding("ok", "instructions", "valgrind found: burtbench run --instructions can count instructions")
+    isa = uncountable_isa()
+    if isa:
+        return Finding("ok", "instructions", f"valgrind found; it cannot run {isa}, which this CPU has: our engine's "
+                       f"instructions (both rows, and --env burtorch@REV) come from a build of the same code without "
+                       f"{isa} (AVX+FMA), their time from the host build")
+    return Finding("ok", "instructions", "valgrind found: burtbench run --instructions can count instructions "
+                   "(of the builds that are timed)")
 
 
 def machine_finding(facts: dict, cpu: int) -> Finding:

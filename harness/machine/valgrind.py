@@ -25,3 +25,25 @@ def missing_valgrind() -> str | None:
     if shutil.which(VALGRIND) is None:
         return f"valgrind is not installed: {INSTALL_HINT}"
     return None
+
+
+# valgrind (every release up to 3.24) emulates no AVX-512: a program using it dies with SIGILL.
+NOT_EMULATED = {"avx512f": "AVX-512"}
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags as Linux names them (/proc/cpuinfo); empty elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
+def uncountable_isa(flags: set[str] | None = None) -> str | None:
+    """The host's instruction set valgrind cannot run (a build for this CPU uses it), or None."""
+    flags = cpu_flags() if flags is None else flags
+    return next((name for flag, name in NOT_EMULATED.items() if flag in flags), None)

@@ -13,6 +13,7 @@ The figure: per point, time per iteration per version as bars from zero, instruc
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,7 @@ class VersionTable:
     rows: list[dict]
     shown: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    counted_as: str = ""  # where instructions were counted on another build than the one timed, which
 
 
 def _version_key(text: str):
@@ -57,9 +59,24 @@ def _version_key(text: str):
         return (1, None, text)
 
 
-def version_of(point: Point, env: str) -> str:
-    """The version the engine reported in that environment (else the SPEC)."""
-    return str(point.version() or env)
+def version_of(point: Point, env: str, names: dict | None = None) -> str:
+    """A version of BurTorch's name (short hash and subject, and whether it is dirty), else the version
+    the engine reported in that environment, else the SPEC."""
+    return str((names or {}).get(env.removesuffix(AA_COPY)) or point.version() or env)
+
+
+def revisions_of(manifest: dict, given: tuple) -> dict[str, tuple]:
+    """{SPEC: (its place among versions, its name)} of the run's versions of BurTorch (--env burtorch@REV,
+    burtorch-authors@COMMIT), as the manifest recorded them: ours in the order of their commits (a dirty
+    working tree last), theirs in the order given (`given`: the plan's SPECs)."""
+    recorded = manifest.get("environments")
+    found = {}
+    for text, record in recorded.items() if isinstance(recorded, dict) else ():
+        if isinstance(record, dict) and record.get("name"):
+            when = (record.get("revision") or {}).get("committed_at") or \
+                (given.index(text) if text in given else len(given))
+            found[str(text)] = ((-1, when, ""), str(record["name"]))
+    return found
 
 
 def geo_mean(point: Point, value) -> float | None:
@@ -101,10 +118,10 @@ def _floor_fields(floor: effect.Floor | None) -> dict:
 
 
 def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: effect.Floor | None,
-         threshold: float) -> dict:
+         threshold: float, names: dict | None = None) -> dict:
     same = point is oldest
     copy = " (A/A copy)" if env.endswith(AA_COPY) else ""
-    row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env) + copy, "env": env,
+    row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env, names) + copy, "env": env,
            "trials_ok": point.trials_ok(), "trials": len(point.trials), "check_ok": point.check()[0], "in_run": True,
            **_floor_fields(floor)}
     if same:
@@ -163,6 +180,8 @@ def build(run: Run) -> list[VersionTable]:
             by_workload.setdefault(key.workload, {}).setdefault((base, key.params), {})[env] = point
     listed = run.manifest.get("unavailable")  # a damaged manifest may hold anything here
     unavailable = {eid: why for eid, why in listed.items() if split_id(str(eid))[1]} if isinstance(listed, dict) else {}
+    revisions = revisions_of(run.manifest, tuple(run.plan.envs))
+    names = {text: name for text, (_, name) in revisions.items()}
     tables, threshold = [], run.plan.noise_threshold
     for workload, engines in by_workload.items():
         rows, notes = [], []
@@ -175,16 +194,22 @@ def build(run: Run) -> list[VersionTable]:
             # systematic gap in one run, e.g. 0.95 [0.91, 0.98], widens the floor to cover it).
             if len(versions) < 2:
                 rows += [row for env in versions if env + AA_COPY in points
-                         for row in (_row(engine, params, env, points[env], points[env], floors.get(env), threshold),
+                         for row in (_row(engine, params, env, points[env], points[env], floors.get(env), threshold,
+                                          names),
                                      _row(engine, params, env + AA_COPY, points[env + AA_COPY], points[env],
-                                          floors.get(env), threshold))]
+                                          floors.get(env), threshold, names))]
                 continue
-            ordered = sorted(versions.items(), key=lambda item: _version_key(version_of(item[1], item[0])))
+            ordered = sorted(versions.items(), key=lambda item: revisions[item[0]][0] if item[0] in revisions
+                             else _version_key(version_of(item[1], item[0])))
             oldest_env, oldest = ordered[0]
             rows += [_row(engine, params, env, point, oldest, effect.wider(floors.get(oldest_env), floors.get(env)),
-                          threshold) for env, point in ordered]
+                          threshold, names) for env, point in ordered]
         if not rows:
             continue
+        # Instructions counted on another build than the one timed (valgrind cannot run AVX-512) say so.
+        counted_as = sorted({str(t["instructions_build"]) for points in engines.values() for p in points.values()
+                             for t in p.trials if t.get("instructions_build")})
+        notes += [f"instructions per iteration: {label}" for label in counted_as]
         notes += [f"{eid}: unavailable: {why}" for eid, why in sorted(unavailable.items())]
         tables.append(VersionTable(
             f"versions_{workload}", f"{workload}: framework versions",
@@ -197,7 +222,7 @@ def build(run: Run) -> list[VersionTable]:
             "beyond the floor; the same where it lies within a floor narrower than the change asked about "
             f"(--noise-threshold, {threshold:.0%}); else undecided, with what would decide it. 'Decided by' "
             "names the measure.",
-            workload, FIELDS, rows, _shown(workload, rows), notes))
+            workload, FIELDS, rows, _shown(workload, rows), notes, "; ".join(counted_as)))
     return tables
 
 
@@ -216,13 +241,16 @@ def figure(table: VersionTable, folder: Path) -> Figure | None:
     plt = _pyplot()
     fig, axes = plt.subplots(len(groups), panels, figsize=(4.2 * panels, 3.2 * len(groups)), squeeze=False)
     for line, (label, rows) in zip(axes, sorted(groups.items())):
-        names = [r["version"] for r in rows]
+        names = [tick(r["version"]) for r in rows]
         line[0].bar(names, [r["time_per_iter_s"] * 1e6 for r in rows], color="tab:blue")
         line[0].set_ylabel("time per iteration (µs, geo. mean)")
         line[0].set_ylim(bottom=0)
+        for ax in line[:-1]:
+            ax.tick_params(axis="x", labelsize=8)
         if counted:
             line[1].bar(names, [r["instructions_per_iter"] or 0 for r in rows], color="tab:gray")
-            line[1].set_ylabel("instructions per iteration (a proxy)")
+            line[1].set_ylabel("instructions per iteration (a proxy)" + ("\n" + table.counted_as.split(";")[0]
+                                                                          if table.counted_as else ""), fontsize=7)
             line[1].set_ylim(bottom=0)
         _ratio_panel(line[-1], rows)
         line[0].set_title(label, fontsize=8)
@@ -230,6 +258,11 @@ def figure(table: VersionTable, folder: Path) -> Figure | None:
     fig.tight_layout()
     return _save(fig, folder, f"fig_{table.name}", f"{table.title}: time per iteration, instructions and "
                                                    f"ratio to the oldest version, with the noise floor")
+
+
+def tick(version: str) -> str:
+    """A version's name on a figure's axis, wrapped: a revision's is its hash and subject line."""
+    return textwrap.fill(version, 20)
 
 
 def _ratio_panel(ax, rows: list[dict]) -> None:
@@ -249,5 +282,5 @@ def _ratio_panel(ax, rows: list[dict]) -> None:
         ax.legend(fontsize=7)
     ax.set_xlim(-0.5, len(rows) - 0.5)
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(list(xs), [r["version"] for r in rows], fontsize=8)
+    ax.set_xticks(list(xs), [tick(r["version"]) for r in rows], fontsize=8)
     ax.set_ylabel("×oldest (time: 95% interval)")

@@ -22,6 +22,16 @@ from harness.machine.valgrind import VALGRIND
 # A counted child's time limit where the user set none (--timeout): valgrind's start-up of a heavy
 # framework is tens of seconds.
 TIMEOUT_S = 600.0
+# A counted child times its loop as one block: with a block per iteration (tiny, small) the count
+# would add each block's clock reads and the printing of each block's time, whose digits move it.
+# Measured on our driver's tiny loop (~530 instructions an iteration, N = 200): a block per step,
+# counts of one build 5.6% apart; one block, 1.6%; one block and SHORT_LOOP below: see the README.
+COUNTED_BLOCKS = 1
+# What a child does once (print its times, read its peaks) moves its count by ~1,000 instructions
+# (our driver) to ~5,000 (our Python row) from run to run: a loop that adds fewer than SHORT_LOOP is
+# counted again LONGER times as long, so that its count per iteration repeats within ~0.1%.
+SHORT_LOOP = 5_000_000
+LONGER = 10
 TOOL_ARGS = ("--tool=cachegrind", "--cache-sim=no", "--branch-sim=no", "--cachegrind-out-file=/dev/null",
              "--trace-children=yes")
 # cachegrind's summary line, once per process it followed: "==123== I   refs:      1,234,567"

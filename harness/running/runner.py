@@ -35,9 +35,9 @@ OOM_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out o
 
 
 def child_command(pt: PlannedTrial, iterations: int, warmup: int, options: RunOptions,
-                  inputs: Path | None) -> list[str]:
+                  inputs: Path | None, blocks: int | None = None) -> list[str]:
     counts = ["--iterations", str(iterations), "--warmup", str(warmup),
-              "--blocks", str(pt.workload.timing_blocks(iterations))]
+              "--blocks", str(blocks or pt.workload.timing_blocks(iterations))]
     shared = ["--inputs", str(inputs)] if inputs else []
     if pt.engine.kind == "native":
         cmd = [find_executable(pt.engine.executable) or pt.engine.executable, pt.workload.name, *counts,
@@ -82,7 +82,8 @@ def run_child(pt: PlannedTrial, spawner: ChildSpawner, iterations: int, warmup: 
     if gone:
         return _unavailable(gone)
     if pt.engine.kind != "program":
-        return spawner.run(wrap(child_command(pt, iterations, warmup, spawner.options, inputs)), timeout_s,
+        blocks = instructions.COUNTED_BLOCKS if counted else None
+        return spawner.run(wrap(child_command(pt, iterations, warmup, spawner.options, inputs, blocks)), timeout_s,
                            env=worker_env(pt.engine.python or spawner.options.python))
     workdir = Path(tempfile.mkdtemp(prefix="burtbench-trial-"))
     try:
@@ -239,21 +240,33 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
     own = payload.get("check")
     trial.check = own or pt.workload.check(pt.params, payload.get("outputs"), precision, inputs).as_dict()
     if opts.instructions:
-        count = count_instructions(pt, spawner, inputs)
+        # Another build counted where valgrind cannot run the timed one (never timed itself).
+        counted = pt.engine.counted_as
+        count = count_instructions(dataclasses.replace(pt, engine=counted) if counted else pt, spawner, inputs)
         trial.instructions_per_iter, trial.instructions_reason = count.per_iter, count.reason
         trial.instructions_cost_s = count.cost_s
+        trial.instructions_build = counted.note if counted else None
     return trial
 
 
 def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | None) -> instructions.Count:
     """Instructions per iteration of the timed loop: the child under valgrind with N and 2N
-    iterations (harness/running/instructions.py), within the inputs prepared for the point."""
+    iterations (harness/running/instructions.py), within the inputs prepared for the point; a loop
+    too short for its count to repeat is counted again LONGER times as long."""
     if pt.engine.id in spawner.uncountable:
         return instructions.Count(None, f"{spawner.uncountable[pt.engine.id]} (in an earlier trial; not tried again)", 0.0)
     n, warmup = counted_iterations(pt.workload)
     if inputs is not None:
         warmup = min(warmup, pt.warmup)
         n = max(1, min(n, (pt.iterations + pt.warmup - warmup) // 2))
+    count = _count(pt, spawner, inputs, n, warmup)
+    if inputs is None and count.per_iter is not None and count.per_iter * n < instructions.SHORT_LOOP:
+        longer = _count(pt, spawner, inputs, n * instructions.LONGER, warmup)
+        return dataclasses.replace(longer, cost_s=count.cost_s + longer.cost_s)
+    return count
+
+
+def _count(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | None, n: int, warmup: int) -> instructions.Count:
     counts, cost = [], 0.0
     for iterations in (n, 2 * n):
         child = run_child(pt, spawner, iterations, warmup, inputs, counted=True)

@@ -23,6 +23,7 @@ from engines.base import split_id
 from harness.analysis import summary
 from harness.envs import specs as envs
 from harness.envs.install import make_all
+from harness.envs.revisions import check_resumed
 from harness.errors import UsageError
 from harness.machine.valgrind import missing_valgrind
 from harness.measure import affinity, energy, tsc
@@ -201,8 +202,8 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
         if env and base in registry:
             registry[eid] = registry[base].replace(env=env)
     registry = envs.bind(registry, environments or {})
-    if asked.upstream:  # the authors' engines build from the run's --upstream
-        registry = {eid: e.replace(source=asked.upstream) if upstream_source.is_authors(eid) else e
+    if asked.upstream:  # the authors' engines build from the run's --upstream (at a commit: that commit's)
+        registry = {eid: e.replace(source=asked.upstream) if upstream_source.is_authors(eid) and not e.env else e
                     for eid, e in registry.items()}
     missing = [e for e in asked.engines if e not in registry]
     if missing:
@@ -285,6 +286,8 @@ def run(req: RunRequest, console: Console, extend=None) -> Outcome:
 
 
 def _run(req: RunRequest, console: Console, environments: dict, extend) -> Outcome:
+    if req.run_dir is not None:
+        check_resumed(resumable_manifest(req.run_dir)[0], environments)
     plan, no_source = upstream_source.provide(make_plan(req.plan, environments), console)
     plan, unavailable = ready_engines(plan, console)
     unavailable = {**no_source, **unavailable}

@@ -75,6 +75,9 @@ class Trial:
     instructions_per_iter: float | None = None
     instructions_reason: str | None = None
     instructions_cost_s: float | None = None  # what counting took (both counted children)
+    # Where the instructions were counted on another build than the one timed (valgrind cannot run
+    # AVX-512: harness/envs/revisions.py), which one; None where the timed build itself was counted.
+    instructions_build: str | None = None
     peak_virtual_bytes: int | None = None
     peak_private_bytes: int | None = None
     peak_private_source: str | None = None
