@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 from test_paired_rounds import fake_valgrind  # noqa: F401 (a fixture)
 
+from engines.base import AA_COPY
 from engines.burtorch import ENGINES
 from harness.commands.cli import main
 from harness.envs import revisions
@@ -211,10 +212,10 @@ def test_our_rows_in_no_environment_are_counted_on_a_build_of_this_checkout(repo
     plan = SimpleNamespace(envs=(), env_dir=str(tmp_path / "envs"), upstream=None, instructions=True)
     made = revisions.make_all(plan, sys.executable, console, plain=True)
     native, python = ENGINES
-    bound = bind({native.id: native, python.id + "@#2": python.replace(env="#2")}, made)
+    bound = bind({native.id: native, python.id + "@" + AA_COPY: python.replace(env=AA_COPY)}, made)
     assert bound[native.id].executable == native.executable  # timed: the installed driver, as without counting
     assert bound[native.id].counted_as.executable == made[revisions.CHECKOUT].counting.driver
-    assert bound[python.id + "@#2"].counted_as.python == made[revisions.CHECKOUT].counting.python  # its A/A copy too
+    assert bound[python.id + "@" + AA_COPY].counted_as.python == made[revisions.CHECKOUT].counting.python  # its A/A copy too
     assert "this checkout" in bound[native.id].counted_as.note
     assert revisions.make_all(plan, sys.executable, console, plain=False) == {}
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from engines import PROBE_ENGINES
-from harness.commands.helptext import describe
+from harness.commands.helptext import EXAMPLES, describe
 from harness.cluster.slurm import SlurmError
 from harness.commands.options import (add_run_options, add_slurm_command, add_slurm_options, default_env_dir,
                                       path_text, positive_float, prune_days, shard_argv)
@@ -44,33 +44,6 @@ class Parser(argparse.ArgumentParser):
             guess = selection.did_you_mean(extra[0].split("=")[0], known) if extra[0].startswith("-") else ""
             where.error(f"unrecognized argument{'s' if len(extra) > 1 else ''}: {' '.join(extra)}{guess}")
         return parsed
-
-
-EXAMPLES = """examples:
-  burtbench list
-  burtbench run                                   quick profile, every workload, every available engine;
-                                                  ends with reports/<run-id>/ and a verdict for each paper claim
-  burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
-  burtbench run --engine torch/eager --profile paper --trials 5
-  burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
-                                                  two versions in one interleaved run (cached environments)
-  burtbench compare "RUN@autograd==1.7.0" "RUN@autograd==1.9.1"    two environments of one run
-  burtbench envs --prune                          the cached environments; delete those unused for 30 days
-  burtbench run --resume results/20261121-101500-quick
-  burtbench run --profile paper --dry-run          the plan and its estimated time, nothing run
-  burtbench run --cpus 2-15                        14 trials at once, each on its own core
-  burtbench run --profile paper --shard 2/4        the second of 4 machines; then: burtbench merge RUN... --out DIR
-  burtbench run --profile paper --slurm --wait --partition cpu --constraint epyc7763
-                                                  a SLURM job array, resubmitted where it fails, merged and reported
-  burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
-  burtbench compare RUN_A RUN_B --fail-if-slower 10
-  burtbench claims results/machines/*              the claims on several runs: one machine's pooled, machines apart
-  burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
-  burtbench fetch-data --data-dir data
-  burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
-  burtbench run --engine burtorch --workload tiny,small --upstream ~/src/burtorch-b1a9d66.tar.gz
-  burtbench doctor
-"""
 
 
 def build_parser() -> Parser:

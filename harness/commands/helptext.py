@@ -6,6 +6,33 @@ from __future__ import annotations
 
 import argparse
 
+# `burtbench --help`'s examples, after the list of commands.
+EXAMPLES = """examples:
+  burtbench list
+  burtbench run                                   quick profile, every workload, every available engine;
+                                                  ends with reports/<run-id>/ and a verdict for each paper claim
+  burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
+  burtbench run --engine torch/eager --profile paper --trials 5
+  burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
+                                                  two versions in one interleaved run (cached environments)
+  burtbench compare "RUN@autograd==1.7.0" "RUN@autograd==1.9.1"    two environments of one run
+  burtbench envs --prune                          the cached environments; delete those unused for 30 days
+  burtbench run --resume results/20261121-101500-quick
+  burtbench run --profile paper --dry-run          the plan and its estimated time, nothing run
+  burtbench run --cpus 2-15                        14 trials at once, each on its own core
+  burtbench run --profile paper --shard 2/4        the second of 4 machines; then: burtbench merge RUN... --out DIR
+  burtbench run --profile paper --slurm --wait --partition cpu --constraint epyc7763
+                                                  a SLURM job array, resubmitted where it fails, merged and reported
+  burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
+  burtbench compare RUN_A RUN_B --fail-if-slower 10
+  burtbench claims results/machines/*              the claims on several runs: one machine's pooled, machines apart
+  burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
+  burtbench fetch-data --data-dir data
+  burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
+  burtbench run --engine burtorch --workload tiny,small --upstream ~/src/burtorch-b1a9d66.tar.gz
+  burtbench doctor
+"""
+
 # (description, examples) per subcommand.
 HELP = {
     "run": ("Plan engine × workload × params × trial, run each trial in a fresh process pinned to one core, "
