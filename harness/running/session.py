@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import secrets
 import sys
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from engines import all_engines
+from engines import all_engines, burn
 from engines.base import split_id
 from harness.analysis import summary
 from harness.envs import specs as envs
@@ -97,6 +98,11 @@ def new_plan(args) -> RunPlan:
     selection.check_data_dir(data_dir, usable)
     upstream = str(Path(args.upstream).expanduser().resolve()) if getattr(args, "upstream", None) else None
     check_upstream(upstream)
+    if getattr(args, "cargo_vendor", None):
+        vendor = Path(args.cargo_vendor).expanduser().resolve()
+        if not vendor.is_dir():
+            raise UsageError(f"--cargo-vendor {args.cargo_vendor}: no such folder")
+        os.environ[burn.VENDOR_ENV] = str(vendor)  # where engines/burn.py's build looks
     if args.adaptive and args.trials and args.max_trials < args.trials:
         raise UsageError(f"--max-trials {args.max_trials} is below --trials {args.trials}")
 

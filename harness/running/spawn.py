@@ -18,6 +18,7 @@ from harness.store.run_plan import DEFAULT_TIMING
 # Single-threaded settings every child gets, whatever its framework.
 SINGLE_THREAD_ENV = {
     "OMP_NUM_THREADS": "1",
+    "RAYON_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "VECLIB_MAXIMUM_THREADS": "1",
