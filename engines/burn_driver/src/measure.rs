@@ -25,8 +25,8 @@ pub fn block_sizes(iterations: u64, blocks: u64) -> Vec<u64> {
     (0..blocks).map(|k| iterations / blocks + u64::from(k < iterations % blocks)).collect()
 }
 
-/// mean, sample standard deviation, min, median and n, as harness/analysis/stats.py summarizes.
-pub fn summarize(samples: &[f64]) -> [f64; 5] {
+/// mean, sample standard deviation, min and median, as harness/analysis/stats.py summarizes.
+pub fn summarize(samples: &[f64]) -> [f64; 4] {
     let n = samples.len() as f64;
     let mean = samples.iter().sum::<f64>() / n;
     let squares: f64 = samples.iter().map(|x| (x - mean) * (x - mean)).sum();
@@ -35,7 +35,7 @@ pub fn summarize(samples: &[f64]) -> [f64; 5] {
     sorted.sort_by(f64::total_cmp);
     let mid = sorted.len() / 2;
     let median = if sorted.len() % 2 == 1 { sorted[mid] } else { (sorted[mid - 1] + sorted[mid]) / 2.0 };
-    [mean, std, sorted[0], median, n]
+    [mean, std, sorted[0], median]
 }
 
 /// A one-line JSON object; non-finite numbers become null (JSON has none).
@@ -114,17 +114,12 @@ impl JsonLine {
         self.0.push(']');
         self
     }
-    pub fn object(&mut self, name: &str, fields: &[(&str, f64)]) -> &mut Self {
+    pub fn begin(&mut self, name: &str) -> &mut Self {
         self.key(name);
         self.0.push('{');
-        for (k, (field, x)) in fields.iter().enumerate() {
-            if k > 0 {
-                self.0.push(',');
-            }
-            self.quoted(field);
-            self.0.push(':');
-            self.number(*x);
-        }
+        self
+    }
+    pub fn end(&mut self) -> &mut Self {
         self.0.push('}');
         self
     }
@@ -154,16 +149,25 @@ pub fn measure_and_report(step: &mut dyn Workload, warmup: u64, iterations: u64,
     }
     let counted = clocks.stop();
     let cpu_after = process::cpu_time_s();
-    let [mean, std, min, median, n] = summarize(&samples);
+    let [mean, std, min, median] = summarize(&samples);
 
     let mut json = JsonLine::default();
-    json.text("status", Some("ok"))
-        .object("outputs", &step.outputs())
+    json.text("status", Some("ok")).begin("outputs");
+    for (name, value) in step.outputs() {
+        json.float(name, Some(value));
+    }
+    json.end()
         .text("precision", Some(step.precision()))
         .int("iterations", Some(iterations))
         .int("warmup", Some(warmup))
         .float("loop_time_s", Some(total))
-        .object("per_iter_s", &[("mean", mean), ("std", std), ("min", min), ("median", median), ("n", n)])
+        .begin("per_iter_s")
+        .float("mean", Some(mean))
+        .float("std", Some(std))
+        .float("min", Some(min))
+        .float("median", Some(median))
+        .int("n", Some(samples.len() as u64))
+        .end()
         .floats("samples_s", &samples)
         .text("timed_as", Some("lean"))
         .text("framework_version", Some(version))
