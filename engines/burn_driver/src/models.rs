@@ -1,13 +1,14 @@
 //! The MLP (workloads/catalog/mlp.py) and the mini-GPT (workloads/catalog/gpt.py) written with
-//! Burn's tensor operations, as its user writes a model by hand. Every weight matrix is (out, in)
-//! as the inputs store it, so a layer is x @ w^T + b. The parameters are in the inputs' order.
+//! Burn's tensor operations, as its user writes a model by hand. A layer's weight is kept (in, out)
+//! as Burn's nn::Linear keeps it (training.rs transposes the inputs' (out, in) once, untimed), so a
+//! layer is x @ w + b. The parameters are in the inputs' order.
 use burn_tensor::{activation::{relu, softmax}, Bool, Tensor};
 
 use crate::inputs::TrainingInputs;
 use crate::training::{cross_entropy, ids, Model, Param, B};
 
 fn linear(x: Tensor<B, 2>, w: &Param, b: Option<&Param>) -> Tensor<B, 2> {
-    let y = x.matmul(w.clone().transpose());
+    let y = x.matmul(w.clone());
     match b {
         Some(b) => y + b.clone(),
         None => y,

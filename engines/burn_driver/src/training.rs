@@ -13,6 +13,9 @@ use crate::measure::Workload;
 pub type B = Autodiff<NdArray<f32>>;
 pub type Param = Tensor<B, 2>;
 
+/// The embedding tables, looked up by row; every other matrix is a layer's weight.
+const EMBEDDINGS: [&str; 2] = ["wte", "wpe"];
+
 /// A model: its parameters' shapes as config.txt's `params` names them, the width of a sample
 /// row, and the batch's mean loss over `rows` (batch x width token ids).
 pub trait Model {
@@ -84,12 +87,20 @@ impl<M: Model> Trainer<M> {
         let device = Default::default();
         let mut at = 0;
         let mut leaves = Vec::new();
-        for (_, dims) in &tensors {
+        for (name, dims) in &tensors {
             let n: usize = dims.iter().product();
-            // Every parameter a matrix: a vector is one row, broadcast over the rows it is added to.
-            let shape = if dims.len() == 2 { [dims[0], dims[1]] } else { [1, dims[0]] };
-            leaves.push(Param::from_data(TensorData::new(values[at..at + n].to_vec(), shape), &device).require_grad());
+            let stored = &values[at..at + n];
             at += n;
+            let (data, shape) = match dims[..] {
+                // A vector is one row, broadcast over the rows it is added to.
+                [len] => (stored.to_vec(), [1, len]),
+                [rows, cols] if EMBEDDINGS.contains(&name.as_str()) => (stored.to_vec(), [rows, cols]),
+                // A layer's weight (out, in) is kept (in, out), as Burn's own nn::Linear keeps it:
+                // the forward is then x @ w and no gradient is taken through a transposed view.
+                [rows, cols] => ((0..n).map(|k| stored[(k % rows) * cols + k / rows]).collect(), [cols, rows]),
+                _ => return Err(format!("config.txt: {name} is neither a vector nor a matrix")),
+            };
+            leaves.push(Param::from_data(TensorData::new(data, shape), &device).require_grad());
         }
         let rows = vec![0; inputs.batch * inputs.width];
         Ok(Trainer { model, inputs, params: leaves, rows, losses: Vec::new(), step: 0, prepared: false })
