@@ -9,7 +9,7 @@ STAMP := $(VENV)/.burtbench-installed
 EXT_SOURCES := $(shell find burtorch_ext -type f \( -name '*.hpp' -o -name '*.cpp' -o -name 'CMakeLists.txt' \) 2>/dev/null)
 RUN_ARGS ?=
 
-.PHONY: setup browser slurm bench-linux bench-windows bench-macos test report reference-report perf perf-grid gate-engine clean
+.PHONY: setup burn browser slurm bench-linux bench-windows bench-macos test report reference-report perf perf-grid gate-engine clean
 
 setup: $(STAMP)
 
@@ -20,6 +20,13 @@ $(STAMP): pyproject.toml $(EXT_SOURCES)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e ".[frameworks,test]"
 	touch $(STAMP)
+
+# The Burn engine's driver (engines/burn_driver), built now rather than by the first run that needs it:
+# `cargo build --release --locked`, the crates from crates.io, or offline from a `cargo vendor` folder
+# (make burn CARGO_VENDOR=DIR). Without cargo or the crates it prints the one line that says what is
+# missing, and make goes on.
+burn: setup
+	-$(if $(CARGO_VENDOR),BURTBENCH_CARGO_VENDOR=$(CARGO_VENDOR)) $(BIN)/python -m engines.burn
 
 bench-linux: setup
 	$(BIN)/burtbench run --engine all --profile $(PROFILE) $(RUN_ARGS)

@@ -18,6 +18,7 @@ ENGINE_MODULES = (
     "engines.burtorch_authors",
     "engines.torch",
     "engines.libtorch",
+    "engines.burn",
     "engines.tensorflow",
     "engines.tflite",
     "engines.jax",

@@ -1,4 +1,4 @@
-"""Both trial writers — the Python worker and the native driver — report exactly the fields of
+"""Every trial writer — the Python worker and the native drivers (ours, Burn's) — reports exactly the fields of
 results.CHILD_FIELDS, and every one of them is a Trial field (or a measure the parent replaces)."""
 from __future__ import annotations
 
@@ -38,6 +38,16 @@ def test_the_native_driver_reports_the_child_fields():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert fields_of(done.stdout) == CHILD_FIELDS | OPTIONAL_CHILD_FIELDS  # its own per_iter_s, and timed_as
+
+
+def test_the_burn_driver_reports_the_child_fields():
+    from engines import burn
+
+    if not burn.is_built():
+        pytest.skip("burn-bench is not built (make burn; without internet: make burn CARGO_VENDOR=DIR)")
+    done = subprocess.run([str(burn.executable()), "tiny", *COUNTS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert fields_of(done.stdout) == CHILD_FIELDS | OPTIONAL_CHILD_FIELDS
 
 
 def test_every_child_field_has_a_place_in_the_trial():

@@ -90,6 +90,10 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                      help="the authors' BurTorch source (a checkout or a `git archive` tarball) for the "
                           "burtorch-authors engines (default: $BURTBENCH_UPSTREAM, else the checkout of an earlier "
                           "fetch-upstream, else the run fetches the pinned commit once)")
+    run.add_argument("--cargo-vendor", metavar="DIR",
+                     help="a `cargo vendor` folder of the Burn engine's crates (engines/burn_driver), for a machine "
+                          "without internet: cargo then builds offline from it (default: $BURTBENCH_CARGO_VENDOR, "
+                          "else cargo fetches the crates from crates.io)")
     run.add_argument("--no-upstream", action="store_true",
                      help="leave the authors' programs (burtorch-authors) out: no source looked for, no fetch")
     run.add_argument("--out", type=path_text, default="results", metavar="DIR", help="results folder (default: results); "

@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import secrets
 import sys
 from contextlib import ExitStack
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from engines import all_engines
+from engines import all_engines, burn
 from engines.base import split_id
 from harness.analysis import summary
 from harness.envs import specs as envs
@@ -101,6 +102,11 @@ def new_plan(args) -> RunPlan:
     selection.check_data_dir(data_dir, usable)
     upstream = str(Path(args.upstream).expanduser().resolve()) if getattr(args, "upstream", None) else None
     check_upstream(upstream)
+    if getattr(args, "cargo_vendor", None):
+        vendor = Path(args.cargo_vendor).expanduser().resolve()
+        if not vendor.is_dir():
+            raise UsageError(f"--cargo-vendor {args.cargo_vendor}: no such folder")
+        os.environ[burn.VENDOR_ENV] = str(vendor)  # where engines/burn.py's build looks
     if args.max_trials is not None and not args.adaptive:
         raise UsageError("--max-trials only applies with --adaptive (add it, or drop --max-trials)")
     max_trials = args.max_trials or DEFAULT_MAX_TRIALS

@@ -22,6 +22,7 @@ SIGNAL_GRACE_S = 2.0
 # Single-threaded settings every child gets, whatever its framework.
 SINGLE_THREAD_ENV = {
     "OMP_NUM_THREADS": "1",
+    "RAYON_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "VECLIB_MAXIMUM_THREADS": "1",
