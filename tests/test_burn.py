@@ -196,9 +196,9 @@ def test_the_run_goes_on_without_burn_and_list_says_why(tmp_path, monkeypatch, c
     out = tmp_path / "runs"
     code = main(["run", "--engine", f"{ENGINE},micrograd/eager/python/cpu", "--workload", "tiny",
                  "--profile", "smoke", "--out", str(out)])
-    printed = capsys.readouterr().out
+    said = capsys.readouterr().err  # a skip reason is on stderr, one line
     assert code == 0
-    assert f"skipping {ENGINE}: unavailable: cargo not found" in " ".join(printed.split())
+    assert f"skipping {ENGINE}: unavailable: cargo not found" in " ".join(said.split())
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
     trials = results.read_trials(run_dir)
     assert {t["engine"] for t in trials} == {"micrograd/eager/python/cpu"} and trials[0]["status"] == "ok"
