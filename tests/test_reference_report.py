@@ -24,14 +24,19 @@ STALE = "reports/reference/ is stale: run `make reference-report` (burtbench rep
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory) -> Path:
-    return render(ROOT / "results" / "reference", tmp_path_factory.mktemp("reports"))
+    from harness.report import pooled
+
+    folder = render(ROOT / "results" / "reference", tmp_path_factory.mktemp("reports"))
+    runs = [str(ROOT / "results" / "reference"), *sorted(str(p) for p in (ROOT / "results" / "machines").iterdir())]
+    pooled.write(folder, pooled.judge_machines(runs))
+    return folder
 
 
 def compared(folder: Path) -> list[str]:
     """The files that are committed: Markdown, the claims' CSV and JSON, the tables' CSV and LaTeX
     (not index.html, PDFs)."""
     names = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
-    return sorted(n for n in names if n.endswith(".md") or n in ("claims.csv", "claims.json")
+    return sorted(n for n in names if n.endswith(".md") or n in ("claims.csv", "claims.json", "claims-pooled.json")
                   or re.fullmatch(r"tables/[^/]+\.(csv|tex)", n))
 
 

@@ -78,7 +78,9 @@ def counts_both(judged: list[Judged]) -> str:
 def markdown(run: Run, judged: list[Judged], status: list[str]) -> str:
     head = [f"# The BurTorch paper's claims on run {run.run_id}", ""]
     head += [f"> **{line}**" for line in status] + ([""] if status else [])
-    head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.plan.profile}.", "",
+    head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.plan.profile}. Several runs, of "
+             "this machine or others: `burtbench claims RUN [RUN ...]` pools one machine's trials and judges each "
+             "machine apart.", "",
              SUBJECTS_TEXT, "", HOW, "", markdown_table(judged), "## How each verdict was computed", ""]
     for j in judged:
         c = j.claim

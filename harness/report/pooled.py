@@ -24,7 +24,7 @@ ROUND_STRIDE = 100_000  # far above any run's rounds
 @dataclass
 class Machine:
     name: str  # "Intel Xeon Processor, Linux"
-    runs: list[str]
+    runs: list[str]  # the runs' folder names
     pooled: Run
     judged: list  # claims.Judged of the pooled run
 
@@ -50,7 +50,7 @@ def check_poolable(runs: list[Run], names: list[str]) -> None:
     trials twice: one line, before any judging."""
     seen: dict[tuple, str] = {}
     for name, run in zip(names, runs):
-        key = (run.run_id, run.manifest.get("created_at"))
+        key = (run.manifest.get("run_id"), run.manifest.get("created_at"))  # a copy of a run is the run again
         if key in seen:
             raise UsageError(f"burtbench claims: {name} is the run {seen[key]} again; give each run once")
         seen[key] = name
@@ -87,13 +87,22 @@ def judge_machines(run_dirs: list[str]) -> list[Machine]:
     machines = []
     for indexes in groups.values():
         pooled = pool([runs[i] for i in indexes])
-        machines.append(Machine(machine_name(runs[indexes[0]]), [run_dirs[i] for i in indexes], pooled,
+        machines.append(Machine(machine_name(runs[indexes[0]]), [Path(run_dirs[i]).name for i in indexes], pooled,
                                 claims.judge(pooled, build_tables(pooled))))
     names = [m.name for m in machines]
-    for m in machines:  # two framework sets on one CPU model: told apart by their runs
-        if names.count(m.name) > 1:
-            m.name += f" ({Path(m.runs[0]).name})"
+    twins = [[o for o, other in zip(machines, names) if other == name and o is not m] for m, name in zip(machines, names)]
+    for m, others in zip(machines, twins):  # two framework sets on one CPU model: told apart by a version
+        if others:
+            m.name += f" ({_differs(m, others) or m.runs[0]})"
     return machines
+
+
+def _differs(machine: Machine, twins: list[Machine]) -> str:
+    mine = machine.pooled.manifest.get("frameworks") or {}
+    for name, version in sorted(mine.items(), key=lambda item: (item[0] != "torch", item[0])):  # torch's first
+        if version and any((t.pooled.manifest.get("frameworks") or {}).get(name) != version for t in twins):
+            return f"{name} {version}"
+    return ""
 
 
 def verdict_text(v) -> str:
