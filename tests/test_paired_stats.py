@@ -177,3 +177,13 @@ def test_an_aa_pair_that_differs_in_one_run_widens_the_floor_and_never_reads_fas
     assert copy["time_ci_high"] < 1  # its interval excludes 1
     assert copy["noise_floor"] >= 1 / copy["time_ci_low"] > 1.04
     assert copy["answer"] in ("same", "undecided") and "faster" not in copy["verdict"]
+
+
+def test_aa_without_env_shows_the_copy_and_its_floor(tmp_path):
+    plain = [Trial(**{**t.__dict__, "engine": ENGINE}) for t in skewed_trials(NEW, 3.6e-4, seed=7)]
+    copy = [Trial(**{**t.__dict__, "engine": f"{ENGINE}@#copy"}) for t in skewed_trials(NEW, 3.6e-4, seed=8)]
+    (table,) = versions.build(load_run(write_run(tmp_path / "aa", plain + copy)))
+    original, twin = table.rows
+    assert twin["env"] == "#copy" and twin["version"].endswith("(A/A copy)")
+    assert original["noise_floor"] is not None and original["floor_pair"] == "no environment"
+    assert twin["answer"] in ("same", "undecided") and "faster" not in twin["verdict"]

@@ -172,11 +172,13 @@ def _shown(workload: str, rows: list[dict]) -> pd.DataFrame:
 
 
 def build(run: Run) -> list[VersionTable]:
-    """A table per workload where some engine ran in two environments or more."""
+    """A table per workload where some engine ran in two environments or more, or beside its A/A copy
+    (--aa without --env: the engine in no environment against `<id>@#copy`)."""
     by_workload: dict[str, dict[tuple, dict[str, Point]]] = {}
+    ids = {key.engine for key in run_points(run)}
     for key, point in run_points(run).items():
         base, env = split_id(key.engine)
-        if env:
+        if env or f"{base}@{AA_COPY}" in ids:
             by_workload.setdefault(key.workload, {}).setdefault((base, key.params), {})[env] = point
     listed = run.manifest.get("unavailable")  # a damaged manifest may hold anything here
     unavailable = {eid: why for eid, why in listed.items() if split_id(str(eid))[1]} if isinstance(listed, dict) else {}
