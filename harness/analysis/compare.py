@@ -258,8 +258,8 @@ def ratio_text(ratio: float | None, interval: list[float] | None) -> str:
 HEADERS = ["Point", "Engine", "Time A → B", "Answer: time B/A [95% CI]", "Decided by",
            "Instr. B/A (a proxy)", "Mem A → B", "Memory B/A"]
 WIDTH = 120  # compare's table fits a 120-column terminal
-NARROW = {4: 12, 5: 12, 7: 16}  # the columns that give way to the answer's (decided by, instructions, memory)
-ANSWER_WIDTH = 32
+NARROW = {2: 16, 4: 12, 5: 12, 7: 16}  # the columns that give way to the answer's (decided by, instructions, memory)
+ANSWER_WIDTH = 26
 
 
 def arrow(a: str, b: str) -> str:
@@ -287,7 +287,8 @@ def table_rows(result: dict) -> list[list[str]]:
                      arrow(format_seconds(row["time_a"], "n/a"), format_seconds(row["time_b"], "n/a")),
                      row["answer_text"], row["decided_by"] or "—", instr,
                      arrow(size(row["mem_a"]), size(row["mem_b"])),
-                     ratio_text(row["mem_ratio"], row["mem_ci"]) + f" {row['mem_verdict']}"])
+                     row["mem_verdict"] if row["mem_verdict"].startswith(("smaller", "larger", "undecided"))
+                     else f"{ratio_text(row['mem_ratio'], None)} {row['mem_verdict']}"])
     for workload, mean in sorted(result["geomean"].items()):
         if mean["n"] < 2:  # the one row says it already
             continue
@@ -356,7 +357,7 @@ def _terminal(result: dict) -> str:
     table = Table(title="burtbench compare: B relative to A", padding=(0, 1), collapse_padding=True,
                   show_lines=False)
     for i in keep:
-        table.add_column(HEADERS[i], no_wrap=i in (1, 2), overflow="fold", max_width=NARROW.get(i),
+        table.add_column(HEADERS[i], no_wrap=i == 1, overflow="fold", max_width=NARROW.get(i),
                          min_width=ANSWER_WIDTH if i == 3 else None)
     point = None
     for cells in rows:

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from engines.base import AA_COPY
+from engines.base import AA_COPY, split_id
 from engines.none import FLOOR
 from harness.planning.claim_points import UNREPEATED_PROFILES
 from harness.analysis.labels import short_ids
@@ -128,6 +128,8 @@ def speed_lines(run) -> list[str]:
     labels, _ = short_ids([p.engine for points in by_point.values() for p in points])
     lines = []
     for (workload, _), points in by_point.items():
+        if len({split_id(p.engine)[0] for p in points}) == 1:  # versions of one engine: the versions lines answer
+            continue
         fast = min(points, key=lambda p: p.time_mean())
         slow = max(points, key=lambda p: p.time_mean())
         name = workload + shown_params(workload, fast.params)
@@ -144,16 +146,18 @@ def speed_lines(run) -> list[str]:
 def summary_lines(rendered) -> list[str]:
     folder = Path(rendered.folder).resolve()
     lines = [""] + [f"[yellow]{escape(s)}[/]" for s in rendered.status]
-    lines += claim_lines(rendered.judged, rendered.run, folder)
-    speeds = speed_lines(rendered.run)
-    if speeds:
-        lines += ["", "[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step):"]
-        lines += speeds
+    # A versions run answers its own question first; the paper's claims follow, where it measured their points.
     for table in rendered.versions:
         lines += ["", f"[bold]{escape(table.title)}[/] (time per iteration; the answer against the oldest version, "
                       f"as compare gives it): {escape(str(Path(rendered.folder).resolve() / 'tables' / table.name))}.md"]
         lines += [f"  {escape(row['engine'])} {escape(row['version']):<10} {format_seconds(row['time_per_iter_s'], 'n/a'):>9}"
                   f"  {escape(versions.ratio(row, 'time'))}" for row in table.rows]
+    lines += [""] if rendered.versions else []
+    lines += claim_lines(rendered.judged, rendered.run, folder)
+    speeds = speed_lines(rendered.run)
+    if speeds:
+        lines += ["", "[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step):"]
+        lines += speeds
     lines += ["", f"claims:  {escape(str(folder / 'claims.md'))}",
               f"report:  {escape((folder / 'index.html').as_uri())}"]
     return lines
