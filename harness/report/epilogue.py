@@ -128,7 +128,8 @@ def speed_lines(run) -> list[str]:
     labels, _ = short_ids([p.engine for points in by_point.values() for p in points])
     lines = []
     for (workload, _), points in by_point.items():
-        if len({split_id(p.engine)[0] for p in points}) == 1:  # versions of one engine: the versions lines answer
+        # Versions of one engine: the versions lines answer which is faster, by the one rule.
+        if len(points) > 1 and len({split_id(p.engine)[0] for p in points}) == 1:
             continue
         fast = min(points, key=lambda p: p.time_mean())
         slow = max(points, key=lambda p: p.time_mean())
