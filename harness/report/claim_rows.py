@@ -56,19 +56,12 @@ def metric_keys(metric_expr: str, os_name: str) -> list[Metric]:
 
 
 def _quotient(row: dict, prefix: str, metrics: list[Metric]) -> float | None:
-    values = [row.get(f"{prefix}{m.key}") for m in metrics]
-    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
-        return None
-    result = float(values[0])
-    for v in values[1:]:
-        if not v:
-            return None
-        result /= float(v)
-    return result
+    return _quotient_of([row.get(f"{prefix}{m.key}") for m in metrics])
 
 
 def _quotient_of(values: list) -> float | None:
-    if any(v is None for v in values) or any(not v for v in values[1:]):
+    """The first value over the others; None where one is missing (None or NaN) or a divisor is 0."""
+    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values) or any(not v for v in values[1:]):
         return None
     result = float(values[0])
     for v in values[1:]:

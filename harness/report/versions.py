@@ -79,14 +79,6 @@ def revisions_of(manifest: dict, given: tuple) -> dict[str, tuple]:
     return found
 
 
-def geo_mean(point: Point, value) -> float | None:
-    """The geometric mean of a measure over a point's trials (what its ratios are made of)."""
-    from scipy.stats import gmean
-
-    values = [v for v in map(value, point.trials) if v is not None and v > 0]
-    return float(gmean(values)) if values else None
-
-
 def instructions_of(trial: dict) -> float | None:
     return measure(trial, "instructions_per_iter")
 
@@ -125,25 +117,25 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor:
            "trials_ok": point.trials_ok(), "trials": len(point.trials), "check_ok": point.check()[0], "in_run": True,
            **_floor_fields(floor)}
     if same:
-        return {**row, "rounds": len(point.time_values()), "time_per_iter_s": geo_mean(point, trial_time),
+        return {**row, "rounds": len(point.time_values()), "time_per_iter_s": compare.geo(point, trial_time),
                 "time_ratio": 1.0, **_ends("time", None), "time_verdict": REFERENCE,
-                "instructions_per_iter": geo_mean(point, instructions_of), "instr_ratio": 1.0, **_ends("instr", None),
-                "verdict": REFERENCE, "decided_by": "", "init_time_s": geo_mean(point, lambda t: measure(t, "init_time_s")),
+                "instructions_per_iter": compare.geo(point, instructions_of), "instr_ratio": 1.0, **_ends("instr", None),
+                "verdict": REFERENCE, "decided_by": "", "init_time_s": compare.geo(point, lambda t: measure(t, "init_time_s")),
                 "init_ratio": 1.0, **_ends("init", None), "init_verdict": REFERENCE,
-                "peak_resident_bytes": geo_mean(point, lambda t: measure(t, "peak_resident_bytes")), "mem_ratio": 1.0,
+                "peak_resident_bytes": compare.geo(point, lambda t: measure(t, "peak_resident_bytes")), "mem_ratio": 1.0,
                 **_ends("mem", None), "mem_verdict": REFERENCE}
     time = compare.effect_of(oldest, point, trial_time, pair=True)
     instr = compare.effect_of(oldest, point, instructions_of, pair=True)
     init = compare.effect_of(oldest, point, lambda t: measure(t, "init_time_s"), pair=True)
     memory = compare.effect_of(oldest, point, lambda t: measure(t, "peak_resident_bytes"), pair=True)
     answer = effect.change_answer(time, floor, threshold, instr if instr.estimate is not None else None)
-    return {**row, "rounds": time.n, "time_per_iter_s": geo_mean(point, trial_time), "time_ratio": time.estimate,
+    return {**row, "rounds": time.n, "time_per_iter_s": compare.geo(point, trial_time), "time_ratio": time.estimate,
             **_ends("time", time), "time_verdict": effect.time_answer(time, floor, threshold).text,
-            "instructions_per_iter": geo_mean(point, instructions_of), "instr_ratio": instr.estimate,
+            "instructions_per_iter": compare.geo(point, instructions_of), "instr_ratio": instr.estimate,
             **_ends("instr", instr), "verdict": answer.text, "answer": answer.kind, "decided_by": answer.decided_by,
-            "init_time_s": geo_mean(point, lambda t: measure(t, "init_time_s")), "init_ratio": init.estimate,
+            "init_time_s": compare.geo(point, lambda t: measure(t, "init_time_s")), "init_ratio": init.estimate,
             **_ends("init", init), "init_verdict": effect.time_answer(init, None, threshold).text,
-            "peak_resident_bytes": geo_mean(point, lambda t: measure(t, "peak_resident_bytes")),
+            "peak_resident_bytes": compare.geo(point, lambda t: measure(t, "peak_resident_bytes")),
             "mem_ratio": memory.estimate, **_ends("mem", memory), "mem_verdict": compare.memory_answer(memory)}
 
 
