@@ -5,7 +5,8 @@ Beside ENGINE's time at the training points: its GFLOP/s (workloads/flops.py's c
 and their share of this core's peak FP32 rate, as `burtorch-bench --peak` measures it (or
 --peak-gflops), and of the practical ceiling: the best library SGEMM at the step's own products,
 as the run measured it on its core (manifest.json's "ceiling", machine/ceiling.py), "n/a" with the
-reason where no library ran. `make perf-grid` prints this.
+reason where no library ran, and of our block products alone at the same shapes (%prod). `make
+perf-grid` prints this.
 """
 from __future__ import annotations
 
@@ -71,6 +72,13 @@ def _library(gflops: float | None, ceiling: dict | None) -> str:
     return f"{100 * gflops / ceiling['gflops']:3.0f}%" if ceiling.get("gflops") else "n/a"
 
 
+def _products(ceiling: dict | None) -> str:
+    """Our products alone at the point's shapes, as a share of the library's (machine/ceiling.py)."""
+    if not ceiling or not ceiling.get("gflops"):
+        return ""
+    return f"{100 * ceiling['ours_gflops'] / ceiling['gflops']:3.0f}%" if ceiling.get("ours_gflops") else "n/a"
+
+
 def _time(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
 
@@ -93,13 +101,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{f'{peak:.1f} GFLOP/s' if peak else 'not measured (no burtorch-bench)'}")
     print("%lib: of the best library SGEMM at the step's products on the run's core ("
           + (", ".join(sorted({c["library"] for c in library.values() if c.get("gflops")})) or "none measured") + ")")
+    print("%prod: our block products alone (burtorch-bench --products) at the same shapes, of that library SGEMM")
     print(f"{'workload':8} {'point':32} {'ours':>10} {'GFLOP/s %peak':>13} {'%lib':>5} {'best peer':30} {'peer':>10} "
-          f"{'ratio':>6} {'RSS MiB ours/peer':>18}")
+          f"{'ratio':>6} {'RSS MiB ours/peer':>18} {'%prod':>5}")
     for workload, params, ours, peer, peer_time, ratio, rss, peer_rss in table:
         gflops = step_gflops(workload, params, ours)
         print(f"{workload:8} {params:32} {_time(ours):>10} {_rate(gflops, peak):>13} "
               f"{_library(gflops, library.get((workload, params))):>5} {peer:30} {_time(peer_time):>10} {ratio:6.2f} "
-              f"{_mib(rss):>8} / {_mib(peer_rss):<8}")
+              f"{_mib(rss):>8} / {_mib(peer_rss):<8} {_products(library.get((workload, params))):>5}")
     for reason in sorted({c["reason"] for c in library.values() if not c.get("gflops")}):
         print(f"n/a: {reason}")
     return 0

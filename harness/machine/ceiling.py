@@ -9,6 +9,11 @@ fastest library for all of them: GFLOP/s comparable to the step's own. Timings a
 and installed library version (CACHE_FILE under the cache folder), so a run measures only the shapes
 it has not seen there.
 A library that is not installed or fails is left out with the reason; no library at all: None with them.
+
+Our own block products are timed the same way at the same shapes (`burtorch-bench --products`,
+the installed driver's kernels; never cached, as the engine changes more often than a library):
+"ours_gflops" beside the ceiling says whether our products run at library speed, apart from the
+rest of a step.
 """
 from __future__ import annotations
 
@@ -19,10 +24,12 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from engines.base import find_executable
 from harness.machine import host
 from harness.measure import affinity
 
 CACHE_FILE = "ceiling.json"
+DRIVER = "burtorch-bench"
 # Every library's threads held to one, before it loads.
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
@@ -104,8 +111,27 @@ def time_library(name: str, code: str, shapes: list[tuple[int, int, int]], cpu: 
         return None, f"{name}: {(out.stderr.strip().splitlines() or ['no output'])[-1]}"
 
 
+def time_ours(shapes: list[tuple[int, int, int]], cpu: int) -> tuple[str | None, list[float] | str]:
+    """(our build, seconds per product) of our block products, from the driver pinned to `cpu`, as
+    time_library's; (None, why not) where there is no driver or it fails."""
+    driver = find_executable(DRIVER)
+    if driver is None:
+        return None, f"our products: no {DRIVER} (make setup builds it)"
+    arg = ",".join(_shape_key(s) for s in shapes)
+    try:
+        with affinity.pinned_spawning(cpu):
+            out = subprocess.run([driver, "--products", arg], capture_output=True, text=True, timeout=600)
+        result = json.loads(out.stdout)
+        seconds = [float(s) for s in result["seconds"]]
+        if len(seconds) != len(shapes) or not all(s > 0 for s in seconds):
+            raise ValueError("not one positive time per product")
+        return str(result["version"]), seconds
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError) as exc:
+        return None, f"our products: {DRIVER} --products failed: {exc}"
+
+
 def measure(points: list[tuple], cpu: int, libraries: dict[str, str] = LIBRARIES,
-            cache: Path | None = None) -> list[dict]:
+            cache: Path | None = None, ours: bool = True) -> list[dict]:
     """Each training point's ceiling: {"workload", "params", "gflops", "library"} of the fastest library
     over the step's products, or "gflops": None and the "reason" where no library ran.
     points: (Workload, params) pairs whose workload declares step_products."""
@@ -143,7 +169,10 @@ def measure(points: list[tuple], cpu: int, libraries: dict[str, str] = LIBRARIES
         except OSError:
             pass  # the cache saves the next run's time; this run has its figures
     measured = {name: timings[name] for name in libraries if name in timings}
-    return [{"workload": workload.name, "params": dict(params), **_ceiling(workload, params, measured, failures)}
+    our_build, our_seconds = time_ours(shapes, cpu) if ours else (None, "our products: not timed")
+    our_times = dict(zip(map(_shape_key, shapes), our_seconds)) if our_build else None
+    return [{"workload": workload.name, "params": dict(params), **_ceiling(workload, params, measured, failures),
+             **_ours(workload, params, our_build, our_times or our_seconds)}
             for workload, params in points]
 
 
@@ -178,3 +207,12 @@ def _ceiling(workload, params, timings: dict, failures: list) -> dict:
     if best is None:
         return {"gflops": None, "reason": "no library SGEMM: " + ("; ".join(failures) or "none listed")}
     return {"gflops": flops / best[1] / 1e9, "library": best[0]}
+
+
+def _ours(workload, params, build: str | None, seconds: dict | str) -> dict:
+    """Our products' GFLOP/s at the step's products, or None and the reason."""
+    if build is None:
+        return {"ours_gflops": None, "ours_reason": seconds}
+    products = workload.step_products(params)
+    flops = sum(2 * m * k * n for m, k, n in products)
+    return {"ours_gflops": flops / sum(seconds[_shape_key(s)] for s in products) / 1e9, "ours_build": build}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from engines.base import BASELINE
 from engines.none import FLOOR
 from harness.analysis.points import Point
 from harness.store.results import params_key
@@ -100,6 +101,22 @@ def library_share(ceilings: list[dict]) -> Metric:
                        f"on the run's core ({where}): the practical ceiling; at 100% a step runs at library speed.")
 
 
+def products_share(ceilings: list[dict]) -> Metric:
+    """Our block products alone at the point's products, as a share of the library ceiling; on our native row."""
+    rates = {(c["workload"], params_key(c["params"])): c for c in ceilings}
+
+    def share(point: Point) -> float | None:
+        c = rates.get((point.workload, point.key.params)) or {}
+        return c["ours_gflops"] / c["gflops"] if point.engine == BASELINE and c.get("ours_gflops") and c.get("gflops") else None
+
+    built = "; ".join(sorted({c["ours_build"] for c in ceilings if c.get("ours_gflops")} |
+                             {f"n/a: {c['ours_reason']}" for c in ceilings if "ours_reason" in c}))
+    return Metric("products_share", "Our products alone, share of library SGEMM", "%", 100.0, share, relative=False,
+                  note="Our products alone = our block products (burtorch-bench --products, C = A B) timed at the "
+                       f"step's own products, as the library is ({built}), over the library's rate: the products "
+                       "apart from the rest of a step (graph, activations, update); on our native row.")
+
+
 METRICS = {
     "time": Metric("time_per_iter_s", "Time / iteration", "µs", 1e6, Point.time_mean, Point.time_std_over_trials,
                    paper="compute_time_s", paper_per_iteration=True, paper_rel="relative_to_burtorch",
@@ -167,6 +184,8 @@ def resolve(ids: tuple[str, ...], os_name: str, native: dict | None = None,
                 metrics.append(peak_share(native["peak_gflops_fp32"], native["peak_source"]))
             if ceilings:
                 metrics.append(library_share(ceilings))
+                if any("ours_gflops" in c for c in ceilings):
+                    metrics.append(products_share(ceilings))
         elif metric_id == "paper_memory":
             memory = PAPER_MEMORY[os_name]
             metrics.append(memory)

@@ -14,6 +14,7 @@
 #include "measured_run.hpp"
 #include "mlp.hpp"
 #include "peak.hpp"
+#include "products.hpp"
 #include "save_load.hpp"
 #include "scalar_graphs.hpp"
 #include "training.hpp"
@@ -62,10 +63,12 @@ int main(int argc, char** argv) {
   using namespace burtorch::driver;
   if (argc == 2 && std::string_view(argv[1]) == "--peak") return printPeak();
   const std::string version = "burtorch " BURTORCH_VERSION " (" + burtorch::buildDescription() + ")";
+  if (argc == 3 && std::string_view(argv[1]) == "--products") return printProducts(argv[2], version);
   return runDriver(argc, argv,
                    "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]\n"
                    "                      [--param NAME=VALUE ...] [--inputs DIR]\n"
                    "       burtorch-bench --peak   (this core's peak FP32 multiply-add rate, one JSON line)\n"
+                   "       burtorch-bench --products MxKxN[,MxKxN...]   (our FP32 block products timed at these shapes)\n"
                    "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/running/worker.py).\n"
                    "--timing paper (default): tiny, small, energy and save_load step as the authors' programs do\n"
                    "(leaves made every step; save_load memory-maps its file, not on Windows); lean: ours. The line's\n"
