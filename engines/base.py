@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from typing import Callable
 
 # The engine every relative factor is taken against, as in the paper.
 BASELINE = "burtorch/eager/cpp/cpu"
@@ -125,6 +126,22 @@ class EngineSpec:
         if self.condition is not None:
             return self.condition()
         return None
+
+
+class BuiltOnFirstUse(EngineSpec):
+    """A native engine whose driver is built by prepare() (the session calls it once, before the
+    engine's first trial) rather than installed with the package. A subclass names its module's two
+    functions: `blocker()`, why the driver cannot be built here (or None), and `build()`, which
+    builds it if needed and returns why it could not (or None)."""
+
+    blocker: Callable[[], str | None]
+    build: Callable[[], str | None]
+
+    def unavailable_reason(self) -> str | None:
+        return type(self).blocker()
+
+    def prepare(self, planned=()) -> str | None:
+        return type(self).build()
 
 
 def find_executable(name: str) -> str | None:

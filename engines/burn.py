@@ -25,7 +25,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from engines.base import EngineSpec
+from engines.base import BuiltOnFirstUse
 from engines.file_lock import exclusive
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -206,14 +206,11 @@ def _build_driver() -> str | None:
     return None
 
 
-class CargoBuilt(EngineSpec):
-    """A native engine whose driver cargo builds on first use (prepare()), per Burn version and flags."""
+class CargoBuilt(BuiltOnFirstUse):
+    """Built by cargo on first use, per Burn version and flags."""
 
-    def unavailable_reason(self) -> str | None:
-        return build_blocker()
-
-    def prepare(self, planned=()) -> str | None:
-        return build_driver()
+    blocker = staticmethod(build_blocker)
+    build = staticmethod(build_driver)
 
 
 ENGINES = [

@@ -23,7 +23,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from engines.base import EngineSpec
+from engines.base import BuiltOnFirstUse
 from engines.file_lock import exclusive
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -160,19 +160,15 @@ def _build_driver() -> str | None:
     return None
 
 
-class BuiltOnFirstUse(EngineSpec):
-    """A native engine whose driver is built by prepare() rather than installed with the package."""
+class CmakeBuilt(BuiltOnFirstUse):
+    """Built by CMake against the installed torch's libtorch on first use."""
 
-    def unavailable_reason(self) -> str | None:
-        return build_blocker()
-
-    def prepare(self, planned=()) -> str | None:
-        """Build the driver if needed; the session calls it once before the engine's first trial."""
-        return build_driver()
+    blocker = staticmethod(build_blocker)
+    build = staticmethod(build_driver)
 
 
 ENGINES = [
     # The driver (libtorch_driver/main.cpp) has its workloads compiled in.
-    BuiltOnFirstUse("libtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "energy", "save_load"),
-                    kind="native", executable=str(EXECUTABLE), paper_row=("libtorch", "eager", "cpp", "cpu")),
+    CmakeBuilt("libtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "energy", "save_load"),
+               kind="native", executable=str(EXECUTABLE), paper_row=("libtorch", "eager", "cpp", "cpu")),
 ]
