@@ -47,7 +47,12 @@ def graph_program(spec, workload, params, inputs=None) -> GraphProgram:
 
 
 def training_program(spec, workload, params, inputs=None):
-    from engines import burtorch_models  # the models (and numpy) only for training: graph trials stay lean
+    # The models (and numpy) only for training: graph trials stay lean. In a revision's environment
+    # (--env burtorch@REV) that revision's model code lies beside its module, written to its API.
+    try:
+        import burtorch_models
+    except ImportError:
+        from engines import burtorch_models
 
     return burtorch_models.build(workload, inputs)
 

@@ -136,6 +136,28 @@ def test_a_build_is_kept_by_revision_and_flags_and_a_second_run_builds_nothing(r
     assert git(repo.path, "status", "--porcelain") == ""  # the checkout was never touched
 
 
+def test_a_revisions_python_row_runs_the_model_code_of_that_revision(repo, tmp_path):
+    """Its module's calls change with it: the revision's engines/burtorch_models.py lies beside its
+    module, and the Python row's training program is built by that one, not this checkout's."""
+    models = repo.path / revisions.MODELS
+    models.parent.mkdir()
+    for version in ("3", "4"):
+        models.write_text(f"def build(workload, folder):\n    return 'the models of commit {version}'\n")
+        git(repo.path, "add", "-A")
+        git(repo.path, "commit", "-qm", f"models {version}")
+    assert revisions.resolve(revisions.WORKTREE).dirty is False
+    models.write_text("def build(workload, folder):\n    return 'the models not committed'\n")
+    assert revisions.resolve(revisions.WORKTREE).dirty, "a change of the model code is a change of the revision"
+    runs = {}
+    for rev in ("HEAD~1", "HEAD", revisions.WORKTREE):
+        made = revisions.build(revisions.resolve(rev), f"burtorch@{rev}", revisions.HOST, tmp_path / "envs")
+        code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from engines import burtorch; "
+                "print(burtorch.training_program(None, None, None))")
+        runs[rev] = subprocess.run([made.python, "-c", code], capture_output=True, text=True).stdout.strip()
+    assert runs == {"HEAD~1": "the models of commit 3", "HEAD": "the models of commit 4",
+                    revisions.WORKTREE: "the models not committed"}
+
+
 def test_a_revision_that_does_not_build_says_the_compilers_last_error(repo, tmp_path):
     made = revisions.build(revisions.resolve("broken"), "burtorch@broken", revisions.HOST, tmp_path / "envs")
     assert made.problem.startswith("did not build: src/driver/main.cpp:9:1: error: expected ; before }")

@@ -2,12 +2,13 @@
 and `--env burtorch-authors@COMMIT` (a commit of the authors' repository).
 
 burtorch@REV is any git revision of this checkout (a commit, tag, branch, HEAD~3) or `worktree` (the
-files as they are now, uncommitted changes included). Its burtorch_ext/ is exported (`git archive`,
-or a copy of the working tree's files) into a scratch folder, never by touching the checkout, built
-with CMake (the driver and the pybind11 module), and kept as an environment of its own in the
-environments' folder (`burtbench envs` lists it): a venv whose site-packages holds that module and
-whose bin/ holds that driver (both of our rows run there), keyed by git's id of the revision's
-burtorch_ext/ (a dirty tree's: a hash of its files), the compiler, the flags and Python.
+files as they are now, uncommitted changes included). Its burtorch_ext/ and its Python row's model
+code (MODELS) are exported (`git archive`, or a copy of the working tree's files) into a scratch
+folder, never by touching the checkout, built with CMake (the driver and the pybind11 module), and
+kept as an environment of its own in the environments' folder (`burtbench envs` lists it): a venv
+whose site-packages holds that module and that model code and whose bin/ holds that driver (both of
+our rows run there), keyed by git's ids of the revision's burtorch_ext/ and MODELS (a dirty tree's: a
+hash of its files), the compiler, the flags and Python.
 
 Instruction counts: valgrind (every release up to 3.24) emulates no AVX-512; a build using it dies
 with SIGILL. Where the CPU has it and --instructions is asked, the revision is built again without
@@ -41,6 +42,9 @@ from harness.store.results import write_json_atomic
 OURS = "burtorch"
 WORKTREE = "worktree"  # burtorch@worktree: the checkout's files as they are, uncommitted changes included
 SOURCE = "burtorch_ext"  # the part of this repository a revision's build needs
+# The Python row's model code, which calls the module's API as it was at its revision: the
+# revision's own copy runs beside its module (engines/burtorch.py), not this checkout's.
+MODELS = "engines/burtorch_models.py"
 # The build of a revision as timed (what `pip install .` makes on this CPU), and the one counted
 # where valgrind cannot run the host's (the same revision with no AVX-512 in its block products).
 HOST, COUNTING = "host", "avx-fma"
@@ -50,7 +54,7 @@ CHECKOUT = "(this checkout)"  # the environments' entry of the counting build of
 CHECKOUT_LABEL = ("instructions of the AVX+FMA build of this checkout's burtorch_ext/ (valgrind cannot run "
                   "AVX-512); time of the installed host build")
 BUILD_TIMEOUT_S = 1800
-RECIPE = 1  # bump when the way a revision is built changes: older builds are then made again
+RECIPE = 2  # bump when the way a revision is built changes: older builds are then made again
 SUBJECT_CHARS = 60
 # A build log's lines that say what went wrong, the compiler's own first: make's "*** Error 2" follows it.
 ERRORS = (re.compile(r"\berror\b\s*:", re.I), re.compile(r"CMake Error"), re.compile(r"\berror\b|\*\*\*|fatal", re.I))
@@ -97,6 +101,7 @@ class Revision:
     tree: str = ""            # git's id of its burtorch_ext/, what a build is made of
     dirty: bool = False       # burtorch@worktree with uncommitted changes to burtorch_ext/
     fingerprint: str = ""     # those files' content hash, where dirty
+    models: str = ""          # git's id of its MODELS, where it has one
 
     @property
     def short(self) -> str:
@@ -125,18 +130,19 @@ def resolve(rev: str, repo: Path | None = None, option: str = "--env burtorch@")
     commit = found.stdout.strip()
     subject, _, stamp = _git(repo, "log", "-1", "--format=%s%x00%ct", commit).stdout.strip().partition("\0")
     tree = _git(repo, "rev-parse", f"{commit}:{SOURCE}").stdout.strip()
-    revision = Revision(commit, subject, int(stamp or 0), tree)
+    models = _git(repo, "rev-parse", "--verify", "--quiet", f"{commit}:{MODELS}").stdout.strip()
+    revision = Revision(commit, subject, int(stamp or 0), tree, models=models)
     if rev != WORKTREE:
         return revision
-    changed = _git(repo, "status", "--porcelain", "--", SOURCE).stdout.strip()
+    changed = _git(repo, "status", "--porcelain", "--", SOURCE, MODELS).stdout.strip()
     if not changed:
         return revision
-    return Revision(commit, subject, int(time.time()), tree, True, _fingerprint(repo))
+    return Revision(commit, subject, int(time.time()), tree, True, _fingerprint(repo), models)
 
 
 def _worktree_files(repo: Path) -> list[str]:
-    """burtorch_ext/'s files as a commit of the working tree would hold them (ignored files left out)."""
-    listed = _git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", SOURCE).stdout
+    """burtorch_ext/'s files and MODELS as a commit of the working tree would hold them (ignored files left out)."""
+    listed = _git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", SOURCE, MODELS).stdout
     return sorted(p for p in set(listed.split("\0")) if p and (repo / p).is_file())
 
 
@@ -148,7 +154,7 @@ def _fingerprint(repo: Path) -> str:
 
 
 def export(revision: Revision, repo: Path, dest: Path) -> None:
-    """burtorch_ext/ of the revision into dest/ (a `git archive` of the commit, or the working tree's files)."""
+    """burtorch_ext/ and MODELS of the revision into dest/ (a `git archive` of the commit, or the working tree's files)."""
     dest.mkdir(parents=True, exist_ok=True)
     if revision.dirty:
         for rel in _worktree_files(repo):
@@ -156,7 +162,8 @@ def export(revision: Revision, repo: Path, dest: Path) -> None:
             shutil.copy2(repo / rel, dest / rel)
         return
     tar_path = dest / ".source.tar"
-    done = _git(repo, "archive", "--format=tar", "-o", str(tar_path), revision.commit, "--", SOURCE)
+    done = _git(repo, "archive", "--format=tar", "-o", str(tar_path), revision.commit, "--", SOURCE,
+                *([MODELS] if revision.models else []))
     if done.returncode != 0:
         raise OSError(f"git archive {revision.commit[:12]}: {done.stderr.strip() or 'failed'}")
     with tarfile.open(tar_path) as tar:
@@ -218,7 +225,7 @@ def build(revision: Revision, spec: str, isa: str, root: Path, python: str = sys
     facts = _python_facts(python)
     flags = [*ISA_OPTIONS[isa], *([] if isa == COUNTING else [f"BURTORCH_NATIVE={os.environ.get('BURTORCH_NATIVE', '')}"])]
     source = revision.fingerprint if revision.dirty else revision.tree
-    identity = {"recipe": RECIPE, "source": source, "isa": isa,
+    identity = {"recipe": RECIPE, "source": source, "models": revision.models, "isa": isa,
                 "flags": flags, "cxxflags": os.environ.get("CXXFLAGS", ""), "compiler": compiler_identity(),
                 "python": facts["version"]}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
@@ -258,7 +265,7 @@ def build(revision: Revision, spec: str, isa: str, root: Path, python: str = sys
                                         "--target", *targets]):
                     if run_logged(nice(cmd), log, folder, BUILD_TIMEOUT_S) != 0:
                         return finish(f"did not build: {last_error(log_tail(log_path))} (log: {log_path})")
-            made.python, made.driver = _install(folder, work / "cmake", python, facts)
+            made.python, made.driver = _install(folder, work / "cmake", python, facts, work / "src" / MODELS)
             made.no_module = None if facts["pybind11"] else f"pybind11 is not installed for {python}: no Python module built"
         except subprocess.TimeoutExpired:
             return finish(f"did not build in {BUILD_TIMEOUT_S} s (log: {log_path})")
@@ -273,9 +280,10 @@ def build(revision: Revision, spec: str, isa: str, root: Path, python: str = sys
     return finish()
 
 
-def _install(folder: Path, binary: Path, python: str, facts: dict) -> tuple[str, str]:
-    """The build's driver into the folder's bin/ and its module into a venv's own site-packages, which
-    comes before every other path on the interpreter's sys.path; this interpreter's own paths follow
+def _install(folder: Path, binary: Path, python: str, facts: dict, models: Path) -> tuple[str, str]:
+    """The build's driver into the folder's bin/ and its module, with the revision's model code
+    (MODELS, as the top-level module burtorch_models), into a venv's own site-packages, which comes
+    before every other path on the interpreter's sys.path; this interpreter's own paths follow
     (numpy for the models), so the module found is this build's."""
     subprocess.run([python, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True, timeout=300)
     bindir = folder / ("Scripts" if sys.platform == "win32" else "bin")
@@ -288,6 +296,8 @@ def _install(folder: Path, binary: Path, python: str, facts: dict) -> tuple[str,
     for module in binary.rglob("burtorch.*"):
         if module.suffix in (".so", ".pyd"):
             shutil.copy2(module, site / module.name)
+    if models.is_file():
+        shutil.copy2(models, site / models.name)
     (site / "zz_burtbench_base.pth").write_text("\n".join(facts["path"]) + "\n")
     return str(bindir / ("python.exe" if sys.platform == "win32" else "python")), str(driver)
 
