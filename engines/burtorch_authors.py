@@ -24,6 +24,7 @@ import os
 import shlex
 import shutil
 import tarfile
+import time
 from pathlib import Path
 
 from engines.authors import build as builder
@@ -81,9 +82,9 @@ NO_SOURCE = ("no copy of the authors' BurTorch: pass --upstream DIR|ARCHIVE (a c
              " tarball), set $BURTBENCH_UPSTREAM, or run `burtbench fetch-upstream`")
 
 
-def executables(workload: str, params: dict, iterations: int, given: str = "") -> list:
+def executables(workload: str, params: dict, iterations: int, given: str = "", progress: str = "") -> list:
     """The BuildResult of each of the workload's programs at this point and iteration count (built if
-    needed), from the source `given` (else upstream_location's)."""
+    needed, announced after `progress`), from the source `given` (else upstream_location's)."""
     tree = source_tree(given)
     values = knob_values(workload, params, iterations)
     results = []
@@ -94,12 +95,20 @@ def executables(workload: str, params: dict, iterations: int, given: str = "") -
             raise ProgramUnavailable(f"cannot make a variant of their {step.target}: {exc}") from None
         key = (str(tree.root), step.target, changes)
         if key not in _builds or not _builds[key].ok:
-            _builds[key] = builder.build(tree, step.target, changes)
+            _builds[key] = builder.build(tree, step.target, changes, progress=progress)
         built = _builds[key]
         if not built.ok:
             raise ProgramUnavailable(f"their {step.target} ({built.variant}) did not build: {built.reason}")
         results.append(built)
     return results
+
+
+def _progress(done: int, total: int, elapsed_s: float) -> str:
+    """"[4/36, about 2 min left] ": how far the builds of a plan are, from their pace so far."""
+    if not done:
+        return f"[1/{total}] "
+    left_s = elapsed_s / done * (total - done)
+    return f"[{done + 1}/{total}, about {f'{left_s:.0f} s' if left_s < 90 else f'{left_s / 60:.0f} min'} left] "
 
 
 def data_path(step, inputs, given: str = "") -> Path | None:
@@ -151,11 +160,16 @@ class AuthorsEngine(EngineSpec):
         why = self.unavailable_reason()
         if why is not None:
             return why
+        # Their iteration counts are compiled in: a program per point and count, each built once
+        # and kept. The first run builds them all (seconds each), and says how far it is.
+        variants = list(dict.fromkeys((pt.workload.name, tuple(sorted(pt.params.items())), iterations) for pt in planned
+                                      for iterations in sorted({pt.iterations, *((1,) if pt.with_init else ())})))
+        started = time.monotonic()
         try:
             source_tree(self.source)
-            for pt in planned:
-                for iterations in sorted({pt.iterations, *((1,) if pt.with_init else ())}):
-                    executables(pt.workload.name, pt.params, iterations, self.source)
+            for done, (workload, params, iterations) in enumerate(variants):
+                executables(workload, dict(params), iterations, self.source,
+                            _progress(done, len(variants), time.monotonic() - started))
         except ProgramUnavailable as exc:
             return str(exc)
         return None

@@ -258,3 +258,28 @@ def test_a_run_without_the_authors_engine_has_no_authors_page(tmp_path):
     append_trial(run_dir, trial(OURS, "small", SMALL, 2e-7, {"ok": True, "max_rel_err": 0.0, "expected": {}, "got": {}}))
     folder = render(run_dir, tmp_path / "reports")
     assert not (folder / "authors.md").exists() and "id='authors'" not in (folder / "index.html").read_text()
+
+
+def test_the_authors_builds_say_how_far_they_are_and_how_long_is_left(monkeypatch):
+    """A first run builds a program per point and iteration count: each announced build is counted
+    out of the plan's variants, with the time left at the pace so far."""
+    from types import SimpleNamespace
+
+    spec = all_engines()["burtorch-authors/eager/cpp/cpu"]
+    announced = []
+    monkeypatch.setattr(type(spec), "unavailable_reason", lambda self: None)
+    monkeypatch.setattr(burtorch_authors, "source_tree", lambda given="": None)
+    monkeypatch.setattr(burtorch_authors, "executables",
+                        lambda workload, params, iterations, given="", progress="": announced.append(progress))
+    # Each build takes 10 s.
+    monkeypatch.setattr(burtorch_authors, "time", SimpleNamespace(monotonic=lambda: 10.0 * len(announced)))
+
+    def planned(workload, params, iterations, with_init):
+        return SimpleNamespace(workload=SimpleNamespace(name=workload), params=params, iterations=iterations,
+                               with_init=with_init)
+    plan = [planned("tiny", {"a": -41.0, "b": 2.0}, 1000, True), planned("tiny", {"a": -41.0, "b": 2.0}, 1000, True),
+            planned("mlp", {"batch": 64, "hidden_dim": 1024}, 20, False)]
+    assert spec.prepare(plan) is None
+    # tiny at 1 (its init run) and 1,000 iterations, the MLP at 20: three programs, one build each
+    assert announced == ["[1/3] ", "[2/3, about 20 s left] ", "[3/3, about 10 s left] "]
+    assert burtorch_authors._progress(1, 40, 120.0) == "[2/40, about 78 min left] "

@@ -153,8 +153,9 @@ def _apply(tree: SourceTree, work: Path, changes: tuple[Change, ...]) -> None:
 
 
 def build(tree: SourceTree, target: str, changes: tuple[Change, ...] = (), project_root: Path = PROJECT_ROOT,
-          jobs: int = 2, retry: bool = False, timeout_s: float = BUILD_TIMEOUT_S) -> BuildResult:
-    """Build one of their targets (e.g. "bin_gpt_example"), as they wrote it or with `changes`.
+          jobs: int = 2, retry: bool = False, timeout_s: float = BUILD_TIMEOUT_S, progress: str = "") -> BuildResult:
+    """Build one of their targets (e.g. "bin_gpt_example"), as they wrote it or with `changes`;
+    `progress` ("[3/36, about 2 min left] ") leads the line that announces a build.
 
     Never raises for a failed configure or compile: the result says why, in one line, and the
     failure is remembered for the same source and changes until retry=True.
@@ -225,7 +226,7 @@ def build(tree: SourceTree, target: str, changes: tuple[Change, ...] = (), proje
             if why is not None:
                 return failed(why)
             _apply(tree, work, changes)
-            print(f"burtbench: building the authors' {target} ({variant}; log: {log_path})", file=sys.stderr)
+            print(f"burtbench: {progress}building the authors' {target} ({variant}; log: {log_path})", file=sys.stderr)
             compile_cmd = ["cmake", "--build", str(work / "cmake"), "--config", "Release", "--target", target,
                            "--parallel", str(max(1, jobs))]
             with open(log_path, "a") as log:
