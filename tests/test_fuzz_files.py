@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests_support import check_outcome, fault_engines_env
+from tests_support import check_outcome, fault_engine_run, fault_engines_env
 
 from harness.commands.cli import main
 from harness.running.session import make_plan
@@ -41,12 +41,7 @@ def elsewhere(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def a_run(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("runs")
-    with fault_engines_env():
-        assert main(["run", "--engine", "fake/ok", "--workload", "tiny,small", "--profile", "smoke", "--trials", "2",
-                     "--no-report", "--out", str(out)]) == 0
-    (run_dir,) = out.iterdir()
-    return run_dir
+    return fault_engine_run(tmp_path_factory.mktemp("runs"), "tiny,small")
 
 
 def set_field(text: str, data) -> str:

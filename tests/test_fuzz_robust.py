@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests_support import check_outcome, fault_engines_env
+from tests_support import check_outcome, fault_engine_run, fault_engines_env
 
 from harness.commands.cli import main
 from harness.store import readings, results
@@ -29,12 +29,7 @@ HOSTILE = st.lists(st.sampled_from(["\x1b[31m", "\x1b]0;pwned\x07", "\x9b2J", "\
 
 @pytest.fixture(scope="module")
 def a_run(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("runs")
-    with fault_engines_env():
-        assert main(["run", "--engine", "fake/ok", "--workload", "tiny", "--profile", "smoke", "--trials", "2",
-                     "--no-report", "--out", str(out)]) == 0
-    (run_dir,) = out.iterdir()
-    return run_dir
+    return fault_engine_run(tmp_path_factory.mktemp("runs"), "tiny")
 
 
 def copy(run_dir: Path, where: Path) -> Path:

@@ -33,6 +33,17 @@ def fault_engines_env():
         sys.path.remove(str(FAKES))
 
 
+def fault_engine_run(out: Path, workloads: str) -> Path:
+    """A finished run of the fault engines' always-ok engine (2 smoke trials a point), under `out`."""
+    from harness.commands.cli import main
+
+    with fault_engines_env():
+        assert main(["run", "--engine", "fake/ok", "--workload", workloads, "--profile", "smoke", "--trials", "2",
+                     "--no-report", "--out", str(out)]) == 0
+    (run_dir,) = out.iterdir()
+    return run_dir
+
+
 def shared_upstream():
     """The authors' BurTorch source (BURTBENCH_UPSTREAM, else ../shared/upstream beside the checkout), or a skip."""
     from engines.authors.source import open_source
