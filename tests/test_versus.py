@@ -64,3 +64,17 @@ def test_the_training_tables_show_each_steps_gflops_and_their_share_of_the_measu
     assert any("100.0 GFLOP/s (burtorch-bench --peak on core 1" in note for note in table.notes)
     del run.manifest["native"]["peak_gflops_fp32"]
     assert "Share of FP32 peak (%), ours" not in next(t for t in build_tables(run) if t.name == "mlp_b64").shown.columns
+
+
+def test_the_python_rows_table_says_its_time_over_the_native_drivers(capsys):
+    """`make perf-grid`'s second table: the module's time over the driver's at each point, the goal of ×1.25."""
+    reference = Path(__file__).resolve().parents[1] / "results" / "reference"
+    assert versus.main(["--engine", "burtorch/eager/python/cpu", str(reference), "--peak-gflops", "100"]) == 0
+    out = capsys.readouterr().out
+    trials = [t for t in versus.read_trials(reference) if t["workload"] == "gpt" and t["params"] == {"batch": 64}]
+    [(_, _, python, *_, native)] = versus.rows(trials, "burtorch/eager/python/cpu")
+    line = next(line for line in out.splitlines() if line.startswith("gpt") and '{"batch": 64}' in line)
+    assert line.endswith(f" {python / native:7.2f}") and 1.0 < python / native < 2.0
+    assert "/native: burtorch/eager/python/cpu's time over burtorch/eager/cpp/cpu's" in out
+    assert versus.main([str(reference), "--peak-gflops", "100"]) == 0
+    assert "/native" not in capsys.readouterr().out, "the driver's own table has no such column"

@@ -5,8 +5,9 @@ Beside ENGINE's time at the training points: its GFLOP/s (workloads/flops.py's c
 and their share of this core's peak FP32 rate, as `burtorch-bench --peak` measures it (or
 --peak-gflops), and of the practical ceiling: the best library SGEMM at the step's own products,
 as the run measured it on its core (manifest.json's "ceiling", machine/ceiling.py), "n/a" with the
-reason where no library ran, and of our block products alone at the same shapes (%prod). `make
-perf-grid` prints this.
+reason where no library ran, and of our block products alone at the same shapes (%prod). For
+another row of ours (the Python module), its time over the native driver's too (/native). `make
+perf-grid` prints both tables.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
+from engines.base import BASELINE
 from engines.none import FLOOR
 from harness.analysis.points import group
 from harness.machine.peak import fp32_peak
@@ -24,7 +26,8 @@ from workloads import load
 
 
 def rows(trials: list[dict], engine: str) -> list[tuple]:
-    """(workload, params, ENGINE's time, best peer, its time, ratio, ENGINE's peak RSS, the peer's)."""
+    """(workload, params, ENGINE's time, best peer, its time, ratio, ENGINE's peak RSS, the peer's, our
+    native driver's time at the point)."""
     by_point: dict[tuple, dict] = {}
     for point in group([t for t in trials if t.get("status") == "ok"]).values():
         passed, _ = point.check()
@@ -40,7 +43,8 @@ def rows(trials: list[dict], engine: str) -> list[tuple]:
             continue
         best = min(peers, key=lambda p: p.time_mean())
         out.append((workload, params, ours.time_mean(), best.engine, best.time_mean(), best.time_mean() / ours.time_mean(),
-                    ours.mean("peak_resident_bytes"), best.mean("peak_resident_bytes")))
+                    ours.mean("peak_resident_bytes"), best.mean("peak_resident_bytes"),
+                    engines[BASELINE].time_mean() if BASELINE in engines else None))
     return out
 
 
@@ -102,13 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     print("%lib: of the best library SGEMM at the step's products on the run's core ("
           + (", ".join(sorted({c["library"] for c in library.values() if c.get("gflops")})) or "none measured") + ")")
     print("%prod: our block products alone (burtorch-bench --products) at the same shapes, of that library SGEMM")
+    beside = args.engine != BASELINE  # another row of ours (the Python module) against the native driver too
+    if beside:
+        print(f"/native: {args.engine}'s time over {BASELINE}'s at the point (the same engine from C++)")
     print(f"{'workload':8} {'point':32} {'ours':>10} {'GFLOP/s %peak':>13} {'%lib':>5} {'best peer':30} {'peer':>10} "
-          f"{'ratio':>6} {'RSS MiB ours/peer':>18} {'%prod':>5}")
-    for workload, params, ours, peer, peer_time, ratio, rss, peer_rss in table:
+          f"{'ratio':>6} {'RSS MiB ours/peer':>18} {'%prod':>5}" + (f" {'/native':>7}" if beside else ""))
+    for workload, params, ours, peer, peer_time, ratio, rss, peer_rss, native in table:
         gflops = step_gflops(workload, params, ours)
         print(f"{workload:8} {params:32} {_time(ours):>10} {_rate(gflops, peak):>13} "
               f"{_library(gflops, library.get((workload, params))):>5} {peer:30} {_time(peer_time):>10} {ratio:6.2f} "
-              f"{_mib(rss):>8} / {_mib(peer_rss):<8} {_products(library.get((workload, params))):>5}")
+              f"{_mib(rss):>8} / {_mib(peer_rss):<8} {_products(library.get((workload, params))):>5}"
+              + (f" {ours / native:7.2f}" if beside and native else ""))
     for reason in sorted({c["reason"] for c in library.values() if not c.get("gflops")}):
         print(f"n/a: {reason}")
     return 0
