@@ -153,6 +153,9 @@ def test_a_revisions_python_row_runs_the_model_code_of_that_revision(repo, tmp_p
         made = revisions.build(revisions.resolve(rev), f"burtorch@{rev}", revisions.HOST, tmp_path / "envs")
         code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from engines import burtorch; "
                 "print(burtorch.training_program(None, None, None))")
+        site = next(Path(made.path).glob("lib/python*/site-packages"))
+        assert list(site.glob("__pycache__/burtorch_models.*.pyc")), \
+            "compiled at the build: no counted child compiles it (it would count that once)"
         runs[rev] = subprocess.run([made.python, "-c", code], capture_output=True, text=True).stdout.strip()
     assert runs == {"HEAD~1": "the models of commit 3", "HEAD": "the models of commit 4",
                     revisions.WORKTREE: "the models not committed"}
