@@ -3,9 +3,7 @@ once into the environments' folder, the counting build where valgrind cannot run
 revision that does not build. A tiny repository made here stands in for this one: its "build" is a
 CMake project with no compiler that writes a fake driver (a Python script speaking the driver's
 protocol), so that no test compiles our engine."""
-import json
 import os
-import stat
 import subprocess
 import sys
 from pathlib import Path

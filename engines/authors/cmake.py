@@ -1,5 +1,6 @@
-"""Running the authors' CMake: logged commands, the first error line of a log, the compiler used, and
-compiling a file of ours like one of their targets (for experiments on their library).
+"""Running the authors' CMake (and ours, for a revision): logged commands, the first or last error line
+of a log, the compiler used, and compiling a file of ours like one of their targets (for experiments on
+their library).
 
     first_error(log_text) -> one line           # what a failed build says in `unavailable: ...`
     compile_against(built, cpp_file, output)     # None, or the compiler's first error line
@@ -14,12 +15,15 @@ import subprocess
 from pathlib import Path
 
 
+# What a build log's lines say went wrong, the compiler's own first: make's "*** Error 2" follows it.
+ERRORS = (re.compile(r"\berror\b\s*:", re.I), re.compile(r"CMake Error"), re.compile(r"\berror\b", re.I),
+          re.compile(r"\*\*\*|fatal", re.I))
+
+
 def first_error(log_text: str) -> str:
     """The first line of a build log that says what went wrong, on one line."""
     lines = log_text.splitlines()
-    patterns = (re.compile(r"\berror\b\s*:", re.I), re.compile(r"CMake Error"), re.compile(r"\berror\b", re.I),
-                re.compile(r"\*\*\*|fatal", re.I))
-    for pattern in patterns:
+    for pattern in ERRORS:
         for i, line in enumerate(lines):
             if pattern.search(line):
                 text = line.strip()
@@ -28,6 +32,26 @@ def first_error(log_text: str) -> str:
                 return text[:400]
     tail = [line.strip() for line in lines if line.strip()]
     return (tail[-1] if tail else "no output")[:400]
+
+
+def last_error(log_text: str) -> str:
+    """The last line of a build log that says what went wrong (run_logged's own lines left out), on one line."""
+    lines = [line.strip() for line in log_text.splitlines() if line.strip() and not line.startswith(("$ ", "[exit"))]
+    for pattern in ERRORS:
+        hits = [line for line in lines if pattern.search(line)]
+        if hits:
+            return hits[-1][:400]
+    return (lines or ["no output"])[-1][:400]
+
+
+def compiler_identity() -> dict:
+    """The C++ compiler CMake will pick ($CXX, else c++ on PATH) and its version line: part of a build's key."""
+    path = shutil.which(os.environ.get("CXX") or "c++") or ""
+    try:
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout if path else ""
+    except (OSError, subprocess.SubprocessError):
+        version = ""
+    return {"path": path, "version": version.partition("\n")[0].strip()}
 
 
 def nice(cmd: list[str]) -> list[str]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engines.authors.cmake import log_tail, nice, run_logged
+from engines.authors.cmake import compiler_identity, last_error, log_tail, nice, run_logged
 from engines.file_lock import exclusive
 from harness.envs.authors_commits import THEIRS, TheirsEnv, find_theirs
 from harness.envs.cache import RECORD, default_env_dir, read_record
@@ -56,8 +55,6 @@ CHECKOUT_LABEL = ("instructions of the AVX+FMA build of this checkout's burtorch
 BUILD_TIMEOUT_S = 1800
 RECIPE = 3  # bump when the way a revision is built changes: older builds are then made again
 SUBJECT_CHARS = 60
-# A build log's lines that say what went wrong, the compiler's own first: make's "*** Error 2" follows it.
-ERRORS = (re.compile(r"\berror\b\s*:", re.I), re.compile(r"CMake Error"), re.compile(r"\berror\b|\*\*\*|fatal", re.I))
 
 
 def is_revision(text: str) -> bool:
@@ -169,26 +166,6 @@ def export(revision: Revision, repo: Path, dest: Path) -> None:
     with tarfile.open(tar_path) as tar:
         tar.extractall(dest, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(dest)
     tar_path.unlink()
-
-
-def compiler_identity() -> dict:
-    """The C++ compiler CMake will pick ($CXX, else c++ on PATH) and its version line: part of a build's key."""
-    path = shutil.which(os.environ.get("CXX") or "c++") or ""
-    try:
-        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout if path else ""
-    except (OSError, subprocess.SubprocessError):
-        version = ""
-    return {"path": path, "version": version.partition("\n")[0].strip()}
-
-
-def last_error(log_text: str) -> str:
-    """The compiler's (or CMake's) last error line of a failed build, on one line."""
-    lines = [line.strip() for line in log_text.splitlines() if line.strip() and not line.startswith(("$ ", "[exit"))]
-    for pattern in ERRORS:
-        hits = [line for line in lines if pattern.search(line)]
-        if hits:
-            return hits[-1][:400]
-    return (lines or ["no output"])[-1][:400]
 
 
 @dataclass
