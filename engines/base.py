@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-from typing import Callable
 
 # The engine every relative factor is taken against, as in the paper.
 BASELINE = "burtorch/eager/cpp/cpu"
@@ -133,9 +132,6 @@ class BuiltOnFirstUse(EngineSpec):
     engine's first trial) rather than installed with the package. A subclass names its module's two
     functions: `blocker()`, why the driver cannot be built here (or None), and `build()`, which
     builds it if needed and returns why it could not (or None)."""
-
-    blocker: Callable[[], str | None]
-    build: Callable[[], str | None]
 
     def unavailable_reason(self) -> str | None:
         return type(self).blocker()
