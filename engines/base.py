@@ -129,15 +129,20 @@ class EngineSpec:
 
 class BuiltOnFirstUse(EngineSpec):
     """A native engine whose driver is built by prepare() (the session calls it once, before the
-    engine's first trial) rather than installed with the package. A subclass names its module's two
-    functions: `blocker()`, why the driver cannot be built here (or None), and `build()`, which
-    builds it if needed and returns why it could not (or None)."""
+    engine's first trial) rather than installed with the package: `condition` says why it cannot be
+    built here (or None), `build` builds it if needed and returns why it could not (or None)."""
+
+    FIELDS = EngineSpec.FIELDS + ("build",)
+
+    def __init__(self, *args, build, **fields):
+        super().__init__(*args, **fields)
+        object.__setattr__(self, "build", build)
 
     def unavailable_reason(self) -> str | None:
-        return type(self).blocker()
+        return self.condition()  # not EngineSpec's: the executable is what prepare() makes
 
     def prepare(self, planned=()) -> str | None:
-        return type(self).build()
+        return self.build()
 
 
 def find_executable(name: str) -> str | None:

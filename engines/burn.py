@@ -206,17 +206,11 @@ def _build_driver() -> str | None:
     return None
 
 
-class CargoBuilt(BuiltOnFirstUse):
-    """Built by cargo on first use, per Burn version and flags."""
-
-    blocker = staticmethod(build_blocker)
-    build = staticmethod(build_driver)
-
-
 ENGINES = [
     # The driver (burn_driver/src) has its workloads compiled in; its executable's path names the build.
-    CargoBuilt("burn", "eager", "rust", "cpu", workloads=("tiny", "small", "mlp", "gpt"), kind="native",
-               executable=str(executable())),
+    # Built by cargo on first use, per Burn version and flags.
+    BuiltOnFirstUse("burn", "eager", "rust", "cpu", workloads=("tiny", "small", "mlp", "gpt"), kind="native",
+                    executable=str(executable()), condition=build_blocker, build=build_driver),
 ]
 
 

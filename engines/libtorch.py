@@ -160,15 +160,10 @@ def _build_driver() -> str | None:
     return None
 
 
-class CmakeBuilt(BuiltOnFirstUse):
-    """Built by CMake against the installed torch's libtorch on first use."""
-
-    blocker = staticmethod(build_blocker)
-    build = staticmethod(build_driver)
-
-
 ENGINES = [
     # The driver (libtorch_driver/main.cpp) has its workloads compiled in.
-    CmakeBuilt("libtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "energy", "save_load"),
-               kind="native", executable=str(EXECUTABLE), paper_row=("libtorch", "eager", "cpp", "cpu")),
+    # Built by CMake against the installed torch's libtorch on first use.
+    BuiltOnFirstUse("libtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "energy", "save_load"),
+                    kind="native", executable=str(EXECUTABLE), paper_row=("libtorch", "eager", "cpp", "cpu"),
+                    condition=build_blocker, build=build_driver),
 ]
