@@ -49,11 +49,10 @@ def graph_program(spec, workload, params, inputs=None) -> GraphProgram:
 def training_program(spec, workload, params, inputs=None):
     # The models (and numpy) only for training: graph trials stay lean. In a revision's environment
     # (--env burtorch@REV) that revision's model code lies beside its module, written to its API.
-    try:
-        import burtorch_models
-    except ImportError:
-        from engines import burtorch_models
+    import importlib.util
 
+    burtorch_models = importlib.import_module(
+        "burtorch_models" if importlib.util.find_spec("burtorch_models") else "engines.burtorch_models")
     return burtorch_models.build(workload, inputs)
 
 

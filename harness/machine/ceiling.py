@@ -95,20 +95,8 @@ def cache_dir() -> Path:
 def time_library(name: str, code: str, shapes: list[tuple[int, int, int]], cpu: int,
                  python: str = sys.executable) -> tuple[str | None, list[float] | str]:
     """(library version, seconds per product) from a child pinned to `cpu`; (None, why not) if it fails."""
-    try:
-        with affinity.pinned_spawning(cpu):
-            out = subprocess.run([python, "-c", code + _TIMING], input=json.dumps(shapes), capture_output=True,
-                                 text=True, timeout=600, env={**os.environ, **ONE_THREAD})
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"{name}: {exc}"
-    try:
-        result = json.loads(out.stdout)
-        seconds = [float(s) for s in result["seconds"]]
-        if len(seconds) != len(shapes) or not all(s > 0 for s in seconds):
-            raise ValueError("not one positive time per product")
-        return str(result["version"]), seconds
-    except (ValueError, KeyError, TypeError):
-        return None, f"{name}: {(out.stderr.strip().splitlines() or ['no output'])[-1]}"
+    return _timed([python, "-c", code + _TIMING], shapes, cpu, name, input=json.dumps(shapes),
+                  env={**os.environ, **ONE_THREAD})
 
 
 def time_ours(shapes: list[tuple[int, int, int]], cpu: int) -> tuple[str | None, list[float] | str]:
@@ -117,17 +105,25 @@ def time_ours(shapes: list[tuple[int, int, int]], cpu: int) -> tuple[str | None,
     driver = find_executable(DRIVER)
     if driver is None:
         return None, f"our products: no {DRIVER} (make setup builds it)"
-    arg = ",".join(_shape_key(s) for s in shapes)
+    return _timed([driver, "--products", ",".join(_shape_key(s) for s in shapes)], shapes, cpu,
+                  f"our products ({DRIVER} --products)")
+
+
+def _timed(cmd: list[str], shapes: list, cpu: int, who: str, **run) -> tuple[str | None, list[float] | str]:
+    """A timing child's {"version", "seconds"} line read; (None, why not) where it fails."""
     try:
         with affinity.pinned_spawning(cpu):
-            out = subprocess.run([driver, "--products", arg], capture_output=True, text=True, timeout=600)
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **run)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"{who}: {exc}"
+    try:
         result = json.loads(out.stdout)
         seconds = [float(s) for s in result["seconds"]]
         if len(seconds) != len(shapes) or not all(s > 0 for s in seconds):
             raise ValueError("not one positive time per product")
         return str(result["version"]), seconds
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError) as exc:
-        return None, f"our products: {DRIVER} --products failed: {exc}"
+    except (ValueError, KeyError, TypeError):
+        return None, f"{who}: {(out.stderr.strip().splitlines() or ['no output'])[-1]}"
 
 
 def measure(points: list[tuple], cpu: int, libraries: dict[str, str] = LIBRARIES,
