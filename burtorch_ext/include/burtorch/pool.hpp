@@ -155,7 +155,7 @@ namespace detail {
 // Constant-initialised and trivially destructible, so the hot path reaches it with a plain
 // thread-local access (no guard); the releaser below frees its memory when the thread ends.
 template <class T>
-constinit inline thread_local Pool<T> threadPool{};
+constinit inline thread_local Pool<T> threadPool BURTORCH_INITIAL_EXEC{};
 
 template <class T>
 struct PoolReleaser {
