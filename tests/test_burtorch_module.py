@@ -8,6 +8,7 @@ import os
 import random
 import struct
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -220,6 +221,39 @@ def test_small_graph_with_in_place_operators(bt):
     assert g.data == pytest.approx(2421 / 98, rel=1e-14)
     assert a.grad == pytest.approx(47620 / 343, rel=1e-13)  # 138.8338, not the authors' 104.125
     assert b.grad == pytest.approx(221433 / 343, rel=1e-13)  # 645.5773, not 680.286
+
+
+def test_the_module_loads_after_every_framework_and_keeps_its_fp64_values(bt):
+    # The module's pool sits in static TLS (initial-exec, config.hpp): it must still load after the
+    # frameworks have taken their share, and its FP64 values stay exact (TLS descriptors, tried
+    # before, returned g = 4512.5 for this graph).
+    script = """
+import importlib.util, sys
+for name in ("torch", "tensorflow", "jax", "mlx.core"):
+    if importlib.util.find_spec(name.split(".")[0]) is not None:
+        importlib.import_module(name)
+sys.path[:0] = sys.argv[1:]
+import burtorch as bt
+a, b = bt.Value(-4.0), bt.Value(2.0)
+c = a + b
+d = a * b + b**3
+c += c + 1
+c += 1 + c + (-a)
+d += d * 2 + (b + a).relu()
+d += 3 * d + (b - a).relu()
+f = (c - d) ** 2
+g = f / 2.0
+g += 10.0 / f
+g.backward()
+print(repr(g.data), repr(a.grad), repr(b.grad))
+"""
+    where = [str(Path(bt.__file__).parent)]
+    run = subprocess.run([sys.executable, "-c", script, *where], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    g, da, db = map(float, run.stdout.split())
+    assert g == pytest.approx(2421 / 98, rel=1e-14)
+    assert da == pytest.approx(47620 / 343, rel=1e-13)
+    assert db == pytest.approx(221433 / 343, rel=1e-13)
 
 
 def test_rewind_keeps_parameters_and_drops_the_graph(bt):
