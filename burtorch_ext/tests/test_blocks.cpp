@@ -111,6 +111,28 @@ TEST_CASE("blocks: a layer over many tokens, inputs in runs or one run: gradient
   pool.rewind(Mark{});
 }
 
+TEST_CASE("blocks: dX over the runs that tokens share, and over every token's where few are shared: gradients against finite differences") {
+  using burtorch::detail::kDistinctRunsRows;
+  auto& pool = Pool<double>::local();
+  for (const std::size_t tableRows : {std::size_t{4}, 2 * (kBlockTokens + 3)}) {  // 4: shared; else each token its own
+    pool.rewind(Mark{});
+    Rng rng(23);
+    const Embedding<double> table(tableRows, 3, rng);
+    const Linear<double> layer(6, kDistinctRunsRows, true, Activation::Tanh, rng);
+    const NodeRange<double> nodes{0, static_cast<Index>(pool.size())};
+    constexpr std::size_t kTokens = kBlockTokens + 3;
+    std::vector<Index> rows(2 * kTokens);
+    for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = table[(5 * k + 1) % tableRows].first;
+    std::vector<Value<double>> h(kTokens * kDistinctRunsRows);
+    EXPECT_NODE_GRADIENTS(tableRows == 4 ? "shared runs" : "distinct runs", nodes, [&] {
+      layer.forwardEach(kTokens, [&](std::size_t t) { return Runs<double>{std::span<const Index>(rows).subspan(2 * t, 2), 3}; },
+                        std::span<Value<double>>(h));
+      return reduceSumOfSquares(h);
+    });
+  }
+  pool.rewind(Mark{});
+}
+
 TEST_CASE("blocks: MLP and GPT batches as one graph: every parameter's gradient against finite differences (FP64)") {
   auto& pool = Pool<double>::local();
   pool.rewind(Mark{});
