@@ -7,7 +7,9 @@ layer's input has a gradient, as the first layer's comes from the embedding tabl
 attention costs, per head and sequence, the query-key products and the weighted sums of values
 over the sum(t + 1 for t < T) visible pairs, times three as well. Elementwise work (activations,
 softmax, layer norm, the SGD update) is left out: it is not what a peak multiply-add rate
-measures. Engines that compute the masked half of attention do more work than counted here.
+measures. Engines that compute the masked half of attention do more work than counted here, and
+ours less for the MLP's input gradient (one product row per distinct embedding row at each
+position, linear_block_backward.hpp): the count is the model's, and a rate from it is effective.
 """
 from __future__ import annotations
 

@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     library = ceilings(args.runs)
     peak = args.peak_gflops or fp32_peak(affinity.allowed_cpus()[-1])[0]
     print(f"{args.engine} against the fastest engine of another framework (ratio = peer / ours: above 1, ours is faster)")
-    print(f"GFLOP/s: a training step's products (workloads/flops.py); % of this core's peak, "
+    print(f"GFLOP/s: a training step's products as the model counts them, for every engine (workloads/flops.py: "
+          f"an effective rate where an engine multiplies less); % of this core's peak, "
           f"{f'{peak:.1f} GFLOP/s' if peak else 'not measured (no burtorch-bench)'}")
     print("%lib: of the best library SGEMM at the step's products on the run's core ("
           + (", ".join(sorted({c["library"] for c in library.values() if c.get("gflops")})) or "none measured") + ")")
