@@ -72,7 +72,7 @@ def step_rate(point: Point) -> float | None:
 
 GFLOPS_NOTE = ("GFLOP/s = one step's FLOPs (workloads/flops.py: the matrix products' multiply-adds, forward and "
                "both gradients; the same count for every engine) / its mean time: an effective rate where an "
-               "engine multiplies less (ours: the MLP's input gradient over the distinct embedding rows).")
+               "engine multiplies less than the count.")
 
 
 def peak_share(peak_gflops: float, source: str) -> Metric:
