@@ -202,8 +202,8 @@ def test_tiny_graph(bt):
     assert (g.data, a.grad, b.grad) == (612.5, -35.0, 1050.0)
 
 
-def test_small_graph_with_in_place_operators(bt):
-    # micrograd's README example, as written there: `x += y` rebinds x to a new node.
+def micrograd_small_graph(bt) -> tuple[float, float, float]:
+    """micrograd's README example, as written there (`x += y` rebinds x to a new node): g, dg/da, dg/db."""
     a, b = bt.Value(-4.0), bt.Value(2.0)
     c = a + b
     d = a * b + b**3
@@ -218,9 +218,17 @@ def test_small_graph_with_in_place_operators(bt):
     g = f / 2.0
     g += 10.0 / f
     g.backward()
-    assert g.data == pytest.approx(2421 / 98, rel=1e-14)
-    assert a.grad == pytest.approx(47620 / 343, rel=1e-13)  # 138.8338, not the authors' 104.125
-    assert b.grad == pytest.approx(221433 / 343, rel=1e-13)  # 645.5773, not 680.286
+    return g.data, a.grad, b.grad
+
+
+def assert_small_graph_values(g: float, da: float, db: float) -> None:
+    assert g == pytest.approx(2421 / 98, rel=1e-14)
+    assert da == pytest.approx(47620 / 343, rel=1e-13)  # 138.8338, not the authors' 104.125
+    assert db == pytest.approx(221433 / 343, rel=1e-13)  # 645.5773, not 680.286
+
+
+def test_small_graph_with_in_place_operators(bt):
+    assert_small_graph_values(*micrograd_small_graph(bt))
 
 
 def test_the_module_loads_after_every_framework_and_keeps_its_fp64_values(bt):
@@ -233,27 +241,14 @@ for name in ("torch", "tensorflow", "jax", "mlx.core"):
     if importlib.util.find_spec(name.split(".")[0]) is not None:
         importlib.import_module(name)
 sys.path[:0] = sys.argv[1:]
-import burtorch as bt
-a, b = bt.Value(-4.0), bt.Value(2.0)
-c = a + b
-d = a * b + b**3
-c += c + 1
-c += 1 + c + (-a)
-d += d * 2 + (b + a).relu()
-d += 3 * d + (b - a).relu()
-f = (c - d) ** 2
-g = f / 2.0
-g += 10.0 / f
-g.backward()
-print(repr(g.data), repr(a.grad), repr(b.grad))
+import burtorch
+from tests.test_burtorch_module import micrograd_small_graph
+print(*map(repr, micrograd_small_graph(burtorch)))
 """
-    where = [str(Path(bt.__file__).parent)]
+    where = [str(Path(bt.__file__).parent), str(ROOT)]
     run = subprocess.run([sys.executable, "-c", script, *where], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    g, da, db = map(float, run.stdout.split())
-    assert g == pytest.approx(2421 / 98, rel=1e-14)
-    assert da == pytest.approx(47620 / 343, rel=1e-13)
-    assert db == pytest.approx(221433 / 343, rel=1e-13)
+    assert_small_graph_values(*map(float, run.stdout.split()))
 
 
 def test_rewind_keeps_parameters_and_drops_the_graph(bt):

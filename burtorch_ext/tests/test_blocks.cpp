@@ -90,47 +90,32 @@ bool lossesAgree(const std::vector<float>& got, const std::vector<float>& want, 
 
 }  // namespace
 
-TEST_CASE("blocks: a layer over many tokens, inputs in runs or one run: gradients against finite differences") {
-  auto& pool = Pool<double>::local();
-  pool.rewind(Mark{});
-  Rng rng(21);
-  const Embedding<double> table(5, 3, rng);
-  const Linear<double> layer(6, 7, true, Activation::Tanh, rng);
-  const Linear<double> head(7, 2, false, Activation::Identity, rng);
-  const NodeRange<double> nodes{0, static_cast<Index>(pool.size())};
-  constexpr std::size_t kTokens = kBlockTokens + 3;
-  std::vector<Index> rows(2 * kTokens);
-  for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = table[(3 * k + 1) % 5].first;  // rows shared by tokens
-  std::vector<Value<double>> h(kTokens * 7), y(kTokens * 2);
-  EXPECT_NODE_GRADIENTS("layer block", nodes, [&] {
-    layer.forwardEach(kTokens, [&](std::size_t t) { return Runs<double>{std::span<const Index>(rows).subspan(2 * t, 2), 3}; },
-                      std::span<Value<double>>(h));
-    head.forward(h, std::span<Value<double>>(y));
-    return reduceSumOfSquares(y);
-  });
-  pool.rewind(Mark{});
-}
-
-TEST_CASE("blocks: dX over the runs that tokens share, and over every token's where few are shared: gradients against finite differences") {
+TEST_CASE("blocks: a layer over many tokens, inputs in runs: gradients against finite differences, dX over the runs tokens share or token by token") {
   using burtorch::detail::kDistinctRunsRows;
-  auto& pool = Pool<double>::local();
-  for (const std::size_t tableRows : {std::size_t{4}, 2 * (kBlockTokens + 3)}) {  // 4: shared; else each token its own
+  constexpr std::size_t kTokens = kBlockTokens + 3;
+  // Token t reads rows (stride k + 1) mod tableRows of the table, k = 2t, 2t + 1.
+  const auto expectGradients = [&](const char* what, std::size_t tableRows, std::size_t stride, std::size_t layerRows, std::uint64_t seed) {
+    auto& pool = Pool<double>::local();
     pool.rewind(Mark{});
-    Rng rng(23);
+    Rng rng(seed);
     const Embedding<double> table(tableRows, 3, rng);
-    const Linear<double> layer(6, kDistinctRunsRows, true, Activation::Tanh, rng);
+    const Linear<double> layer(6, layerRows, true, Activation::Tanh, rng);
+    const Linear<double> head(layerRows, 2, false, Activation::Identity, rng);
     const NodeRange<double> nodes{0, static_cast<Index>(pool.size())};
-    constexpr std::size_t kTokens = kBlockTokens + 3;
     std::vector<Index> rows(2 * kTokens);
-    for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = table[(5 * k + 1) % tableRows].first;
-    std::vector<Value<double>> h(kTokens * kDistinctRunsRows);
-    EXPECT_NODE_GRADIENTS(tableRows == 4 ? "shared runs" : "distinct runs", nodes, [&] {
+    for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = table[(stride * k + 1) % tableRows].first;
+    std::vector<Value<double>> h(kTokens * layerRows), y(kTokens * 2);
+    EXPECT_NODE_GRADIENTS(what, nodes, [&] {
       layer.forwardEach(kTokens, [&](std::size_t t) { return Runs<double>{std::span<const Index>(rows).subspan(2 * t, 2), 3}; },
                         std::span<Value<double>>(h));
-      return reduceSumOfSquares(h);
+      head.forward(h, std::span<Value<double>>(y));
+      return reduceSumOfSquares(y);
     });
-  }
-  pool.rewind(Mark{});
+    pool.rewind(Mark{});
+  };
+  expectGradients("layer block, rows shared by tokens", 5, 3, 7, 21);
+  expectGradients("dX over the shared runs", 4, 5, kDistinctRunsRows, 23);
+  expectGradients("dX token by token, a run per token", 2 * kTokens, 5, kDistinctRunsRows, 23);
 }
 
 TEST_CASE("blocks: MLP and GPT batches as one graph: every parameter's gradient against finite differences (FP64)") {

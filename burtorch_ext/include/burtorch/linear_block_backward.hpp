@@ -54,12 +54,14 @@ bool dxOverDistinctRuns(Sweep<T>& s, const LinearRecord& layer, const Index* lis
   const std::size_t rows = layer.rows, n = layer.n, positions = n / length;
   static thread_local std::vector<std::pair<Index, Index>> readers;  // (a run's first node, token), by position
   readers.resize(positions * tokens);
+  // Sorted by run, a token that reads the run of the token before it adds to that run's sum.
+  const auto sharesRun = [](const std::pair<Index, Index>* at, std::size_t t) { return t > 0 && at[t].first == at[t - 1].first; };
   std::size_t distinct = 0;
   for (std::size_t c = 0; c < positions; ++c) {
-    const auto at = readers.begin() + static_cast<std::ptrdiff_t>(c * tokens);
+    std::pair<Index, Index>* const at = readers.data() + c * tokens;
     for (std::size_t t = 0; t < tokens; ++t) at[t] = {s.links[lists[t] + 2 + c], static_cast<Index>(t)};
-    std::sort(at, at + static_cast<std::ptrdiff_t>(tokens));
-    for (std::size_t t = 0; t < tokens; ++t) distinct += t == 0 || at[t].first != at[t - 1].first;
+    std::sort(at, at + tokens);
+    for (std::size_t t = 0; t < tokens; ++t) distinct += !sharesRun(at, t);
   }
   if (2 * distinct > positions * tokens) return false;
   const StridedRows<T> sumRows{sums, rows}, out{dx, length};
@@ -67,14 +69,14 @@ bool dxOverDistinctRuns(Sweep<T>& s, const LinearRecord& layer, const Index* lis
     const std::pair<Index, Index>* at = readers.data() + c * tokens;
     std::size_t runs = 0;
     for (std::size_t t = 0; t < tokens; ++t) {
-      T* const sum = sums + runs * rows;
-      if (t > 0 && at[t].first == at[t - 1].first) addToEachRow(sum - rows, gy + at[t].second * rows, 1, rows);
-      else std::copy_n(gy + at[t].second * rows, rows, sum), ++runs;
+      const T* const g = gy + at[t].second * rows;
+      if (sharesRun(at, t)) addToEachRow(sums + (runs - 1) * rows, g, 1, rows);
+      else std::copy_n(g, rows, sums + runs++ * rows);
     }
     const StridedRows<T> w{const_cast<T*>(s.v) + layer.firstWeight + c * length, n};
     kernels::gemm<T>(runs, length, rows, kernels::AFromRows<StridedRows<T>>{sumRows, runs}, kernels::BFromRows<StridedRows<T>>{w, length}, out, true);
     for (std::size_t t = 0, run = 0; t < tokens; ++t) {
-      if (t > 0 && at[t].first == at[t - 1].first) continue;
+      if (sharesRun(at, t)) continue;
       addToEachRow(s.g + at[t].first, dx + run++ * length, 1, length);
       s.reach(at[t].first, length);
     }
