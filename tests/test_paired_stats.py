@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_compare import write_run
 
-from harness.analysis import effect
+from harness.analysis import change, effect
 from harness.analysis.compare import compare_runs, format_comparison
 from harness.report import versions
 from harness.store.results import Trial
@@ -44,46 +44,46 @@ def test_a_known_ratio_is_found_and_paired_beats_unpaired():
     assert 1 < found.low < 1.10 < found.high
     # The drift between rounds cancels only in pairs: the unpaired interval is many times wider.
     assert (unpaired.high - unpaired.low) > 5 * (found.high - found.low)
-    answer = effect.change_answer(found, effect.Floor(1.02, "x"), THRESHOLD)
+    answer = change.change_answer(found, change.Floor(1.02, "x"), THRESHOLD)
     assert answer.kind == "slower" and answer.decided_by == "time"
     assert answer.text == f"slower by {(found.estimate - 1) * 100:.1f}% [{found.low:.3f}, {found.high:.3f}]"
-    assert effect.change_answer(unpaired, None, THRESHOLD).kind == "undecided"
+    assert change.change_answer(unpaired, None, THRESHOLD).kind == "undecided"
 
 
 def test_an_aa_pair_gives_a_floor_as_a_factor_and_reads_the_same():
     aa = effect.effect(*drifting_rounds(1.0, 10, seed=2))
-    floor = effect.floor_of(aa, NEW)
+    floor = change.floor_of(aa, NEW)
     assert 1 < floor.factor < 1.03 and floor.text().startswith("×/÷1.0") and floor.text().endswith(f"(A/A of {NEW})")
-    answer = effect.change_answer(aa, floor, THRESHOLD)
+    answer = change.change_answer(aa, floor, THRESHOLD)
     assert answer.kind == "same" and answer.text.startswith(f"same within the floor {floor.text()}")
     # A real change inside the floor is never faster or slower.
     small = effect.effect(*drifting_rounds(1.004, 40, seed=3, noise=0.001))
-    assert small.low > 1 and effect.change_answer(small, effect.Floor(1.01, NEW), THRESHOLD).kind == "same"
+    assert small.low > 1 and change.change_answer(small, change.Floor(1.01, NEW), THRESHOLD).kind == "same"
 
 
 def test_a_floor_wider_than_the_change_asked_about_is_undecided_never_the_same():
     """Measured: A/A floors of ±44% at 8 rounds of autograd on tiny; ×1.32 [1.11, 1.79] read "same within noise"."""
-    change = effect.effect(*drifting_rounds(1.32, 8, seed=4, noise=0.2))
-    answer = effect.change_answer(change, effect.Floor(1.8, NEW), THRESHOLD)
+    moved = effect.effect(*drifting_rounds(1.32, 8, seed=4, noise=0.2))
+    answer = change.change_answer(moved, change.Floor(1.8, NEW), THRESHOLD)
     assert answer.kind == "undecided" and "is wider than the 5.0% change asked about" in answer.text
     # Without --aa the same interval is judged against ×1 alone.
-    assert effect.change_answer(change, None, THRESHOLD).kind in ("slower", "undecided")
+    assert change.change_answer(moved, None, THRESHOLD).kind in ("slower", "undecided")
 
 
 def test_one_round_and_a_boundary_are_undecided_with_what_decides_them():
-    one = effect.change_answer(effect.effect({0: 1e-4}, {0: 2e-4}), None, THRESHOLD)
+    one = change.change_answer(effect.effect({0: 1e-4}, {0: 2e-4}), None, THRESHOLD)
     assert one.text == "undecided: 1 trial a side (3 give an interval)" and one.more == 2
-    near = effect.change_answer(effect.effect(*drifting_rounds(1.04, 4, seed=6, noise=0.03)), None, THRESHOLD)
+    near = change.change_answer(effect.effect(*drifting_rounds(1.04, 4, seed=6, noise=0.03)), None, THRESHOLD)
     assert near.kind == "undecided" and "spans" in near.text
 
 
 def test_instructions_decide_where_time_cannot():
     time = effect.effect(*drifting_rounds(1.0, 8, seed=5))
     more = effect.effect({k: 1_000_000 for k in range(8)}, {k: 1_030_000 + k for k in range(8)})
-    answer = effect.change_answer(time, effect.Floor(1.02, NEW), THRESHOLD, more)
+    answer = change.change_answer(time, change.Floor(1.02, NEW), THRESHOLD, more)
     assert answer.kind == "slower" and answer.decided_by == "instructions"
     assert answer.text.startswith("3.0% more instructions (±0.5%); time same within the floor")
-    same = effect.change_answer(time, effect.Floor(1.02, NEW), THRESHOLD,
+    same = change.change_answer(time, change.Floor(1.02, NEW), THRESHOLD,
                                 effect.effect({k: 1_000_000 for k in range(8)}, {k: 1_000_100 + k for k in range(8)}))
     assert same.decided_by == "time and instructions" and same.text.startswith("same within the floor")
 

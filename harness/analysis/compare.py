@@ -28,7 +28,7 @@ from rich.markup import escape
 
 from engines.base import AA_COPY, finite, split_id
 from engines.none import FLOOR
-from harness.analysis import effect
+from harness.analysis import change, effect
 from harness.analysis.labels import short_ids
 from harness.analysis.points import Point, group, measure, trial_time
 from harness.analysis.stats import CONFIDENCE
@@ -80,7 +80,7 @@ def memory_answer(e: effect.Effect) -> str:
     if abs(e.estimate - 1) < MEMORY_TOLERANCE and (e.low is None or (1 - MEMORY_TOLERANCE < e.low
                                                                       and e.high < 1 + MEMORY_TOLERANCE)):
         return "same within 1%"
-    answer = effect.time_answer(e, None, MEMORY_TOLERANCE)
+    answer = change.time_answer(e, None, MEMORY_TOLERANCE)
     return answer.text.replace("faster", "smaller").replace("slower", "larger")
 
 
@@ -90,13 +90,13 @@ def fields(name: str, e: effect.Effect, a: float | None, b: float | None, verdic
             f"{name}_note": e.why, f"{name}_verdict": verdict_text}
 
 
-def compare_row(a: Point, b: Point, pair: bool, floor: effect.Floor | None, threshold: float) -> tuple[dict, effect.Effect]:
+def compare_row(a: Point, b: Point, pair: bool, floor: change.Floor | None, threshold: float) -> tuple[dict, effect.Effect]:
     """Every measure of one row, and the row's one answer (time, then instructions where time cannot tell)."""
     time = effect_of(a, b, trial_time, pair)
     instr = effect_of(a, b, lambda t: measure(t, "instructions_per_iter"), pair)
     memory = effect_of(a, b, lambda t: measure(t, "peak_resident_bytes"), pair)
-    answer = effect.change_answer(time, floor, threshold, instr if instr.estimate is not None else None)
-    row = {**fields("time", time, geo(a, trial_time), geo(b, trial_time), effect.time_answer(time, floor, threshold).text),
+    answer = change.change_answer(time, floor, threshold, instr if instr.estimate is not None else None)
+    row = {**fields("time", time, geo(a, trial_time), geo(b, trial_time), change.time_answer(time, floor, threshold).text),
            **fields("instr", instr, geo(a, lambda t: measure(t, "instructions_per_iter")),
                     geo(b, lambda t: measure(t, "instructions_per_iter")), "counted" if instr.estimate else "not counted"),
            **fields("mem", memory, geo(a, lambda t: measure(t, "peak_resident_bytes")),
@@ -140,13 +140,13 @@ def _env_freeze(manifest: dict, env: str) -> dict:
     return (record.get("freeze") if isinstance(record, dict) else None) or {}
 
 
-def aa_floors(points: dict[str, Point]) -> dict[str, effect.Floor]:
+def aa_floors(points: dict[str, Point]) -> dict[str, change.Floor]:
     """The noise floor each A/A pair of one point measured (an environment against its copy), by environment."""
     floors = {}
     for env, copy in points.items():
         original = env.removesuffix(AA_COPY)
         if env.endswith(AA_COPY) and original in points:
-            floor = effect.floor_of(effect_of(points[original], copy, trial_time, pair=True), original or "no environment")
+            floor = change.floor_of(effect_of(points[original], copy, trial_time, pair=True), original or "no environment")
             if floor is not None:
                 floors[original] = floor
     return floors
@@ -165,7 +165,7 @@ def _geometric_means(pairs_by_workload: dict[str, list[tuple[Point, Point]]], pa
             sides.append({r: math.exp(sum(math.log(t[r]) for t in times) / len(times)) for r in common
                           if all(t[r] > 0 for t in times)})
         e = effect.effect(*sides, paired=pair)
-        answer = effect.time_answer(e, None, threshold)
+        answer = change.time_answer(e, None, threshold)
         means[workload] = {"ratio": e.estimate, "ci": [e.low, e.high] if e.low is not None else None,
                            "answer_text": answer.text, "decided_by": answer.decided_by, "n": len(rows)}
     return means
@@ -186,7 +186,7 @@ def _floors(points: dict, env_a: str, env_b: str) -> dict:
     found = {}
     for key, envs in by_point.items():
         floors = aa_floors(envs)
-        found[key] = effect.wider(floors.get(env_a), floors.get(env_b))
+        found[key] = change.wider(floors.get(env_a), floors.get(env_b))
     return found
 
 

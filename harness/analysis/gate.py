@@ -7,7 +7,7 @@ it never judges the harness's floor row, and refuses runs of two CPU models unle
 from __future__ import annotations
 
 from engines.none import FLOOR
-from harness.analysis import effect
+from harness.analysis import change, effect
 from harness.errors import UsageError
 
 
@@ -58,7 +58,7 @@ def _params(params: dict) -> str:
 def instruction_regressions(result: dict, fail_if_more_pct: float) -> list[str]:
     """Why --fail-if-more-instructions fails: one line per row of RUN_B that counts more instructions per
     iteration than RUN_A beyond their repeat spread and by more than PCT, or that has no count to gate on."""
-    limit = max(1 + fail_if_more_pct / 100, 1 + effect.INSTRUCTIONS_TOLERANCE)
+    limit = max(1 + fail_if_more_pct / 100, 1 + change.INSTRUCTIONS_TOLERANCE)
     lines = []
     for row in gated(result):
         where = f"{row['workload']} {row['engine']} {_params(row['params'])}"

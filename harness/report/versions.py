@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from engines.base import AA_COPY, split_id
-from harness.analysis import compare, effect
+from harness.analysis import change, compare, effect
 from harness.analysis.points import Point, measure, run_points, trial_time
 from harness.analysis.summary import count_text, format_seconds, shown_params
 from harness.report.figures import Figure, _pyplot, _save
@@ -83,7 +83,7 @@ def instructions_of(trial: dict) -> float | None:
     return measure(trial, "instructions_per_iter")
 
 
-def aa_floors(points: dict[str, Point]) -> tuple[dict[str, effect.Floor], list[str]]:
+def aa_floors(points: dict[str, Point]) -> tuple[dict[str, change.Floor], list[str]]:
     """The noise floor each A/A pair of one point measured, by environment (compare.aa_floors), and a
     line per pair saying what it measured."""
     floors, lines = compare.aa_floors(points), []
@@ -105,11 +105,11 @@ def _ends(prefix: str, e: effect.Effect | None) -> dict:
     return {f"{prefix}_ci_low": low, f"{prefix}_ci_high": high}
 
 
-def _floor_fields(floor: effect.Floor | None) -> dict:
+def _floor_fields(floor: change.Floor | None) -> dict:
     return {"noise_floor": floor.factor if floor else None, "floor_pair": floor.pair if floor else None}
 
 
-def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: effect.Floor | None,
+def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: change.Floor | None,
          threshold: float, names: dict | None = None) -> dict:
     same = point is oldest
     copy = " (A/A copy)" if env.endswith(AA_COPY) else ""
@@ -128,13 +128,13 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor:
     instr = compare.effect_of(oldest, point, instructions_of, pair=True)
     init = compare.effect_of(oldest, point, lambda t: measure(t, "init_time_s"), pair=True)
     memory = compare.effect_of(oldest, point, lambda t: measure(t, "peak_resident_bytes"), pair=True)
-    answer = effect.change_answer(time, floor, threshold, instr if instr.estimate is not None else None)
+    answer = change.change_answer(time, floor, threshold, instr if instr.estimate is not None else None)
     return {**row, "rounds": time.n, "time_per_iter_s": compare.geo(point, trial_time), "time_ratio": time.estimate,
-            **_ends("time", time), "time_verdict": effect.time_answer(time, floor, threshold).text,
+            **_ends("time", time), "time_verdict": change.time_answer(time, floor, threshold).text,
             "instructions_per_iter": compare.geo(point, instructions_of), "instr_ratio": instr.estimate,
             **_ends("instr", instr), "verdict": answer.text, "answer": answer.kind, "decided_by": answer.decided_by,
             "init_time_s": compare.geo(point, lambda t: measure(t, "init_time_s")), "init_ratio": init.estimate,
-            **_ends("init", init), "init_verdict": effect.time_answer(init, None, threshold).text,
+            **_ends("init", init), "init_verdict": change.time_answer(init, None, threshold).text,
             "peak_resident_bytes": compare.geo(point, lambda t: measure(t, "peak_resident_bytes")),
             "mem_ratio": memory.estimate, **_ends("mem", memory), "mem_verdict": compare.memory_answer(memory)}
 
@@ -196,7 +196,7 @@ def build(run: Run) -> list[VersionTable]:
             ordered = sorted(versions.items(), key=lambda item: revisions[item[0]][0] if item[0] in revisions
                              else _version_key(version_of(item[1], item[0])))
             oldest_env, oldest = ordered[0]
-            rows += [_row(engine, params, env, point, oldest, effect.wider(floors.get(oldest_env), floors.get(env)),
+            rows += [_row(engine, params, env, point, oldest, change.wider(floors.get(oldest_env), floors.get(env)),
                           threshold, names) for env, point in ordered]
         if not rows:
             continue

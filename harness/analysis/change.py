@@ -1,0 +1,101 @@
+"""The one answer to "did B change against A?" (versions tables, compare, the run's closing lines):
+faster, slower, same, undecided or not measured, from the factor's interval (harness/analysis/effect.py),
+the noise floor an A/A pair measured, and instruction counts where time cannot decide."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.analysis.effect import MIN_TRIALS, Effect, decide
+
+# Instruction counts repeat to within this share (measured: 0.03%): a smaller difference is none.
+INSTRUCTIONS_TOLERANCE = 0.005
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The noise floor an A/A pair (a variant against an exact copy of itself) measured: its ratio's
+    interval reaches at most ×/÷factor from 1, the smallest change this machine tells apart now."""
+    factor: float
+    pair: str  # the variant whose A/A pair measured it
+
+    def text(self) -> str:
+        return f"×/÷{self.factor:.3g} (A/A of {self.pair})"
+
+
+def floor_of(aa: Effect, pair: str) -> Floor | None:
+    if aa.low is None:
+        return None
+    return Floor(max(aa.high, 1 / aa.low), pair)
+
+
+def wider(*floors: Floor | None) -> Floor | None:
+    found = [f for f in floors if f is not None]
+    return max(found, key=lambda f: f.factor) if found else None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The one answer to "did B change against A?": faster, slower, same, undecided or not measured."""
+    kind: str
+    text: str
+    decided_by: str = ""  # "time", "instructions", "time and instructions"; "" when undecided
+    more: int | None = None  # rounds that would decide it, where undecided and more can
+
+
+def _percent(x: float) -> str:
+    return f"{abs(x) * 100:.1f}%"
+
+
+def _span(e: Effect) -> str:
+    return f"[{e.low:.3f}, {e.high:.3f}]"
+
+
+def _trials(n: int) -> str:
+    return f"{n} trial{'s' if n != 1 else ''} a side"
+
+
+def time_answer(e: Effect, floor: Floor | None, threshold: float) -> Answer:
+    """Wall time alone: faster or slower where the whole interval lies beyond the floor (beyond ×1
+    without one); the same where it lies within the floor and that floor is narrower than the change
+    the user asks about (1 + threshold; without a floor, within the threshold itself); else undecided,
+    with what would decide it."""
+    if e.estimate is None:
+        return Answer("not measured", f"not measured ({e.why})")
+    if e.low is None:
+        return Answer("undecided", f"undecided: {_trials(e.n)} ({MIN_TRIALS} give an interval)",
+                      more=MIN_TRIALS - e.n)
+    change = 1 + threshold
+    edge = floor.factor if floor else 1.0
+    if e.high < 1 / edge:
+        return Answer("faster", f"faster by {_percent(1 - e.estimate)} {_span(e)}", "time")
+    if e.low > edge:
+        return Answer("slower", f"slower by {_percent(e.estimate - 1)} {_span(e)}", "time")
+    if floor and floor.factor > change:
+        return Answer("undecided", f"undecided: the floor {floor.text()} is wider than the {_percent(threshold)} "
+                                   "change asked about (more rounds narrow it)")
+    if 1 / change <= e.low and e.high <= change:
+        within = f"the floor {floor.text()}" if floor else f"±{_percent(threshold)} (no A/A floor: --aa measures one)"
+        return Answer("same", f"same within {within} {_span(e)}", "time")
+    decision = decide(e, tuple(sorted({1 / edge, edge, 1 / change, change})))
+    more = f"; ≈ {decision.more} more trials a side would decide it" if decision.more else ""
+    return Answer("undecided", f"undecided: {_span(e)} spans {' and '.join(f'×{b:.3g}' for b in decision.straddles)}"
+                               f"{more}", more=decision.more)
+
+
+def change_answer(time: Effect, floor: Floor | None, threshold: float, instructions: Effect | None = None) -> Answer:
+    """The answer every surface prints (versions table, compare, the run's closing lines): wall time
+    first; where it cannot call a change, instruction counts (a proxy, deterministic) decide if they
+    were counted."""
+    by_time = time_answer(time, floor, threshold)
+    if by_time.kind in ("faster", "slower") or instructions is None or instructions.estimate is None:
+        return by_time
+    differ = instructions.estimate - 1
+    spread = max(INSTRUCTIONS_TOLERANCE, (instructions.high / instructions.estimate - 1) if instructions.low else 0)
+    if abs(differ) > spread:
+        word = "more" if differ > 0 else "fewer"
+        return Answer("slower" if differ > 0 else "faster",
+                      f"{_percent(differ)} {word} instructions (±{_percent(spread)}); time {by_time.text}",
+                      "instructions")
+    if by_time.kind == "same":
+        return Answer("same", f"{by_time.text}; instructions within ±{_percent(spread)}", "time and instructions")
+    return Answer("same", f"same instructions (within ±{_percent(spread)}); time {by_time.text}", "instructions")
