@@ -77,13 +77,14 @@ perf-grid: setup
 # The engine's gate (README, "A gate for the engine"; not in `make test`): instructions per iteration of
 # burtorch@$(GATE_BASE) against burtorch@HEAD, both of our rows, at tiny, small, MLP and GPT points (on an
 # AVX-512 CPU, of their AVX+FMA builds); exit 1 where HEAD counts more than GATE_PCT% more, or counts nothing.
-# One trial: the counts repeat within ~0.1%, and each costs minutes at the MLP and GPT points.
+# One trial, no A/A copies (--no-aa): instructions decide the gate, and they repeat within ~0.1%; each
+# count costs minutes at the MLP and GPT points.
 GATE_BASE ?= main
 GATE_PCT ?= 0.5
 GATE_OUT ?= results/gate
 gate-engine: setup
 	$(BIN)/burtbench run --engine burtorch --env burtorch@$(GATE_BASE) --env burtorch@HEAD --instructions \
-	  --workload tiny,small,mlp,gpt --param batch=64 --param hidden_dim=1024 --profile smoke --trials 1 \
+	  --workload tiny,small,mlp,gpt --param batch=64 --param hidden_dim=1024 --profile smoke --trials 1 --no-aa \
 	  --no-report --out $(GATE_OUT) $(RUN_ARGS)
 	run="$$(ls -1d $(GATE_OUT)/*/ | tail -n 1)"; run="$${run%/}"; \
 	$(BIN)/burtbench compare "$$run@burtorch@$(GATE_BASE)" "$$run@burtorch@HEAD" --fail-if-more-instructions $(GATE_PCT)

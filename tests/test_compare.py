@@ -151,9 +151,10 @@ def test_single_trials_give_a_ratio_and_no_verdict(tmp_path):
     result = compare_runs(a, b)
     only = result["rows"][0]
     assert only["time_ci"] is None and only["answer"] == "undecided"
-    assert only["answer_text"] == "undecided: 1 trial a side (3 give an interval)"
+    said = "undecided: 1 trial a side (3 give an interval) (no A/A floor: two separate runs)"
+    assert only["answer_text"] == said
     assert only["time_ratio"] == pytest.approx(only["time_b"] / only["time_a"])
-    assert "| undecided: 1 trial a side (3 give an interval) |" in format_comparison(result, "md")
+    assert f"| {said} |" in format_comparison(result, "md")
     assert exit_status(result, 1) == 1
     assert regression_lines(result, 1) == ["cannot judge 1 of 1 rows: fewer than 3 trials a side give no interval "
                                            "(rerun with --trials 3 or more)"]

@@ -15,6 +15,7 @@ from harness.store import results
 
 ENGINE = "fakefw/eager/python/cpu"
 OLD, NEW, MISSING = "burtbench-fakefw==1.0", "burtbench-fakefw==2.0", "burtbench-fakefw==9.9"
+OLD_AUTOGRAD, NEW_AUTOGRAD = "autograd==1.7.0", "autograd==1.9.1"
 
 
 def source(version: str, loop: int) -> str:
@@ -36,7 +37,8 @@ def fakefw(monkeypatch):
 
 def run_args(out: Path, env_dir: Path, wheelhouse: Path, *specs: str) -> list[str]:
     args = ["run", "--engine", "fakefw", "--workload", "tiny", "--profile", "smoke", "--trials", "2", "--no-report",
-            "--out", str(out), "--env-dir", str(env_dir), "--pip-arg=--no-index", f"--pip-arg=--find-links={wheelhouse}"]
+            "--out", str(out), "--env-dir", str(env_dir), "--pip-arg=--no-index", f"--pip-arg=--find-links={wheelhouse}",
+            "--no-aa"]  # environments, not the floor, are what these runs test
     for spec in specs:
         args += ["--env", spec]
     return args
@@ -133,6 +135,28 @@ def test_bad_env_input_is_one_line_and_exit_2(fakefw, extra, message, tmp_path, 
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("specs,extra,copies", [((OLD_AUTOGRAD, NEW_AUTOGRAD), (), True),
+                                                ((OLD_AUTOGRAD, NEW_AUTOGRAD), ("--no-aa",), False),
+                                                ((NEW_AUTOGRAD,), (), False)])
+def test_two_versions_of_one_engine_measure_their_a_a_floor_unless_no_aa(specs, extra, copies, tmp_path):
+    from harness.commands.cli import build_parser
+    from harness.running.session import new_plan
+
+    args = ["run", "--engine", "autograd", "--workload", "tiny", "--env-dir", str(tmp_path), *extra]
+    plan = new_plan(build_parser().parse_args(args + [a for spec in specs for a in ("--env", spec)]))
+    assert plan.aa is copies
+    assert list(plan.engines) == [f"autograd/eager/python/cpu@{spec}{copy}" for spec in specs
+                                  for copy in ("", "#copy") if copies or not copy]
+
+
+def test_aa_with_no_aa_is_one_line_before_any_work(tmp_path, capsys):
+    assert main(["run", "--engine", "autograd", "--workload", "tiny", "--env", OLD_AUTOGRAD, "--env", NEW_AUTOGRAD,
+                 "--aa", "--no-aa", "--out", str(tmp_path / "out"), "--env-dir", str(tmp_path / "envs")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--no-aa: not allowed with argument --aa" in err, err
+    assert not any(tmp_path.iterdir())
+
+
 def test_only_python_engines_run_in_an_environment(capsys, tmp_path):
     assert main(["run", "--engine", "burtorch/eager/cpp", "--workload", "tiny", "--env", "burtorch==1.0",
                  "--env-dir", str(tmp_path)]) == 2
@@ -186,7 +210,9 @@ def test_two_autograd_releases_from_the_package_index(tmp_path):
     made = results.read_manifest(run_dir)["environments"]
     assert [made[s]["freeze"]["autograd"] for s in specs] == ["1.7.0", "1.9.1"]
     trials = results.read_trials(run_dir)
-    assert sorted(t["framework_version"] for t in trials) == ["1.7.0", "1.7.0", "1.9.1", "1.9.1"]
+    # Each version beside its A/A copy (two versions of one engine measure their floor by default).
+    assert sorted(t["framework_version"] for t in trials) == ["1.7.0"] * 4 + ["1.9.1"] * 4
+    assert sum(t["engine"].endswith("#copy") for t in trials) == 4
     assert all(t["status"] == "ok" and t["check"]["ok"] for t in trials)
     folder = render(run_dir, tmp_path / "reports")
     assert "| 1.9.1" in (folder / "tables" / "versions_tiny.md").read_text()

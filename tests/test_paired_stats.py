@@ -1,6 +1,7 @@
-"""The one answer to "did B change?" (harness/analysis/effect.py's change_answer) on synthetic paired
+"""The one answer to "did B change?" (harness/analysis/change.py's change_answer) on synthetic paired
 data: a known ratio is found, an A/A pair gives the floor, a floor wider than the change asked about
-leaves it undecided, one round is undecided, instructions decide where time cannot; and every surface
+leaves it undecided, one round is undecided, an interval reaching 0 or ∞ decides nothing, an answer
+without a floor says so whatever its kind, instructions decide where time cannot; and every surface
 (the versions table, compare, the run's closing lines) gives the same answer and numbers."""
 from __future__ import annotations
 
@@ -75,6 +76,32 @@ def test_one_round_and_a_boundary_are_undecided_with_what_decides_them():
     assert one.text == "undecided: 1 trial a side (3 give an interval)" and one.more == 2
     near = change.change_answer(effect.effect(*drifting_rounds(1.04, 4, seed=6, noise=0.03)), None, THRESHOLD)
     assert near.kind == "undecided" and "spans" in near.text
+
+
+@pytest.mark.parametrize("ratio,rounds,kind", [(0.8, 8, "faster"), (1.2, 8, "slower"), (1.0, 8, "same"),
+                                                (1.04, 4, "undecided"), (1.2, 1, "undecided")])
+def test_every_kind_of_answer_without_a_floor_says_so(ratio, rounds, kind):
+    time = effect.effect(*drifting_rounds(ratio, rounds, seed=6, noise=0.01 if kind == "same" else 0.03))
+    bare = change.change_answer(time, None, THRESHOLD, without=change.NO_AA)
+    assert bare.kind == kind and bare.text.endswith(" (no A/A floor: --no-aa)")
+    assert change.time_answer(time, None, THRESHOLD, change.TWO_RUNS).text.endswith("(no A/A floor: two separate runs)")
+    # Where instructions decide, the time beside them says it too; with a floor, nothing is said.
+    counted = effect.effect({k: 1e6 for k in range(8)}, {k: 1.03e6 + k for k in range(8)})
+    assert change.change_answer(time, None, THRESHOLD, counted, change.NO_AA).text.endswith("(no A/A floor: --no-aa)")
+    assert "no A/A floor" not in change.change_answer(time, change.Floor(1.02, NEW), THRESHOLD, without=change.NO_AA).text
+
+
+@pytest.mark.parametrize("low,high,why", [(76_996.0, math.inf, "reaches ∞"), (0.0, 1.5, "reaches 0"),
+                                          (math.nan, math.nan, "is not a number")])
+def test_an_interval_that_reaches_zero_or_infinity_decides_nothing(low, high, why):
+    """Measured: one trial recorded at 0 s per iteration gave "×84,100 [76,996, ∞]" as if decided."""
+    reaching = effect.Effect(84_100.0, low, high, 4, 4, True, 0.5)
+    answer = change.change_answer(reaching, change.Floor(1.02, NEW), THRESHOLD)
+    assert answer.kind == "undecided" and answer.decided_by == "" and f"{why}: it bounds no change" in answer.text
+    # Nor do instructions decide on such an interval, nor does an A/A pair of it give a usable floor.
+    finite_time = effect.effect(*drifting_rounds(1.0, 8, seed=5))
+    assert change.change_answer(finite_time, None, THRESHOLD, reaching).decided_by != "instructions"
+    assert change.change_answer(finite_time, change.floor_of(reaching, NEW), THRESHOLD).kind == "undecided"
 
 
 def test_instructions_decide_where_time_cannot():
@@ -157,6 +184,27 @@ def test_every_surface_gives_the_same_answer(version_run, tmp_path, monkeypatch)
     assert all(len(line) <= 120 for line in text.splitlines())
     assert answer.split(" [")[0] in text
     assert "| 1.1209 |" in format_comparison(result, "md")
+
+
+def test_without_copies_every_surface_says_no_a_a_floor(tmp_path, monkeypatch):
+    """A versions run with --no-aa: the table, compare of its environments and the closing lines say it;
+    compare of two separate runs says it of every row, the geometric mean's too."""
+    from harness.report.epilogue import summary_lines
+    from harness.report.render import render_report
+
+    monkeypatch.setenv("COLUMNS", "120")
+    run = write_run(tmp_path / "run", [*skewed_trials(OLD, 4.0e-4, seed=1), *skewed_trials(NEW, 3.6e-4, seed=2)])
+    (table,) = versions.build(load_run(run))
+    answer = table.rows[1]["verdict"]
+    assert answer.startswith("faster by") and answer.endswith(" (no A/A floor: --no-aa)")
+    assert table.shown.iloc[1]["Noise floor (A/A)"] == "not measured"
+    assert compare_runs(run, run, OLD, NEW)["rows"][0]["answer_text"] == answer
+    assert answer in "\n".join(summary_lines(render_report(run, tmp_path / "reports")))
+    other = write_run(tmp_path / "other", [*skewed_trials(OLD, 4.0e-4, seed=3), *skewed_trials(NEW, 3.6e-4, seed=4)])
+    apart = compare_runs(run, other)
+    assert not apart["paired"] and len(apart["rows"]) == 2
+    said = [r["answer_text"] for r in apart["rows"]] + [apart["geomean"]["tiny"]["answer_text"]]
+    assert all(text.endswith("(no A/A floor: two separate runs)") for text in said), said
 
 
 def test_an_aa_run_alone_reports_its_floor_and_no_difference(tmp_path):

@@ -189,7 +189,7 @@ def test_versions_run_count_the_counting_build_time_the_host_build_and_survive_a
     out = tmp_path / "runs"
     code = main(["run", "--engine", "burtorch/eager/cpp/cpu", "--workload", "tiny", "--profile", "smoke",
                  "--trials", "2", "--env", "burtorch@v1", "--env", "burtorch@main", "--env", "burtorch@broken",
-                 "--instructions", "--no-report", "--out", str(out), "--env-dir", str(tmp_path / "envs")])
+                 "--instructions", "--no-aa", "--no-report", "--out", str(out), "--env-dir", str(tmp_path / "envs")])
     assert code == 0
     run_dir = next(out.iterdir())
     trials = results.read_trials(run_dir)

@@ -1,8 +1,12 @@
 """The one answer to "did B change against A?" (versions tables, compare, the run's closing lines):
 faster, slower, same, undecided or not measured, from the factor's interval (harness/analysis/effect.py),
-the noise floor an A/A pair measured, and instruction counts where time cannot decide."""
+the noise floor an A/A pair measured, and instruction counts where time cannot decide.
+
+An answer without a floor cannot know the noise it was measured in (a run's own rounds are all it has):
+whatever its kind, it says so and why. An interval that reaches 0 or ∞ bounds no change: undecided."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from harness.analysis.effect import MIN_TRIALS, Effect, decide
@@ -22,9 +26,21 @@ class Floor:
         return f"×/÷{self.factor:.3g} (A/A of {self.pair})"
 
 
+# Why an answer has no floor, in its words "(no A/A floor: …)".
+NO_AA = "--no-aa"
+TWO_RUNS = "two separate runs"  # an A/A pair measures the noise within one run, never between two
+
+
+def no_floor(copies: bool) -> str:
+    """Why an answer of one run has no floor: its A/A pairs gave none, or it ran none."""
+    return "its A/A pair gave no interval" if copies else NO_AA
+
+
 def floor_of(aa: Effect, pair: str) -> Floor | None:
     if aa.low is None:
         return None
+    if unbounded(aa):  # a pair that bounds nothing leaves every change inside the noise
+        return Floor(math.inf, pair)
     return Floor(max(aa.high, 1 / aa.low), pair)
 
 
@@ -54,13 +70,34 @@ def _trials(n: int) -> str:
     return f"{n} trial{'s' if n != 1 else ''} a side"
 
 
-def time_answer(e: Effect, floor: Floor | None, threshold: float) -> Answer:
+def unbounded(e: Effect) -> str:
+    """How an interval fails to bound a ratio (it reaches 0 or ∞, or is not a number); '' where it bounds one."""
+    ends = [x for x in (e.estimate, e.low, e.high) if x is not None]
+    if any(math.isnan(x) for x in ends):
+        return "is not a number"
+    if min(ends) <= 0:
+        return "reaches 0"
+    return "reaches ∞" if math.isinf(max(ends)) else ""
+
+
+def time_answer(e: Effect, floor: Floor | None, threshold: float, without: str = "") -> Answer:
     """Wall time alone: faster or slower where the whole interval lies beyond the floor (beyond ×1
     without one); the same where it lies within the floor and that floor is narrower than the change
     the user asks about (1 + threshold; without a floor, within the threshold itself); else undecided,
-    with what would decide it."""
+    with what would decide it. `without`: why there is no floor, said after every answer that has
+    none ('' where no floor applies: memory, init time)."""
+    answer = _by_time(e, floor, threshold)
+    if floor or not without or answer.kind == "not measured":
+        return answer
+    return Answer(answer.kind, f"{answer.text} (no A/A floor: {without})", answer.decided_by, answer.more)
+
+
+def _by_time(e: Effect, floor: Floor | None, threshold: float) -> Answer:
     if e.estimate is None:
         return Answer("not measured", f"not measured ({e.why})")
+    if unbounded(e):
+        return Answer("undecided", f"undecided: {_span(e) if e.low is not None else f'×{e.estimate:.3g}'} "
+                                   f"{unbounded(e)}: it bounds no change")
     if e.low is None:
         return Answer("undecided", f"undecided: {_trials(e.n)} ({MIN_TRIALS} give an interval)",
                       more=MIN_TRIALS - e.n)
@@ -74,7 +111,7 @@ def time_answer(e: Effect, floor: Floor | None, threshold: float) -> Answer:
         return Answer("undecided", f"undecided: the floor {floor.text()} is wider than the {_percent(threshold)} "
                                    "change asked about (more rounds narrow it)")
     if 1 / change <= e.low and e.high <= change:
-        within = f"the floor {floor.text()}" if floor else f"±{_percent(threshold)} (no A/A floor: --aa measures one)"
+        within = f"the floor {floor.text()}" if floor else f"±{_percent(threshold)}"
         return Answer("same", f"same within {within} {_span(e)}", "time")
     decision = decide(e, tuple(sorted({1 / edge, edge, 1 / change, change})))
     more = f"; ≈ {decision.more} more trials a side would decide it" if decision.more else ""
@@ -82,12 +119,14 @@ def time_answer(e: Effect, floor: Floor | None, threshold: float) -> Answer:
                                f"{more}", more=decision.more)
 
 
-def change_answer(time: Effect, floor: Floor | None, threshold: float, instructions: Effect | None = None) -> Answer:
+def change_answer(time: Effect, floor: Floor | None, threshold: float, instructions: Effect | None = None,
+                  without: str = "") -> Answer:
     """The answer every surface prints (versions table, compare, the run's closing lines): wall time
     first; where it cannot call a change, instruction counts (a proxy, deterministic) decide if they
-    were counted."""
-    by_time = time_answer(time, floor, threshold)
-    if by_time.kind in ("faster", "slower") or instructions is None or instructions.estimate is None:
+    were counted and bound their ratio. `without`: as time_answer's."""
+    by_time = time_answer(time, floor, threshold, without)
+    if (by_time.kind in ("faster", "slower") or instructions is None or instructions.estimate is None
+            or unbounded(instructions)):
         return by_time
     differ = instructions.estimate - 1
     spread = max(INSTRUCTIONS_TOLERANCE, (instructions.high / instructions.estimate - 1) if instructions.low else 0)

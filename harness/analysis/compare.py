@@ -6,8 +6,9 @@ the peak resident memory, each with its 95% interval, and one answer per row fro
 surface uses (harness/analysis/effect.py: faster / slower / same within the floor / undecided, and
 what decided it):
 - two variants of one run (RUN@A RUN@B of the same RUN): paired by round, since the plan ran them
-  once each per round, with the noise floor the run's A/A pairs measured (--aa);
+  once each per round, with the noise floor the run's A/A pairs measured (a versions run's default);
 - two runs: unpaired, Welch's t on the log values of the trials, with no floor.
+An answer without a floor says so and why, whatever its kind.
 The unit of replication is the trial (one process): the timing blocks inside a trial are never
 counted as independent samples, and a side with fewer than 3 trials gives a ratio and no interval.
 The times shown are the geometric means the ratio is computed from.
@@ -34,6 +35,7 @@ from harness.analysis.points import Point, group, measure, trial_time
 from harness.analysis.stats import CONFIDENCE
 from harness.analysis.summary import format_seconds
 from harness.errors import UsageError
+from harness.store.results import identity
 from harness.store.run_plan import read_plan
 from harness.store.runs import load_run
 from harness.units import mib
@@ -90,13 +92,15 @@ def fields(name: str, e: effect.Effect, a: float | None, b: float | None, verdic
             f"{name}_note": e.why, f"{name}_verdict": verdict_text}
 
 
-def compare_row(a: Point, b: Point, pair: bool, floor: change.Floor | None, threshold: float) -> tuple[dict, effect.Effect]:
-    """Every measure of one row, and the row's one answer (time, then instructions where time cannot tell)."""
+def compare_row(a: Point, b: Point, pair: bool, floor: change.Floor | None, threshold: float, without: str):
+    """Every measure of one row, and the row's one answer (time, then instructions where time cannot tell;
+    `without`: why it has no floor, where it has none), and its time's Effect."""
     time = effect_of(a, b, trial_time, pair)
     instr = effect_of(a, b, lambda t: measure(t, "instructions_per_iter"), pair)
     memory = effect_of(a, b, lambda t: measure(t, "peak_resident_bytes"), pair)
-    answer = change.change_answer(time, floor, threshold, instr if instr.estimate is not None else None)
-    row = {**fields("time", time, geo(a, trial_time), geo(b, trial_time), change.time_answer(time, floor, threshold).text),
+    answer = change.change_answer(time, floor, threshold, instr if instr.estimate is not None else None, without)
+    row = {**fields("time", time, geo(a, trial_time), geo(b, trial_time),
+                    change.time_answer(time, floor, threshold, without).text),
            **fields("instr", instr, geo(a, lambda t: measure(t, "instructions_per_iter")),
                     geo(b, lambda t: measure(t, "instructions_per_iter")), "counted" if instr.estimate else "not counted"),
            **fields("mem", memory, geo(a, lambda t: measure(t, "peak_resident_bytes")),
@@ -152,12 +156,12 @@ def aa_floors(points: dict[str, Point]) -> dict[str, change.Floor]:
     return floors
 
 
-def _geometric_means(pairs_by_workload: dict[str, list[tuple[Point, Point]]], pair: bool,
-                     threshold: float) -> dict[str, dict]:
+def _geometric_means(rows_by_workload: dict[str, list[tuple[Point, Point, change.Floor | None]]], pair: bool,
+                     threshold: float, without: str) -> dict[str, dict]:
     """Per workload: B/A of the per-trial geometric mean over its rows (the trial indices every row
-    has), paired or not as the rows are."""
+    has), paired or not as the rows are, answered against the widest of its rows' floors."""
     means = {}
-    for workload, rows in pairs_by_workload.items():
+    for workload, rows in rows_by_workload.items():
         sides = []
         for side in (0, 1):
             times = [by_round(p[side], trial_time) for p in rows]
@@ -165,7 +169,7 @@ def _geometric_means(pairs_by_workload: dict[str, list[tuple[Point, Point]]], pa
             sides.append({r: math.exp(sum(math.log(t[r]) for t in times) / len(times)) for r in common
                           if all(t[r] > 0 for t in times)})
         e = effect.effect(*sides, paired=pair)
-        answer = change.time_answer(e, None, threshold)
+        answer = change.time_answer(e, change.wider(*(row[2] for row in rows)), threshold, without)
         means[workload] = {"ratio": e.estimate, "ci": [e.low, e.high] if e.low is not None else None,
                            "answer_text": answer.text, "decided_by": answer.decided_by, "n": len(rows)}
     return means
@@ -204,9 +208,16 @@ def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str 
     if a.timing != b.timing:
         raise UsageError(f"run A was timed with --timing {a.timing}, run B with --timing {b.timing}: their "
                          "timed regions differ (workloads/timed_regions.csv); compare runs of one --timing")
-    pair = Path(run_a).resolve() == Path(run_b).resolve() and (env_a or "") != (env_b or "")
+    same = Path(run_a).resolve() == Path(run_b).resolve()
+    pair = same and (env_a or "") != (env_b or "")
+    shared = not same and len({identity(t) for t in a.trials} & {identity(t) for t in b.trials})
+    if shared:  # Welch's interval takes its two sides for independent samples
+        raise UsageError(f"{a.run_id} and {b.run_id} share {shared} trials (a merged run holds its shards'): "
+                         "they are not independent samples; compare runs measured apart")
     points_a, points_b = group(a.trials), group(b.trials)
     floors = _floors(points_a, env_a or "", env_b or "") if pair else {}
+    copies = any(split_id(key.engine)[1].endswith(AA_COPY) for key in points_a)
+    without = change.no_floor(copies) if pair else change.TWO_RUNS
     if env_a or env_b:  # a side without one: the engines that ran in the runner's own environment
         points_a, points_b = in_env(points_a, env_a or ""), in_env(points_b, env_b or "")
     common = set(points_a) & set(points_b)
@@ -217,9 +228,9 @@ def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str 
     rows, by_workload = [], {}
     for key in sorted(common, key=sort_key):
         pa, pb = points_a[key], points_b[key]
-        row, time = compare_row(pa, pb, pair, floors.get(key), threshold)
+        row, time = compare_row(pa, pb, pair, floors.get(key), threshold, without)
         if key.engine != FLOOR and time.estimate is not None:
-            by_workload.setdefault(key.workload, []).append((pa, pb))
+            by_workload.setdefault(key.workload, []).append((pa, pb, floors.get(key)))
         rows.append({"workload": key.workload, "engine": key.engine, "params": json.loads(key.params),
                      "trials_a": len(pa.trials), "trials_b": len(pb.trials), **row})
     how = ("paired by round (one run: every variant once per round): a t interval on the per-round log ratios"
@@ -232,7 +243,7 @@ def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str 
         "warnings": _manifest_warnings(a.manifest, b.manifest),
         "mixed_cpu": _value(a.manifest, "machine", "cpu_model") != _value(b.manifest, "machine", "cpu_model"),
         "rows": rows,
-        "geomean": _geometric_means(by_workload, pair, threshold),
+        "geomean": _geometric_means(by_workload, pair, threshold, without),
         "only_in_a": _describe(set(points_a) - set(points_b)),
         "only_in_b": _describe(set(points_b) - set(points_a)),
     }
@@ -317,7 +328,8 @@ def _only(described: list[dict]) -> str:
 
 def _preamble(result: dict) -> list[str]:
     lines = [f"A = {result['run_a']['run_id']}, B = {result['run_b']['run_id']}. {result['method']}."]
-    lines.append(f"Answer: faster/slower where the whole interval lies beyond the A/A floor (beyond ×1 without one); "
+    lines.append(f"Answer: faster/slower where the whole interval lies beyond the A/A floor (beyond ×1 without one, "
+                 "which the answer says); "
                  f"same where it lies within a floor narrower than ±{result['threshold']:.0%} (the run's "
                  "--noise-threshold); else undecided, with what would decide it. Instructions decide where time "
                  "cannot.")

@@ -14,7 +14,7 @@ EXAMPLES = """examples:
   burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
   burtbench run --engine torch/eager --profile paper --trials 5
   burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
-                                                  two versions in one interleaved run (cached environments)
+                                                  two versions in one interleaved run, with their A/A floor
   burtbench compare "RUN@autograd==1.7.0" "RUN@autograd==1.9.1"    two environments of one run
   burtbench envs --prune                          the cached environments; delete those unused for 30 days
   burtbench run --resume results/20261121-101500-quick
@@ -31,6 +31,7 @@ EXAMPLES = """examples:
   burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
   burtbench run --engine burtorch --workload tiny,small --upstream ~/src/burtorch-b1a9d66.tar.gz
   burtbench doctor
+  burtbench calibrate                             5 minutes of A/A runs: how often this machine's 95% holds
 """
 
 # (description, examples) per subcommand.
@@ -43,7 +44,9 @@ HELP = {
   burtbench run --engine torch/eager --profile paper --trials 5
   burtbench run --profile paper --dry-run         the plan and its estimated time, nothing run
   burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
-  burtbench run --engine burtorch --env burtorch@main --env burtorch@HEAD --aa --instructions --trials 8
+                                                  two versions, each beside its A/A copy: the noise floor
+                                                  their answer is held to (--no-aa: none, and it says so)
+  burtbench run --engine burtorch --env burtorch@main --env burtorch@HEAD --instructions --trials 8
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
   burtbench run --cpus 2-15                       14 trials at once, each on its own core
   burtbench run --profile paper --slurm --wait    a SLURM job array of shards, merged and reported
@@ -101,6 +104,14 @@ HELP = {
                "turbo, SMT, isolation), each with its fix, and which measures the machine cannot take.",
                """  burtbench doctor
   burtbench doctor --interference --cpus 0-7      what running 8 trials at once costs here"""),
+    "calibrate": ("Run a few engines, each beside an exact copy of itself (run --aa), in two runs for about --minutes, "
+                  "then say what this machine makes of the stated 95%: the share of A/A intervals that hold ×1 "
+                  "(paired, Welch, from one run to the next), of A/A pairs answered faster or slower (with a floor "
+                  "and without), of planted boundary cases the deciding rule decides, and how far reruns moved a "
+                  "factor. Writes RESULTS/calibration/<machine>/calibration.md and .json; doctor shows the latest.",
+                  """  burtbench calibrate                             about 5 minutes
+  burtbench calibrate --minutes 20                more cases: a sharper reading of each share
+  burtbench calibrate --engine torch/eager --minutes 10      one framework's noise beside its copy"""),
 }
 
 

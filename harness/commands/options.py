@@ -66,10 +66,15 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "interleaved run. Environments are cached (burtbench envs). 'burtorch@REV' is our engine "
                           "built at a git revision of this repository (a commit, tag, branch, HEAD~3, or 'worktree'); "
                           "'burtorch-authors@COMMIT' the authors' programs at a commit of their checkout (--upstream)")
-    run.add_argument("--aa", action="store_true", default=None,
-                     help="A/A: also run every engine (or --env SPEC) as an exact copy of itself, `<id>@<SPEC>#copy`, "
-                          "in the same rounds: their ratio measures the noise floor, the smallest change this "
-                          "machine can detect now; --env X --env X needs it")
+    floor = run.add_mutually_exclusive_group()  # argparse refuses both in one line, before any work
+    floor.add_argument("--aa", action="store_true", default=None,
+                       help="A/A: also run every engine (or --env SPEC) as an exact copy of itself, "
+                            "`<id>@<SPEC>#copy`, in the same rounds: their ratio measures the noise floor, the "
+                            "smallest change this machine can detect now (the default where two versions or more of "
+                            "one engine run: --env SPEC, burtorch@REV); --env X --env X needs it")
+    floor.add_argument("--no-aa", action="store_true", default=None,
+                       help="no A/A copies, even for versions of an engine: half as many trials, and every versions "
+                            "answer then says 'no A/A floor' (it cannot know the noise it was measured in)")
     run.add_argument("--seed", type=int, metavar="N",
                      help="seed of the random order of the engines in each round (default: drawn, or with --shard "
                           "computed from the plan alike on every machine; the manifest's plan records it as round_seed)")

@@ -133,8 +133,19 @@ def variants(engines: list, specs: list, explicit: bool) -> list:
     return chosen
 
 
+def aa_planned(args, engines: list) -> bool:
+    """Whether the run measures its A/A floor: with --aa, and by default where two versions or more of
+    one engine run (an answer between versions without a floor cannot know the noise it was measured
+    in); --no-aa skips it."""
+    if getattr(args, "aa", None):
+        return True
+    versioned = [engine.base_id for engine in engines if engine.env]
+    return not getattr(args, "no_aa", None) and len(set(versioned)) < len(versioned)
+
+
 def aa_copies(engines: list) -> list:
-    """--aa: every engine (but the harness's floor row) beside an exact copy of itself, in one round."""
+    """The A/A copies (aa_planned): every engine (but the harness's floor row) beside an exact copy of
+    itself, in one round."""
     return [copy for engine in engines
             for copy in ([engine] if engine.id == FLOOR else [engine, engine.replace(env=engine.env + AA_COPY)])]
 

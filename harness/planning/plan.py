@@ -33,6 +33,9 @@ class PlannedTrial:
     # Why the trial joined the plan beyond the profile's counts ("" for the profile's own): the paper's claims'
     # points and repetitions (claim_points.py), or rounds that decide an undecided claim; shown in the progress.
     why: str = ""
+    # A round added once the plan is done (deciding rounds, --adaptive's trials): a later look of the
+    # sequential design its point's intervals are computed at (harness/analysis/effect.py, Looks).
+    added: bool = False
 
     def key(self) -> tuple:
         return trial_key(self.engine.id, self.workload.name, self.params, self.trial)

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from engines.base import finite
+from harness.analysis.effect import CONFIDENCE, MIN_TRIALS, Looks
 from harness.analysis.points import STATISTIC
 from harness.report import claims, paper
 from harness.report.claims import Judged, Verdict
@@ -20,8 +21,12 @@ SUBJECTS_TEXT = ("Each claim is judged twice: for the authors' BurTorch (their p
                  "factor still counts where the claim is about time or memory and the difference does not change "
                  "what is compared; where it cannot answer the claim, its verdict is not comparable.")
 HOW = ("Each factor is the other engine over the subject at the same point (above 1: BurTorch better), with its "
-       "95% interval over trials (processes): a t interval on the logs of the per-round ratios where both ran in "
-       "the same rounds, else Welch's. A trial's time is the median of its timed blocks. The verdict holds the "
+       "interval over trials (processes): a t interval on the logs of the per-round ratios where both ran in "
+       "the same rounds, else Welch's; runs pooled by `burtbench claims` are a level of their own (a t interval "
+       "over the runs' factors). The intervals are 95% over every look the run takes (the sequential design "
+       "below), and a claim read as the largest (smallest) factor over rows holds the intervals of the rows "
+       "that could be that maximum together (Bonferroni). A trial's time is the median of its timed blocks. "
+       "The verdict holds the "
        "whole interval to the paper's number: reproduced: all of it reaches the paper's number within the "
        "claim's tolerance; partly: all of it in the same direction, short of the number; not reproduced: all of "
        "it in the opposite direction; undecided: it spans a boundary (the verdict says which trials would "
@@ -70,18 +75,53 @@ def counts(verdicts: list[Verdict]) -> str:
     return ", ".join(f"{n} {name}" for name, n in tally.items() if n)
 
 
+def both(judged: list[Judged]) -> list[Verdict]:
+    return [v for j in judged for v in j.verdicts()]
+
+
 def counts_both(judged: list[Judged]) -> str:
     """'the authors' BurTorch (the paper's code): 5 reproduced, ...; burtbench's engine: ...'."""
     return "; ".join(f"{s.title}: {counts([getattr(j, s.key) for j in judged])}" for s in claims.SUBJECTS)
 
 
-def markdown(run: Run, judged: list[Judged], status: list[str]) -> str:
+def family_line(verdicts: list[Verdict]) -> str:
+    """How many decided verdicts may be wrong by chance at the stated level."""
+    decided = [v for v in verdicts if v.verdict in claims.DECIDED and v.low is not None]
+    error = 1 - CONFIDENCE
+    if not decided:
+        return "No verdict is decided on an interval, so none can be wrong by chance."
+    return (f"Of the {len(decided)} verdicts decided on an interval, each at {CONFIDENCE:.0%}, up to "
+            f"{len(decided) * error:.1f} may be wrong by chance ({error:.0%} each, in expectation; that much only for "
+            f"a factor on its boundary, far less for one far from it).")
+
+
+def design_line(run: Run) -> str:
+    """The sequential design every claim's interval is computed at (harness/analysis/effect.py, Looks)."""
+    design = Looks(first=MIN_TRIALS, most=run.plan.most_looks)
+    added = "" if design.most <= 1 else (f" Rounds added for undecided claims (`--claims-budget`, at most "
+                                         f"{design.most - 1} a point) are later looks: the error is spent by look.")
+    return f"Intervals: {design.text()}, for {MIN_TRIALS} planned trials.{added}"
+
+
+def rerun_line(calibration: dict | None) -> str:
+    """What a rerun here does to a factor: an interval holds for its run's trials, not for the next run's."""
+    spread = (calibration or {}).get("rerun_spread") or {}
+    if not spread.get("largest"):
+        return ("Each interval holds for this run's trials only: how far reruns on this machine move a factor is not "
+                "measured here yet (`burtbench calibrate` measures it).")
+    return (f"Each interval holds for this run's trials only: reruns on this machine have moved factors by ×/÷"
+            f"{spread.get('median', math.nan):.3g} (median) and up to ×/÷{spread['largest']:.3g} "
+            f"(`burtbench calibrate`, {calibration.get('finished_at') or calibration.get('created_at') or 'undated'}).")
+
+
+def markdown(run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None) -> str:
     head = [f"# The BurTorch paper's claims on run {run.run_id}", ""]
     head += [f"> **{line}**" for line in status] + ([""] if status else [])
     head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.plan.profile}. Several runs, of "
              "this machine or others: `burtbench claims RUN [RUN ...]` pools one machine's trials and judges each "
              "machine apart.", "",
-             SUBJECTS_TEXT, "", HOW, "", markdown_table(judged), "## How each verdict was computed", ""]
+             SUBJECTS_TEXT, "", HOW, "", f"- {design_line(run)}", f"- {family_line(both(judged))}",
+             f"- {rerun_line(calibration)}", "", markdown_table(judged), "## How each verdict was computed", ""]
     for j in judged:
         c = j.claim
         head += [f"### `{c.id}`: " + ", ".join(f"{s.short} {claims.SYMBOLS[v.verdict]} {v.verdict}"
@@ -158,8 +198,8 @@ def json_record(run: Run, judged: list[Judged], status: list[str]) -> dict:
                        for j in judged]}
 
 
-def write(folder: Path, run: Run, judged: list[Judged], status: list[str]) -> list[Path]:
-    paths = {"claims.md": markdown(run, judged, status), "claims.csv": csv_text(judged),
+def write(folder: Path, run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None) -> list[Path]:
+    paths = {"claims.md": markdown(run, judged, status, calibration), "claims.csv": csv_text(judged),
              "claims.json": json.dumps(json_record(run, judged, status), indent=1, ensure_ascii=False) + "\n"}
     for name, text in paths.items():
         (folder / name).write_text(text, encoding="utf-8")

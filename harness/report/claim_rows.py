@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from engines import all_engines
 from engines.base import BASELINE
 from harness.analysis import effect as effects
-from harness.analysis.effect import Effect
+from harness.analysis.effect import Effect, Looks
 from harness.analysis.points import Point, run_points
 from harness.report.metrics import Metric, resolve
 from harness.report.tables import Table
-from harness.store.runs import Run
+from harness.store.runs import Run, run_of
 from workloads.claims import Claim
 
 @dataclass
@@ -33,6 +33,49 @@ class Row:
     own: tuple | None = None
     effect: Effect | None = None  # the factor over trials, with its interval (harness/analysis/effect.py)
     params: dict | None = None  # the point's parameters
+    factor: "Factor | None" = None  # the trials the effect is computed from, to compute it again held with others
+
+
+@dataclass(frozen=True)
+class Factor:
+    """The subject's and the other engine's trials at a point, and the looks they were taken at: the factor's
+    interval at the look its rounds are at, held together with `rows` intervals (effect.looked)."""
+    subject: dict
+    other: dict
+    looks: Looks
+    paired: bool = True
+
+    def effect(self, rows: int = 1) -> Effect:
+        return effects.looked(self.subject, self.other, self.looks, self.paired, rows, run_of)
+
+    def how(self, rows: int = 1) -> str:
+        """The interval's method and level, in words: '… at look 2 of up to 6 (99.4%); held with 3 rows'."""
+        found = self.effect(rows)
+        if found.runs > 1:
+            level = f"{effects.CONFIDENCE:.0%}"
+        else:
+            look = self.looks.look_of(found.n)
+            level = f"look {look} of up to {self.looks.most}, {self.looks.confidence(look):.2%}" \
+                if self.looks.most > 1 else f"{effects.CONFIDENCE:.0%}"
+        held = f"; held together with {rows} rows, each at 1/{rows} of the error (Bonferroni)" if rows > 1 else ""
+        return f"{found.method()} ({level}){held}"
+
+
+def factor(run: Run, engines: tuple[str, str], workload: str, params: dict, metrics: list[Metric],
+           paired: bool = True, other_params: dict | None = None) -> Factor:
+    """engines[1] at params (other_params) over engines[0] at params, with the run's sequential design: the first
+    look at the rounds of the plan, a later look for each round added after it (PlannedTrial.added)."""
+    subject = trial_samples(run, engines[0], workload, params, metrics)
+    other = trial_samples(run, engines[1], workload, other_params or params, metrics)
+    added = added_rounds(run, engines[0], workload, params) | added_rounds(run, engines[1], workload,
+                                                                           other_params or params)
+    common = set(subject) & set(other) if paired else set(subject) | set(other)
+    return Factor(subject, other, Looks(max(len(common - added), 1), run.plan.most_looks), paired)
+
+
+def added_rounds(run: Run, engine: str, workload: str, params: dict) -> set:
+    point = _point(run, engine, workload, params)
+    return {t["trial"] for t in point.trials if t.get("added")} if point else set()
 
 
 def point_text(table: Table, params: dict) -> str:
@@ -115,17 +158,17 @@ def ratio_rows(claim: Claim, subject: str, run: Run, tables: list[Table]) -> lis
             mine = _quotient(row, "", metrics) if row["in_run"] else None
             own = _quotient(base, "", metrics) if base is not None else None
             lacks = engine if mine is None else (subject if not own else None)
-            found = None
+            found = measured = None
             if lacks is None:
-                found = effects.effect(trial_samples(run, subject, table.workload, row["params"], metrics),
-                                       trial_samples(run, engine, table.workload, row["params"], metrics))
+                measured = factor(run, (subject, engine), table.workload, row["params"], metrics)
+                found = measured.effect()
             rows.append(Row(point=point_text(table, row["params"]), engine=engine,
                             ours=(found.estimate if found and found.estimate else mine / own) if lacks is None else None,
                             paper=_quotient(row, "paper_rel_", metrics), in_run=row["in_run"], required=required,
                             notes=list(row["notes"] or []), iterations=row["iterations"],
                             paper_iterations=table.declaration.iterations, table=table, lacks=lacks,
                             own=_own_quotients(table, row, base, metrics) if len(metrics) > 1 else None,
-                            effect=found, params=row["params"]))
+                            effect=found, params=row["params"], factor=measured))
     return rows
 
 

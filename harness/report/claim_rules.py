@@ -9,7 +9,9 @@ from engines import all_engines
 from engines.base import AUTHORS, BASELINE
 from harness.analysis import effect as effects
 from harness.report import paper
-from harness.report.claim_rows import Row, claim_tables, matches, metric_keys, point_text, ratio_rows, trial_samples
+from harness.analysis.effect import Looks
+from harness.report.claim_rows import (Factor, Row, added_rounds, claim_tables, matches, metric_keys, point_text,
+                                       ratio_rows, trial_samples)
 from harness.report.metrics import resolve
 from harness.report.tables import Table
 from harness.report.verdicts import (NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, SUBJECTS,
@@ -85,16 +87,18 @@ def ratio_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> 
                           if n.startswith(metric.title.lower()) or "trials" in n})
         verdict.why = "; ".join(reasons) if reasons else f"missing: {'; '.join(missing) or 'every row'}"
         return verdict
+    low, high, together = _held_together(claim.rule, present)
     verdict.ours, best = _aggregate(claim.rule, present, "ours")
     verdict.at = f"{best.point}: {best.engine}"
     if best.effect is not None:
-        verdict.trials, verdict.method = (best.effect.n_a, best.effect.n_b), best.effect.method()
+        verdict.trials, verdict.method = (best.effect.n_a, best.effect.n_b), best.factor.how(together)
     bounds, names = regions(verdict.paper, claim.tolerance)
-    low, high = _aggregate_interval(claim.rule, present)
-    if low > 0 or high < math.inf:
+    if 0 < low and high < math.inf:
         verdict.low, verdict.high = low, high
     region = effects.region_of(low, bounds)
-    outcome = names[region] if region == effects.region_of(high, bounds) else UNDECIDED
+    # An interval that reaches 0 or ∞ (a row with no interval, a trial at 0 s) decides nothing.
+    bounded = 0 < low and high < math.inf
+    outcome = names[region] if bounded and region == effects.region_of(high, bounds) else UNDECIDED
     holds_anyway = (claim.rule == "max" and outcome == REPRODUCED) or \
         (claim.rule == "min" and outcome not in (REPRODUCED, UNDECIDED))
     if missing and not holds_anyway:
@@ -120,13 +124,31 @@ def _short(engine: str) -> str:
     return next((s.short for s in SUBJECTS if s.engine == engine), engine)
 
 
-def _aggregate_interval(rule: str, rows: list[Row]) -> tuple[float, float]:
-    """The interval of the claim's factor: of the largest (smallest) row's factor, [max of lows, max of
-    highs] (min for min); a row with no interval could be anywhere, [0, ∞]."""
-    spans = [(r.effect.low, r.effect.high) if r.effect is not None and r.effect.low is not None else (0.0, math.inf)
-             for r in rows]
+def _spans(rows: list[Row]) -> list[tuple[float, float]]:
+    """Each row's interval; a row with none could be anywhere, [0, ∞]."""
+    return [(r.effect.low, r.effect.high) if r.effect is not None and r.effect.low is not None else (0.0, math.inf)
+            for r in rows]
+
+
+def _held_together(rule: str, rows: list[Row]) -> tuple[float, float, int]:
+    """The interval of the claim's factor, the largest (smallest) over the rows: [max of lows, max of highs]
+    (min for min) of intervals that hold together. The rows that could be the maximum (their interval
+    reaches the largest low) share the error (Bonferroni); each row's effect becomes its interval held so.
+    Returns (low, high, rows held together)."""
     pick = max if rule == "max" else min
-    return pick(low for low, _ in spans), pick(high for _, high in spans)
+    spans = _spans(rows)
+    if rule == "max":
+        edge = max(low for low, _ in spans)
+        together = sum(high >= edge for _, high in spans)
+    else:
+        edge = min(high for _, high in spans)
+        together = sum(low <= edge for low, _ in spans)
+    if together > 1:
+        for r in rows:
+            if r.factor is not None:
+                r.effect = r.factor.effect(together)
+        spans = _spans(rows)
+    return pick(low for low, _ in spans), pick(high for _, high in spans), max(together, 1)
 
 
 def _needs(rows: list[Row], bounds: tuple, low: float, high: float) -> list[tuple]:
@@ -219,11 +241,14 @@ def flat_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> V
     smallest, largest = min(ours, key=lambda o: o[0]), max(ours, key=lambda o: o[0])
     low, high = smallest[0], largest[0]
     # Two points of one engine ran in different rounds: their trials are not paired.
-    found = effects.effect(*(trial_samples(run, subject, workload, params, [metric])
-                             for _, _, params, workload in (smallest, largest)), paired=False)
+    ends = [(trial_samples(run, subject, workload, params, [metric]), added_rounds(run, subject, workload, params))
+            for _, _, params, workload in (smallest, largest)]
+    first = min(len(set(sample) - added) for sample, added in ends)
+    spread = Factor(ends[0][0], ends[1][0], Looks(max(first, 1), run.plan.most_looks), paired=False)
+    found = spread.effect()
     verdict.ours = found.estimate or high / low
     verdict.low, verdict.high = found.low, found.high
-    verdict.trials, verdict.method = (found.n_a, found.n_b), found.method()
+    verdict.trials, verdict.method = (found.n_a, found.n_b), spread.how()
     verdict.at = ", ".join(dict.fromkeys(label for _, label, _, _ in ours))
     span = (f"{metric.title} {low * metric.scale:,.3g} → {high * metric.scale:,.3g} {metric.unit} "
             f"over {len(ours)} points")

@@ -7,7 +7,10 @@ other engine at that point, in the same round, so that they pair. Rows go cheape
 trials they need (Kalibera & Jones: repeat where the variance is, for its cost); each call adds one
 round at every such row that fits the budget left, and the claims are judged again on the next call,
 until every claim is decided, more trials cannot decide the rest, or the next round would pass the
-budget. It runs in the runner's process as the trial loop's follow-up (running/orchestrator.py).
+budget, or a point has had the most rounds the plan declared (RunPlan.most_looks). Every interval is
+computed at the level of the look it is at (harness/analysis/effect.py, Looks), so that the error over
+all the looks is the stated one. It runs in the runner's process as the trial loop's follow-up
+(running/orchestrator.py).
 """
 from __future__ import annotations
 
@@ -82,8 +85,11 @@ class Deciding:
                 templates[pt.engine.id] = pt if kept is None or (pt.with_init and not kept.with_init) else kept
         if set(templates) != set(engines):
             return []
-        done = [t.get("trial") for t in run.trials if t.get("workload") == workload
+        here = [t for t in run.trials if t.get("workload") == workload
                 and params_key(t.get("params")) == params and t.get("engine") in engines]
+        if len({t.get("trial") for t in here if t.get("added")}) >= run.plan.most_looks - 1:
+            return []  # the design's looks are spent here: a further look would spend error it does not have
+        done = [t.get("trial") for t in here]
         index = max([i for i in done if isinstance(i, int)] + [pt.trial for pt in templates.values()]) + 1
-        trials = [replace(pt, trial=index, why=why) for pt in templates.values()]
+        trials = [replace(pt, trial=index, why=why, added=True) for pt in templates.values()]
         return [] if any(pt.key() in taken for pt in trials) else trials

@@ -8,6 +8,7 @@ the run's exit status: the trials are safe in the run folder and `burtbench repo
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from rich.console import Console
@@ -87,7 +88,8 @@ def judgeable(judged) -> bool:
 SMOKE_CAVEAT = ("a smoke run: one trial a point and few iterations, so its factors have no interval and its "
                 "verdicts stay undecided; the quick profile decides them")
 LEGEND = "✓ reproduced, ≈ partly, ✗ not reproduced, ? undecided, ≠ not comparable, – not measurable"
-READING = f"factor [95% interval] trials of the subject/of the other engine; a trial's time: the {STATISTIC}"
+READING = (f"factor [interval, 95% over the run's looks] trials of the subject/of the other engine; a trial's time: "
+           f"the {STATISTIC}")
 
 
 def _tally(judged: list, key: str) -> dict:
@@ -114,7 +116,8 @@ def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
     lines += [claim_line(j) for j in shown]
     rest = [j for j in judged_all if not judgeable(j)]
     lines.append(f"  {escape(LEGEND)}" + (f"; {len(rest)} more not judged here: see claims.md" if rest else ""))
-    lines.append(f"  {escape(READING)}")
+    lines += [f"  {escape(part)}" for text in (READING, claim_files.family_line(claim_files.both(judged_all)))
+              for part in textwrap.wrap(text, WIDTH - 2)]
     return lines
 
 

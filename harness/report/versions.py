@@ -4,8 +4,9 @@ Per workload, a "versions" table: one row per environment of each engine, each c
 oldest version paired by round (the plan runs every variant once per round), and answered by the
 rule every surface uses (harness/analysis/effect.py): time per iteration (the geometric mean over the paired rounds, the statistic the ratio is
 computed from), its ratio with a bootstrap interval and a signed-rank p, instructions per iteration
-(--instructions, a proxy, beside time), the noise floor measured by A/A copies (--aa) and the verdict,
-saying which measure decided it. Init time and peak memory are compared the same way.
+(--instructions, a proxy, beside time), the noise floor measured by A/A copies (run by default for
+versions, --no-aa skips them; an answer without one says so) and the verdict, saying which measure
+decided it. Init time and peak memory are compared the same way.
 
 The figure: per point, time per iteration per version as bars from zero, instructions per iteration
 (where counted) likewise, and each version's ratio to the oldest with its interval and the floor.
@@ -109,8 +110,9 @@ def _floor_fields(floor: change.Floor | None) -> dict:
     return {"noise_floor": floor.factor if floor else None, "floor_pair": floor.pair if floor else None}
 
 
-def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: change.Floor | None,
+def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor: change.Floor | None, without: str,
          threshold: float, names: dict | None = None) -> dict:
+    """One version's row against the oldest; `without`: why it has no floor, where it has none."""
     same = point is oldest
     copy = " (A/A copy)" if env.endswith(AA_COPY) else ""
     row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env, names) + copy, "env": env,
@@ -128,9 +130,9 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor:
     instr = compare.effect_of(oldest, point, instructions_of, pair=True)
     init = compare.effect_of(oldest, point, lambda t: measure(t, "init_time_s"), pair=True)
     memory = compare.effect_of(oldest, point, lambda t: measure(t, "peak_resident_bytes"), pair=True)
-    answer = change.change_answer(time, floor, threshold, instr if instr.estimate is not None else None)
+    answer = change.change_answer(time, floor, threshold, instr if instr.estimate is not None else None, without)
     return {**row, "rounds": time.n, "time_per_iter_s": compare.geo(point, trial_time), "time_ratio": time.estimate,
-            **_ends("time", time), "time_verdict": change.time_answer(time, floor, threshold).text,
+            **_ends("time", time), "time_verdict": change.time_answer(time, floor, threshold, without).text,
             "instructions_per_iter": compare.geo(point, instructions_of), "instr_ratio": instr.estimate,
             **_ends("instr", instr), "verdict": answer.text, "answer": answer.kind, "decided_by": answer.decided_by,
             "init_time_s": compare.geo(point, lambda t: measure(t, "init_time_s")), "init_ratio": init.estimate,
@@ -181,6 +183,7 @@ def build(run: Run) -> list[VersionTable]:
         rows, notes = [], []
         for (engine, params), points in sorted(engines.items()):
             floors, lines = aa_floors(points)
+            without = change.no_floor(any(env.endswith(AA_COPY) for env in points))
             notes += [f"{engine} {' '.join(f'{k}={v}' for k, v in json.loads(params).items())}: {line}" for line in lines]
             versions = {env: p for env, p in points.items() if not env.endswith(AA_COPY)}
             # An A/A run: each copy against its original. The pair does not differ by construction: its
@@ -188,16 +191,16 @@ def build(run: Run) -> list[VersionTable]:
             # systematic gap in one run, e.g. 0.95 [0.91, 0.98], widens the floor to cover it).
             if len(versions) < 2:
                 rows += [row for env in versions if env + AA_COPY in points
-                         for row in (_row(engine, params, env, points[env], points[env], floors.get(env), threshold,
-                                          names),
+                         for row in (_row(engine, params, env, points[env], points[env], floors.get(env), without,
+                                          threshold, names),
                                      _row(engine, params, env + AA_COPY, points[env + AA_COPY], points[env],
-                                          floors.get(env), threshold, names))]
+                                          floors.get(env), without, threshold, names))]
                 continue
             ordered = sorted(versions.items(), key=lambda item: revisions[item[0]][0] if item[0] in revisions
                              else _version_key(version_of(item[1], item[0])))
             oldest_env, oldest = ordered[0]
             rows += [_row(engine, params, env, point, oldest, change.wider(floors.get(oldest_env), floors.get(env)),
-                          threshold, names) for env, point in ordered]
+                          without, threshold, names) for env, point in ordered]
         if not rows:
             continue
         # Instructions counted on another build than the one timed (valgrind cannot run AVX-512) say so.
@@ -210,11 +213,12 @@ def build(run: Run) -> list[VersionTable]:
             "Each version against the oldest of its engine, paired by round (every version ran once per round, "
             "in a random order): time per iteration as the geometric mean over the paired rounds, the ratio B/A "
             "with its 95% interval (a t interval on the per-round log ratios); instructions per iteration under "
-            "valgrind (a proxy, beside time); the noise floor an A/A pair measured (--aa), as a factor, and the "
+            "valgrind (a proxy, beside time); the noise floor an A/A pair measured, as a factor, and the "
             "pair it came from (the wider of the two versions' pairs). The answer, the same in compare and the "
             "run's closing lines (harness/analysis/effect.py): faster or slower where the whole interval lies "
             "beyond the floor; the same where it lies within a floor narrower than the change asked about "
-            f"(--noise-threshold, {threshold:.0%}); else undecided, with what would decide it. 'Decided by' "
+            f"(--noise-threshold, {threshold:.0%}); else undecided, with what would decide it (an interval that "
+            "reaches 0 or ∞ decides nothing). An answer without a floor (--no-aa) says so. 'Decided by' "
             "names the measure.",
             workload, FIELDS, rows, _shown(workload, rows), notes, "; ".join(counted_as)))
     return tables

@@ -86,7 +86,7 @@ def more_trials(plan: list[PlannedTrial], run_dir: Path, adaptive: Adaptive, una
         few = len(point.time_values()) < MIN_TRIALS
         if len(point.trials) < adaptive.max_trials and point.time_values() and (few or width is None
                                                                                 or width > adaptive.threshold):
-            extra.append(replace(pt, trial=max(t["trial"] for t in point.trials) + 1))
+            extra.append(replace(pt, trial=max(t["trial"] for t in point.trials) + 1, added=True))
     return extra
 
 

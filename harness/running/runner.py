@@ -199,7 +199,7 @@ def fill_from_payload(trial: Trial, payload: dict, tsc: tuple[float | None, str]
 def new_trial(pt: PlannedTrial, cpu: int, timing: str) -> Trial:
     e = pt.engine
     return Trial(engine=e.id, framework=e.framework, mode=e.mode, language=e.language, device=e.device,
-                 workload=pt.workload.name, params=dict(pt.params), trial=pt.trial, timing=timing, cpu=cpu,
+                 workload=pt.workload.name, params=dict(pt.params), trial=pt.trial, timing=timing, cpu=cpu, added=pt.added,
                  started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
 

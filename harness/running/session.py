@@ -51,9 +51,10 @@ from harness.units import count
 from workloads import all_workloads, load
 from workloads.base import PROFILES
 
-# What a resumed run takes from its manifest: giving any of these again is an error.
+# What a resumed run takes from its manifest: giving any of these again is an error (--claims-budget: a
+# default, so not here).
 PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "env", "env_dir",
-                "pip_arg", "shard", "timing", "seed", "aa", "instructions")  # --claims-budget: a default, so not here
+                "pip_arg", "shard", "timing", "seed", "aa", "no_aa", "instructions")
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ def new_plan(args) -> RunPlan:
     if environments["envs"]:
         engines = envs.variants(engines, [envs.parse_spec(text) for text in environments["envs"]],
                                 args.engine.strip() != "all")
-    if getattr(args, "aa", None):
+    aa = envs.aa_planned(args, engines)
+    if aa:
         engines = envs.aa_copies(engines)
     narrow = selection.parse_params(args.param, workloads)
     usable = [w for w in workloads if any(e.runs(w) for e in engines)]
@@ -123,7 +125,7 @@ def new_plan(args) -> RunPlan:
                    adaptive_max_trials=per_point, data_dir=data_dir,
                    upstream=upstream, timing=args.timing or DEFAULT_TIMING, envs=tuple(environments["envs"]),
                    env_dir=environments["env_dir"], pip_args=tuple(environments["pip_args"]),
-                   claims_budget_min=args.claims_budget, **rounds_and_counts(args))
+                   claims_budget_min=args.claims_budget, **rounds_and_counts(args, aa))
     if args.shard:
         if args.seed is None:  # every machine must draw the same rounds' order
             plan = dataclasses.replace(plan, round_seed=plan_seed(plan))
@@ -131,13 +133,13 @@ def new_plan(args) -> RunPlan:
     return plan
 
 
-def rounds_and_counts(args) -> dict:
+def rounds_and_counts(args, aa: bool) -> dict:
     """The plan's fields of paired rounds and instruction counts: the seed of the rounds' order
-    (--seed, else drawn now), whether A/A copies run (--aa), whether instructions are counted."""
+    (--seed, else drawn now), whether A/A copies run (envs.aa_planned), whether instructions are counted."""
     if args.instructions and missing_valgrind():
         raise UsageError(f"--instructions: {missing_valgrind()}")
     seed = secrets.randbelow(2**32) if args.seed is None else args.seed
-    return {"round_seed": seed, "aa": bool(args.aa), "instructions": bool(args.instructions)}
+    return {"round_seed": seed, "aa": aa, "instructions": bool(args.instructions)}
 
 
 def plan_seed(plan: RunPlan) -> int:

@@ -1,6 +1,7 @@
 """manifest.json: what a run was (its plan and options) and where it ran (machine, versions, commit).
 
-Framework versions come from package metadata, so capturing them imports no framework.
+Framework versions come from package metadata and the packages' version files, so capturing them
+imports no framework.
 """
 from __future__ import annotations
 
@@ -35,24 +36,39 @@ def now() -> str:
 
 
 def framework_versions(python: str = sys.executable) -> dict:
-    """Versions as seen by the interpreter that runs the workers (it may be another venv's)."""
+    """Versions as seen by the interpreter that runs the workers (it may be another venv's), each with its
+    build (2.11.0+cu130)."""
     if Path(python).resolve() == Path(sys.executable).resolve():
-        return {name: _version(name) for name in FRAMEWORK_DISTRIBUTIONS}
+        return {name: with_build(*_version(name)) for name in FRAMEWORK_DISTRIBUTIONS}
     code = ("import json,importlib.metadata as m\n"
-            "def v(n):\n try: return m.version(n)\n except Exception: return None\n"
+            "def v(n):\n try: d = m.distribution(n); return [d.version, str(d.locate_file(n + '/version.py'))]\n"
+            " except Exception: return [None, None]\n"
             f"print(json.dumps({{n: v(n) for n in {list(FRAMEWORK_DISTRIBUTIONS)!r}}}))")
     try:
         out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-        return json.loads(out.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError):
+        return {name: with_build(*found) for name, found in json.loads(out.stdout).items()}
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError):
         return {name: None for name in FRAMEWORK_DISTRIBUTIONS}
 
 
-def _version(name: str) -> str | None:
+def _version(name: str) -> tuple[str | None, str | None]:
+    """The distribution's version and where its package's version file would be."""
     try:
-        return metadata.version(name)
+        found = metadata.distribution(name)
     except metadata.PackageNotFoundError:
-        return None
+        return None, None
+    return found.version, str(found.locate_file(f"{name}/version.py"))
+
+
+def with_build(version: str | None, version_file: str | None) -> str | None:
+    """The version with its build (its local part, 2.11.0+cu130): a wheel's metadata may lack it (PyTorch's
+    CUDA wheels on PyPI say 2.11.0), while the package's own version file, read here unimported, keeps it."""
+    try:
+        text = Path(version_file).read_text(encoding="utf-8") if version and version_file else ""
+    except (OSError, UnicodeDecodeError):
+        return version
+    found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
+    return found.group(1) if found and found.group(1).startswith(f"{version}+") else version
 
 
 def git_commit() -> str | None:

@@ -1,7 +1,8 @@
 """`burtbench merge`: the runs of one plan's shards (--shard K/N, on N machines) joined into one run.
 
 Trials are only ever copied, never changed. What would make the joined numbers incomparable
-refuses the merge: runs of different plans, a trial present twice, machines of different CPU
+refuses the merge: runs of different plans, a trial present twice (a merged run given with one of its
+shards is named as such: trials keep the run that measured them), machines of different CPU
 models, different profiles or framework versions (the last three pass with --allow-mixed, and the
 merged manifest then lists them, for the report to say). A partial run (a shard missing or cut
 short, planned trials absent) is refused too, naming the points it lacks, unless --allow-partial.
@@ -56,6 +57,8 @@ def merge(runs: list[Path], out: Path, allow_mixed: bool, allow_partial: bool = 
         raise UsageError(f"merge: {exc}") from None
     for run, manifest in manifests.items():  # a damaged plan is refused before anything is compared or written
         read_plan(manifest, f"merge: {run}")
+    read = {run: results.read_trials(run) for run in runs}
+    refuse_remerge(read, manifests)
     first = runs[0]
     for run in runs[1:]:
         if base_plan(manifests[run]) != base_plan(manifests[first]):
@@ -72,7 +75,7 @@ def merge(runs: list[Path], out: Path, allow_mixed: bool, allow_partial: bool = 
     indices = [s.get("index") for s in shards if s]
     if len(set(indices)) != len(indices):
         raise UsageError("merge: a shard is given twice")
-    trials = merged_trials(runs)
+    trials = merged_trials(read)
     manifest = merged_manifest(out, runs, manifests, mixed, counts.pop(), indices)
     lacking = missing(trials, expected(planned, base_plan(manifests[first])), manifest["unavailable"])
     if lacking:
@@ -85,11 +88,33 @@ def merge(runs: list[Path], out: Path, allow_mixed: bool, allow_partial: bool = 
     return out
 
 
-def merged_trials(runs: list[Path]) -> list[dict]:
+def refuse_remerge(read: dict[Path, list[dict]], manifests: dict[Path, dict]) -> None:
+    """A merged run holds copies of its shards' trials: merged again with one of them, each of that shard's
+    trials would be in the result twice. Named here, before the checks it would otherwise trip."""
+    runs = list(read)
+    for i, a in enumerate(runs):
+        for b in runs[i + 1:]:
+            why = merged_from((a.name, manifests[a]), (b.name, manifests[b]))
+            if why:
+                keys = [{results.trial_key(t["engine"], t["workload"], t["params"], t["trial"]) for t in read[r]}
+                        for r in (a, b)]
+                raise UsageError(f"merge: {a} and {b} share {len(keys[0] & keys[1])} trials ({why}): "
+                                 f"merge the shards of one plan, each once")
+
+
+def merged_from(a: tuple[str, dict], b: tuple[str, dict]) -> str:
+    """'M was merged from S' where one of two runs ((name, manifest) each) names the other as a source, else ''."""
+    for (merged, by), (shard, of) in ((a, b), (b, a)):
+        if (of.get("run_id") or shard) in {m.get("run_id") for m in by.get("merged_from") or () if isinstance(m, dict)}:
+            return f"{merged} was merged from {shard}"
+    return ""
+
+
+def merged_trials(read: dict[Path, list[dict]]) -> list[dict]:
     seen: dict[tuple, Path] = {}
     trials = []
-    for run in runs:
-        for t in results.read_trials(run):
+    for run, found in read.items():
+        for t in found:
             key = results.trial_key(t["engine"], t["workload"], t["params"], t["trial"])
             if key in seen:
                 raise UsageError(f"merge: trial {t['trial'] + 1} of {t['engine']} · {t['workload']} {t['params']} "

@@ -11,7 +11,7 @@ import os
 import re
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from harness.store import readings
@@ -91,6 +91,9 @@ class Trial:
     framework_version: str | None = None
     cpu: int | None = None
     started_at: str | None = None
+    added: bool = False  # a round added after the plan (planning/plan.py, PlannedTrial.added): a later look
+    # The run that measured it (its folder's name): a merged run's copy keeps its shard's, so a trial counts once.
+    measured_in: str | None = None
     extra: dict = field(default_factory=dict)
 
     def key(self) -> tuple:
@@ -109,6 +112,11 @@ def trial_key(engine: str, workload: str, params: dict, trial: int) -> tuple:
     return (engine, workload, params_key(params), trial)
 
 
+def identity(trial: dict) -> tuple:
+    """A trial as one measurement, wherever it was copied to: the run that measured it, and its key there."""
+    return (trial["measured_in"], *trial_key(trial["engine"], trial["workload"], trial["params"], trial["trial"]))
+
+
 class ResultsError(OSError):
     """The results folder failed a read or a write; the message is one line."""
 
@@ -123,6 +131,7 @@ class ResultsUnreadable(ResultsError):
 
 def append_trial(run_dir: Path, trial: Trial) -> None:
     path = Path(run_dir) / TRIALS_FILE
+    trial = replace(trial, measured_in=trial.measured_in or Path(run_dir).name)
     try:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(trial.to_json() + "\n")
@@ -151,6 +160,8 @@ def damage(record) -> str | None:
         return "'trial' is not a trial number"
     if record.get("status", "ok") not in STATUSES:
         return f"unknown status {record.get('status')!r}"
+    if not isinstance(record.get("measured_in") or "", str):
+        return "'measured_in' is not a run's name"
     return None  # its measures are checked one by one (store/readings.py): a bad one drops alone
 
 
@@ -244,6 +255,7 @@ def read_trials(run_dir: Path, warn=None) -> list[dict]:
                     _once(path, number, f"{path}:{number}: dropping the field {name} ({problem}); "
                                         f"the trial's other fields are kept", warn)
                 record = readings.drop(record, found)
+                record["measured_in"] = record.get("measured_in") or Path(run_dir).name  # an older line: here
                 why = "a number no measure can be, outside its measures" if _holds_bad(record) else None
             why = why and f"a damaged trial line ({why})"
             # The runner writes each trial once: a second line of it is a copy, which would count it twice;

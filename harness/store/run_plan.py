@@ -22,6 +22,9 @@ DEFAULT_NOISE_THRESHOLD = 0.05
 # Minutes of rounds added after the plan at the points of claims still undecided (--claims-budget): with it
 # `make bench-linux` stays within about 30 minutes on a 2-core VM.
 DEFAULT_CLAIMS_BUDGET_MIN = 3.0
+# Rounds the deciding rounds may add at a point at most: the sequential design's looks are declared
+# before the first trial (harness/analysis/effect.py, Looks), so that their error is spent by plan.
+MAX_DECIDING_ROUNDS = 5
 # --adaptive's most trials per point where --max-trials says none.
 DEFAULT_MAX_TRIALS = 10
 # Far beyond any paper profile (the paper profile plans about 2,000 trials): a typo, not a plan.
@@ -59,6 +62,13 @@ class RunPlan:
     aa: bool = False  # --aa: each variant beside an A/A copy of itself, for the noise floor
     instructions: bool = False  # --instructions: each trial's instructions per iteration counted too
     claims_budget_min: float = DEFAULT_CLAIMS_BUDGET_MIN  # --claims-budget; 0: no rounds for undecided claims
+
+    @property
+    def most_looks(self) -> int:
+        """The looks any point's intervals may take: the plan's trials, then each round added after it
+        (deciding rounds within MAX_DECIDING_ROUNDS, --adaptive's trials within --max-trials)."""
+        deciding = MAX_DECIDING_ROUNDS if self.claims_budget_min > 0 else 0
+        return 1 + deciding + (self.adaptive_max_trials or 0)
 
     def to_record(self) -> dict:
         """The plan as manifest.json keeps it (the record's field names are older than this class)."""

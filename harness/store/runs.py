@@ -57,6 +57,16 @@ def file_system_type(path: Path, mounts: str = "/proc/self/mounts") -> str | Non
     return kind
 
 
+# Runs pooled into one (`burtbench claims`, harness/report/pooled.py) keep their rounds apart: a trial's
+# round becomes its measuring run's place * ROUND_STRIDE + its round, so trials pair only within their run.
+ROUND_STRIDE = 100_000  # far above any run's rounds
+
+
+def run_of(round_index: int) -> int:
+    """The place among the pooled runs of the run a round belongs to (0 in a run of its own)."""
+    return round_index // ROUND_STRIDE
+
+
 @dataclass
 class Run:
     run_id: str
