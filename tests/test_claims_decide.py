@@ -122,3 +122,21 @@ def test_mixed_timings_and_a_run_given_twice_are_refused_in_one_line(tmp_path):
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert data  # the manifest stayed readable
+
+
+def test_reruns_of_one_machine_say_how_far_they_moved_and_which_intervals_miss(tmp_path):
+    """Two runs of one plan, the second with every time ×1.5 on our side: the pooled page says which factors'
+    intervals do not overlap from one run to the next, and that runs count as a level."""
+    first = gpt_run(tmp_path / "r1", 0, 0.01, created_at="a")
+    second = gpt_run(tmp_path / "r2", 0, 0.01, created_at="b")
+    trials = [json.loads(line) for line in (second / "trials.jsonl").read_text().splitlines()]
+    slower = [{**t, "per_iter_s": {k: v * 1.5 for k, v in t["per_iter_s"].items()}}
+              if t["engine"] == "burtorch/eager/cpp/cpu" and t.get("per_iter_s") else t for t in trials]
+    (second / "trials.jsonl").write_text("".join(json.dumps(t) + "\n" for t in slower))
+    (machine,) = pooled.judge_machines([str(first), str(second)])
+    assert machine.reruns.pairs == [("r1", "r2")]
+    assert "abstract-gpt-time (ours)" in machine.reruns.apart
+    assert max(machine.reruns.moves) == pytest.approx(1.5, rel=0.01)
+    text = "\n".join(pooled.lines([machine]))
+    assert "have intervals that do not overlap (abstract-gpt-time (ours)" in text and "a run counts once" in text
+    assert "may be wrong by chance" in pooled.markdown([machine])

@@ -18,7 +18,9 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.report import claims
+from harness.report.claim_files import both, family_line
 from harness.report.metrics import METRICS, PAPER_MEMORY
+from harness.report.reruns import Reruns, reruns
 from harness.report.tables import build_tables
 from harness.store.merge import merged_from
 from harness.store.results import identity
@@ -33,6 +35,7 @@ class Machine:
     runs: list[str]  # the runs' folder names
     pooled: Run
     judged: list  # claims.Judged of the pooled run
+    reruns: Reruns  # how far its runs, each judged alone, moved the factors
 
 
 def machine_key(run: Run) -> tuple:
@@ -108,7 +111,8 @@ def judge_machines(run_dirs: list[str]) -> list[Machine]:
     for indexes in groups.values():
         pooled = pool([runs[i] for i in indexes])
         machines.append(Machine(machine_name(runs[indexes[0]]), [Path(run_dirs[i]).name for i in indexes], pooled,
-                                claims.judge(pooled, build_tables(pooled))))
+                                claims.judge(pooled, build_tables(pooled)),
+                                reruns([runs[i] for i in indexes]) if len(indexes) > 1 else Reruns()))
     differing = build_differences(machines)
     for m in machines:  # a framework's build moves what it measures (a CUDA build maps far more memory)
         shown = ", ".join(f"{name} {frameworks(m)[name]}" for name in differing if frameworks(m).get(name))
@@ -201,12 +205,21 @@ def pooled_text(machine: Machine) -> str:
     measuring = manifest["measuring_runs"]
     return "; ".join([f"{len(runs)} run{'s' if len(runs) != 1 else ''} pooled ({', '.join(runs)}), "
                       f"{len(machine.pooled.trials)} trials measured in {measuring} run{'s' if measuring != 1 else ''}",
-                      *manifest["shared_trials"]])
+                      *manifest["shared_trials"], *filter(None, [machine.reruns.text()])])
+
+
+RUNS_AS_LEVEL = ("Where several runs measured a factor, its interval is a t interval over the runs' own factors: "
+                 "what moves between runs moves every trial of a run alike, so a run counts once, not its trials.")
+
+
+def families(machines: list[Machine]) -> str:
+    return family_line([v for m in machines for v in both(m.judged)])
 
 
 def lines(machines: list[Machine]) -> list[str]:
     out = [f"The paper's claims on {len(machines)} machine{'s' if len(machines) != 1 else ''}:"]
     out += [f"  {m.name}: {pooled_text(m)}" for m in machines]
+    out += [f"  {RUNS_AS_LEVEL}", f"  {families(machines)}"]
     for index, judged in enumerate(machines[0].judged):
         out += ["", f"{judged.claim.id}: {judged.claim.claim} (paper: {judged.claim.stated_text})"]
         out += [f"  {s.short}: {holds_line(s, machines, index)}" for s in claims.SUBJECTS]
@@ -219,6 +232,7 @@ def markdown(machines: list[Machine]) -> str:
             "once (a merged run holds copies of its shards'); each machine is judged apart. Made by "
             "`burtbench claims RUN [RUN ...]`.", ""]
     head += [f"- **{m.name}**: {pooled_text(m)}".replace("|", "\\|") for m in machines]
+    head += ["", RUNS_AS_LEVEL, families(machines)]
     heads = ["Claim", "Paper", *(f"{s.short}: {m.name}" for s in claims.SUBJECTS for m in machines),
              *(f"{s.short}: holds on" for s in claims.SUBJECTS)]
     rows = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
@@ -233,7 +247,7 @@ def markdown(machines: list[Machine]) -> str:
 def json_record(machines: list[Machine]) -> dict:
     return {"machines": [{"name": m.name, "runs": m.runs, "trials": len(m.pooled.trials),
                           "measuring_runs": m.pooled.manifest["measuring_runs"],
-                          "shared_trials": m.pooled.manifest["shared_trials"],
+                          "shared_trials": m.pooled.manifest["shared_trials"], "reruns": m.reruns.as_dict(),
                           "claims": [{s.key: getattr(j, s.key).as_dict() for s in claims.SUBJECTS} | {"id": j.claim.id}
                                      for j in m.judged]} for m in machines]}
 
