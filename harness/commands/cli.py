@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from engines import PROBE_ENGINES
+from harness.commands import calibrate_command
 from harness.commands.helptext import EXAMPLES, describe
 from harness.cluster.slurm import SlurmError
 from harness.commands.options import (add_run_options, add_slurm_command, add_slurm_options, default_env_dir,
@@ -126,6 +127,8 @@ def build_parser() -> Parser:
                         help="with --interference: engines of the reference trials")
     doctor.add_argument("--workload", default=",".join(PROBE_WORKLOADS), metavar="W,...",
                         help="with --interference: workloads of the reference trials")
+    calibrate_command.add_options(describe(sub, "calibrate", "A/A runs for a few minutes: how often this "
+                                                             "machine's 95%% intervals hold, kept for doctor"))
     return parser
 
 
@@ -352,7 +355,8 @@ class ReportUnwritable(Exception):
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cmd_claims, "compare": cmd_compare,
             "envs": cmd_envs, "fetch-data": cmd_fetch_data, "fetch-upstream": cmd_fetch_upstream, "doctor": cmd_doctor,
-            "merge": cmd_merge, "slurm": cmd_slurm}
+            "merge": cmd_merge, "slurm": cmd_slurm,
+            "calibrate": calibrate_command.cmd_calibrate}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from harness.machine import calibrations
 from harness.machine import host as machine
 from harness.machine.doctor_measures import Finding, measure_findings
 from harness.machine.valgrind import missing_valgrind, uncountable_isa
@@ -27,12 +28,14 @@ LOAD_WARN_PER_CORE = 0.25
 
 
 def diagnose(cpu: int | None = None, sys_root: str | Path = "/sys", proc_root: str | Path = "/proc",
-             perf=None, watch_s: float = WATCH_S, sleep: Callable[[float], None] = time.sleep) -> list[Finding]:
-    """Findings about the machine and the core `cpu` (default: the core a run would use)."""
+             perf=None, watch_s: float = WATCH_S, sleep: Callable[[float], None] = time.sleep,
+             results: str | Path = "results") -> list[Finding]:
+    """Findings about the machine and the core `cpu` (default: the core a run would use); `results`:
+    the results folder its calibration is kept under."""
     cpu = affinity.default_cpu() if cpu is None else cpu
     sys_root, proc_root = Path(sys_root), Path(proc_root)
     facts = machine.describe(sys_root, proc_root)
-    findings = [machine_finding(facts, cpu)]
+    findings = [machine_finding(facts, cpu), calibration_finding(facts, Path(results))]
     if cpu >= (facts.get("logical_cores") or 0):
         findings.append(Finding("warn", "cpu", f"cpu{cpu} does not exist here "
                                 f"({facts.get('logical_cores')} logical cores)", "pick another --cpu"))
@@ -66,6 +69,16 @@ def machine_finding(facts: dict, cpu: int) -> Finding:
     return Finding("info", "machine", f"{facts.get('cpu_model') or 'unknown CPU'}, "
                    f"{facts.get('logical_cores')} logical / {facts.get('physical_cores')} physical cores, "
                    f"{facts['os']} {facts['kernel']}; runs pin to cpu{cpu}")
+
+
+def calibration_finding(facts: dict, results: Path) -> Finding:
+    """The latest `burtbench calibrate` of this machine: how often its stated 95% held here."""
+    found = calibrations.latest(results, facts)
+    if found is None:
+        return Finding("info", "calibration", f"no calibration of this machine under {results / calibrations.FOLDER}: "
+                       "how often its 95% intervals hold here is not measured",
+                       "burtbench calibrate (5 minutes; --minutes N for longer)")
+    return Finding("info", "calibration", f"{found.made}: {found.line}; {found.page}")
 
 
 # ---- settings that move the clock -------------------------------------------------------------

@@ -1,0 +1,110 @@
+"""`burtbench calibrate`: A/A runs on this machine for about --minutes, then what the machine makes of the
+stated 95% (harness/analysis/calibration.py), written under RESULTS/calibration/<machine key>/
+(harness/machine/calibrations.py) beside the runs it read.
+
+Each run is a normal `burtbench run --aa` (session.py: its plan, the engines made ready, the manifest,
+every trial checked and recorded, progress with an ETA): `burtbench report` and `compare` read it as any
+other. Runs are several because what moves between runs (the machine's state, a build's layout in
+memory) is what one run's intervals cannot see. Each run takes the rounds that fit its share of the time
+left, from the estimates `run --dry-run` shows; the second run's come from the first run's own trials.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.analysis import calibration
+from harness.envs.specs import original_env
+from harness.machine import calibrations, host
+from harness.planning.estimate import wall_s
+from harness.planning.preview import duration
+from harness.running import session
+from harness.running.orchestrator import EXIT_INTERRUPTED
+from harness.store.manifest import now
+from harness.store.runs import load_run
+
+RUNS = 2
+# Steps from tens of nanoseconds (our native driver on tiny) through microseconds (micrograd, our Python
+# module) to milliseconds (the MLP at its widest quick point, a batch of 64): the noise differs by step.
+ENGINES = "burtorch/eager/cpp/cpu,micrograd/eager/python/cpu,burtorch/eager/python/cpu"
+WORKLOADS = "tiny,small,mlp"
+POINT = ("hidden_dim=1024", "batch=64")
+RUNS_FOLDER = "runs"
+
+
+def run_argv(engines: str, out: Path, rounds: int) -> list[str]:
+    """`burtbench run`'s arguments for one calibration run (no deciding rounds: every round is planned)."""
+    argv = ["--engine", engines, "--workload", WORKLOADS, "--aa", "--trials", str(rounds), "--claims-budget", "0",
+            "--no-upstream", "--out", str(out)]
+    for param in POINT:
+        argv += ["--param", param]
+    return argv
+
+
+def priced_as_originals(plan: list) -> list:
+    """An A/A copy costs what its original costs: the estimates know originals (the reference run's rows)."""
+    return [dataclasses.replace(pt, engine=pt.engine.replace(env=original_env(pt.engine.env))) for pt in plan]
+
+
+def rounds_within(req: session.RunRequest, seconds: float) -> int:
+    """The most rounds whose estimated time fits `seconds`, at least calibration.MIN_ROUNDS. The times of
+    MIN_ROUNDS and of twice as many rounds tell a round's cost from the run's fixed costs (init runs)."""
+    estimator = session.estimator(req)
+    fewest = calibration.MIN_ROUNDS
+    short, long = (wall_s(priced_as_originals(session.make_plan(dataclasses.replace(req.plan, trials=n))),
+                          estimator, len(req.cpus) or 1) for n in (fewest, 2 * fewest))
+    per_round = max((long - short) / fewest, 1e-3)
+    return max(fewest, fewest + int((seconds - short) / per_round))
+
+
+def calibrate(minutes: float, engines: str | None, results: Path, request_of, console: Console) -> int:
+    """`request_of(argv)`: the checked request of `burtbench run` with those arguments (the command's parser)."""
+    facts = host.describe()
+    where = calibrations.folder(results, facts)
+    runs_dir = where / RUNS_FOLDER
+    argv = run_argv(engines or ENGINES, runs_dir, calibration.MIN_ROUNDS)
+    req = request_of(argv)  # every option checked before the first trial
+    deadline = time.monotonic() + minutes * 60
+    console.print(f"calibrate: {RUNS} A/A runs for about {minutes:g} min on {calibrations.machine_key(facts)} "
+                  f"→ {where}", highlight=False)
+    done, code = [], 0
+    for index in range(RUNS):
+        if index:  # estimated again: from the run just made, on this machine
+            req = request_of(argv)
+        rounds = rounds_within(req, (deadline - time.monotonic()) / (RUNS - index))
+        console.print(f"calibrate: run {index + 1} of {RUNS}, {rounds} rounds (at least {calibration.MIN_ROUNDS}: "
+                      f"every kind of case needs them)", highlight=False)
+        outcome = session.run(dataclasses.replace(req, plan=dataclasses.replace(req.plan, trials=rounds)), console)
+        done.append(outcome.run_dir)
+        if outcome.code == EXIT_INTERRUPTED:
+            console.print(f"calibrate: interrupted: no calibration written (the runs so far are kept: "
+                          f"{', '.join(map(str, done))})", highlight=False)
+            return outcome.code
+        code = max(code, outcome.code)
+    record = made(done, facts, minutes)
+    write(where, record)
+    console.print(f"calibrate: {calibrations.summary(record)}", highlight=False)
+    console.print(f"calibrate: {where / calibrations.PAGE} and {calibrations.RECORD} "
+                  f"(about {duration(minutes * 60 - (deadline - time.monotonic()))} spent)", highlight=False)
+    return code
+
+
+def made(run_dirs: list[Path], facts: dict, minutes: float) -> dict:
+    """The calibration record of the runs (the first run's threshold: the change a "same" answer is asked about)."""
+    runs = [load_run(run_dir) for run_dir in run_dirs]
+    found = calibration.calibrate([run.trials for run in runs], runs[0].plan.noise_threshold)
+    return {"machine": {"key": calibrations.machine_key(facts), "cpu_model": facts.get("cpu_model"),
+                        "os": facts.get("os")},
+            "created_at": now(), "minutes": minutes, "runs": [str(run_dir) for run_dir in run_dirs],
+            "engines": sorted({run_id for run in runs for run_id in run.plan.engines}), **found}
+
+
+def write(where: Path, record: dict) -> None:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / calibrations.RECORD).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n",
+                                             encoding="utf-8")
+    (where / calibrations.PAGE).write_text(calibration.page(record), encoding="utf-8")
