@@ -159,3 +159,24 @@ def test_an_interrupted_run_still_gets_its_report_marked_so(fake_engines, tmp_pa
     assert "This run is interrupted, not complete" in (folder / "claims.md").read_text(encoding="utf-8")
     assert "This run is interrupted" in (folder / "index.html").read_text(encoding="utf-8")
     assert "This run is interrupted" in out and "The paper's claims" in out
+
+
+def test_claims_md_names_its_design_its_family_and_the_calibration_that_stood_when_it_ran(tmp_path):
+    """A run's claims page says at what level its intervals were computed over its looks, how many decided
+    verdicts may be wrong by chance, and how far reruns here move a factor: from the machine's calibration made
+    before the run, never one made after it (a re-render says the same)."""
+    run = full_run(tmp_path, finished_at="2026-11-27T12:00:00+00:00")
+    machine = json.loads((run / "manifest.json").read_text())["machine"]
+    from harness.machine import calibrations
+    where = calibrations.folder(run.parent, machine)
+    where.mkdir(parents=True)
+    record = {"created_at": "2026-11-27T11:00:00+00:00", "shares": {},
+              "rerun_spread": {"median": 1.04, "largest": 1.31}}
+    (where / "calibration.json").write_text(json.dumps(record))
+    text = (render_report(run, tmp_path / "reports").folder / "claims.md").read_text()
+    assert "Intervals: 95% over up to 6 looks: the first (3 trials) at 96%" in text
+    assert "may be wrong by chance" in text
+    assert "reruns on this machine moved factors by ×/÷1.04 (median) and up to ×/÷1.31" in text
+    (where / "calibration.json").write_text(json.dumps({**record, "created_at": "2026-11-27T13:00:00+00:00"}))
+    later = (render_report(run, tmp_path / "again").folder / "claims.md").read_text()
+    assert "was not measured here before this run (`burtbench calibrate` measures it)" in later

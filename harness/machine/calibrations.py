@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from harness.text import clean
@@ -51,6 +52,20 @@ def latest(results: Path, facts: dict) -> Calibrated | None:
     if not isinstance(record, dict) or not isinstance(record.get("shares"), dict):
         return None
     return Calibrated(where / PAGE, clean(str(record.get("created_at") or "at an unknown time")), summary(record))
+
+
+def made_before(results: Path, facts: dict, moment: str | None) -> dict | None:
+    """The machine's calibration record (its page's path under "page") where it was made before `moment` (a
+    run's end): a run's report names the calibration that stood when it ran, the same on every re-render."""
+    where = folder(results, facts)
+    try:
+        record = json.loads((where / RECORD).read_text(encoding="utf-8"))
+        made, until = datetime.fromisoformat(record["created_at"]), datetime.fromisoformat(str(moment))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(record, dict) or made.tzinfo is None or until.tzinfo is None or made > until:
+        return None
+    return {**record, "page": str(where / PAGE)}
 
 
 def summary(record: dict) -> str:

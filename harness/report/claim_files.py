@@ -14,6 +14,7 @@ from harness.analysis.points import STATISTIC
 from harness.report import claims, paper
 from harness.report.claims import Judged, Verdict
 from harness.store.runs import Run
+from harness.text import clean
 
 SUBJECTS_TEXT = ("Each claim is judged twice: for the authors' BurTorch (their published programs, built from "
                  "their source: the code the paper measured) and for burtbench's engine (our re-implementation). "
@@ -106,12 +107,17 @@ def design_line(run: Run) -> str:
 def rerun_line(calibration: dict | None) -> str:
     """What a rerun here does to a factor: an interval holds for its run's trials, not for the next run's."""
     spread = (calibration or {}).get("rerun_spread") or {}
-    if not spread.get("largest"):
-        return ("Each interval holds for this run's trials only: how far reruns on this machine move a factor is not "
-                "measured here yet (`burtbench calibrate` measures it).")
-    return (f"Each interval holds for this run's trials only: reruns on this machine have moved factors by ×/÷"
-            f"{spread.get('median', math.nan):.3g} (median) and up to ×/÷{spread['largest']:.3g} "
-            f"(`burtbench calibrate`, {calibration.get('finished_at') or calibration.get('created_at') or 'undated'}).")
+    if not isinstance(spread.get("largest"), (int, float)) or not isinstance(spread.get("median"), (int, float)):
+        return ("Each interval holds for this run's trials only: how far reruns on this machine move a factor was not "
+                "measured here before this run (`burtbench calibrate` measures it).")
+    return (f"Each interval holds for this run's trials only: reruns on this machine moved factors by ×/÷"
+            f"{spread['median']:.3g} (median) and up to ×/÷{spread['largest']:.3g} (`burtbench calibrate` of "
+            f"{clean(str(calibration.get('created_at')))}: {clean(str(calibration.get('page')))}).")
+
+
+def sureness(run: Run, judged: list[Judged], calibration: dict | None) -> list[str]:
+    """How sure the page's verdicts are: the sequential design, the family, and what reruns do."""
+    return [design_line(run), family_line(both(judged)), rerun_line(calibration)]
 
 
 def markdown(run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None) -> str:
@@ -120,8 +126,8 @@ def markdown(run: Run, judged: list[Judged], status: list[str], calibration: dic
     head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.plan.profile}. Several runs, of "
              "this machine or others: `burtbench claims RUN [RUN ...]` pools one machine's trials and judges each "
              "machine apart.", "",
-             SUBJECTS_TEXT, "", HOW, "", f"- {design_line(run)}", f"- {family_line(both(judged))}",
-             f"- {rerun_line(calibration)}", "", markdown_table(judged), "## How each verdict was computed", ""]
+             SUBJECTS_TEXT, "", HOW, "", *(f"- {line}" for line in sureness(run, judged, calibration)), "",
+             markdown_table(judged), "## How each verdict was computed", ""]
     for j in judged:
         c = j.claim
         head += [f"### `{c.id}`: " + ", ".join(f"{s.short} {claims.SYMBOLS[v.verdict]} {v.verdict}"

@@ -235,8 +235,8 @@ def _subject_cell(v) -> str:
             f"<br><small>{esc(v.why)}</small></td>")
 
 
-def claims_section(judged: list) -> str:
-    """The paper's claims and both subjects' verdicts on this run."""
+def claims_section(judged: list, sure: list[str] = ()) -> str:
+    """The paper's claims and both subjects' verdicts on this run, and how sure they are (claim_files.sureness)."""
 
     if not judged:
         return ""
@@ -251,15 +251,16 @@ def claims_section(judged: list) -> str:
             f"<a href='claims.md'>How each verdict was computed</a> (also <a href='claims.csv'>csv</a>, "
             f"<a href='claims.json'>json</a>).</p><p class='notes'>{esc(claim_files.SUBJECTS_TEXT)}</p>"
             f"<p class='notes'>{esc(claim_files.HOW)}</p>"
+            + "".join(f"<p class='notes'>{esc(line)}</p>" for line in sure) +
             f"<div class='scroll'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
             f"</table></div></section>")
 
 
 def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path, judged: list | None = None,
-         status: list[str] | None = None, versions: list | None = None) -> str:
+         status: list[str] | None = None, versions: list | None = None, sure: list[str] = ()) -> str:
     tables_html = "".join(table_html(t) for t in tables) or "<p>No trials in this run yet.</p>"
     figures_html = "".join(figure_html(f, folder) for f in figures) or "<p>No figure: no measured trials.</p>"
-    claims_html = claims_section(judged or [])
+    claims_html = claims_section(judged or [], sure)
     # What the run was for comes first: the versions side by side for a run of several environments.
     lead = claims_html
     if versions:
@@ -281,7 +282,7 @@ def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path, jud
 
 
 def write_index(run: Run, tables: list[Table], figures: list[Figure], folder: Path, judged: list | None = None,
-                status: list[str] | None = None, versions: list | None = None) -> Path:
+                status: list[str] | None = None, versions: list | None = None, sure: list[str] = ()) -> Path:
     path = folder / "index.html"
-    path.write_text(page(run, tables, figures, folder, judged, status, versions), encoding="utf-8")
+    path.write_text(page(run, tables, figures, folder, judged, status, versions, sure), encoding="utf-8")
     return path

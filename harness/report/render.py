@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.report import authors, claim_files, claims, figures, formats, html, readme, tables, versions
+from harness.machine import calibrations
 from harness.report.run import status_notes
 from harness.store.runs import load_run
 
@@ -44,8 +45,11 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     drawn += [f for f in (versions.figure(t, folder / "figures") for t in by_version) if f is not None]
     judged = claims.judge(run, built)
     status = status_notes(run)
-    claim_files.write(folder, run, judged, status)
+    calibration = calibrations.made_before(Path(run_dir).parent, run.manifest.get("machine") or {},
+                                           run.manifest.get("finished_at") or run.manifest.get("created_at"))
+    claim_files.write(folder, run, judged, status, calibration)
     authors.write_page(run, folder)
     readme.write(run, [*by_version, *built], drawn, judged, status, folder)
-    html.write_index(run, built, drawn, folder, judged, status, by_version)
+    html.write_index(run, built, drawn, folder, judged, status, by_version,
+                     claim_files.sureness(run, judged, calibration))
     return Rendered(folder, run, built, judged, status, by_version)
