@@ -24,7 +24,7 @@ import statistics
 from scipy import stats
 
 from engines.base import AA_COPY, split_id
-from harness.analysis import change, effect
+from harness.analysis import change, coverage, effect
 from harness.analysis.compare import by_round
 from harness.analysis.points import PointKey, group, trial_time
 from harness.analysis.stats import CONFIDENCE
@@ -197,4 +197,9 @@ def page(record: dict) -> str:
                      f"| {counts} |")
     lines += ["", "Runs (each a normal `burtbench run --aa` folder):", ""]
     lines += [f"- {clean(str(run))}" for run in record.get("runs", [])]
+    if record.get("simulation"):
+        lines += ["", "## What the rules promise, simulated", "",
+                  "The same rules on synthetic trials whose truth is known (harness/analysis/coverage.py: log-normal, "
+                  "t3 tails and drift between rounds, 3 to 12 trials a side; runs shifted by a run-level factor), "
+                  "seeded:", "", coverage.markdown([coverage.Result(**r) for r in record["simulation"]]).rstrip()]
     return "\n".join(lines) + "\n"

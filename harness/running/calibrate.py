@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.analysis import calibration
+from harness.analysis import calibration, coverage
 from harness.envs.specs import original_env
 from harness.machine import calibrations, host
 from harness.planning.estimate import wall_s
@@ -100,7 +100,8 @@ def made(run_dirs: list[Path], facts: dict, minutes: float) -> dict:
     return {"machine": {"key": calibrations.machine_key(facts), "cpu_model": facts.get("cpu_model"),
                         "os": facts.get("os")},
             "created_at": now(), "minutes": minutes, "runs": [str(run_dir) for run_dir in run_dirs],
-            "engines": sorted({run_id for run in runs for run_id in run.plan.engines}), **found}
+            "engines": sorted({run_id for run in runs for run_id in run.plan.engines}), **found,
+            "simulation": [r.as_dict() for r in coverage.simulate()]}
 
 
 def write(where: Path, record: dict) -> None:
