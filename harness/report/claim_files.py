@@ -91,7 +91,8 @@ def family_line(verdicts: list[Verdict]) -> str:
     error = 1 - CONFIDENCE
     if not decided:
         return "No verdict is decided on an interval, so none can be wrong by chance."
-    return (f"Of the {len(decided)} verdicts decided on an interval, each at {CONFIDENCE:.0%}, up to "
+    those = "the 1 verdict" if len(decided) == 1 else f"the {len(decided)} verdicts"
+    return (f"Of {those} decided on an interval, each at {CONFIDENCE:.0%}, up to "
             f"{len(decided) * error:.1f} may be wrong by chance ({error:.0%} each, in expectation; that much only for "
             f"a factor on its boundary, far less for one far from it).")
 
