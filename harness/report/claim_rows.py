@@ -49,16 +49,14 @@ class Factor:
         return effects.looked(self.subject, self.other, self.looks, self.paired, rows, run_of)
 
     def how(self, rows: int = 1) -> str:
-        """The interval's method and level, in words: '… at look 2 of up to 6 (99.4%); held with 3 rows'."""
+        """The interval's method and level, in words: '…, look 2 of up to 6: a 99.42% interval; held together
+        with 3 rows …'."""
         found = self.effect(rows)
-        if found.runs > 1:
-            level = f"{effects.CONFIDENCE:.0%}"
-        else:
-            look = self.looks.look_of(found.n)
-            level = f"look {look} of up to {self.looks.most}, {self.looks.confidence(look):.2%}" \
-                if self.looks.most > 1 else f"{effects.CONFIDENCE:.0%}"
+        look = self.looks.look_of(found.n)
+        level = f"a {effects.CONFIDENCE * 100:.4g}% interval" if found.runs > 1 or self.looks.most <= 1 else \
+            f"look {look} of up to {self.looks.most}: a {self.looks.confidence(look) * 100:.4g}% interval"
         held = f"; held together with {rows} rows, each at 1/{rows} of the error (Bonferroni)" if rows > 1 else ""
-        return f"{found.method()} ({level}){held}"
+        return f"{found.method()}, {level}{held}"
 
 
 def factor(run: Run, engines: tuple[str, str], workload: str, params: dict, metrics: list[Metric],
