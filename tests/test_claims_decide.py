@@ -106,7 +106,7 @@ def test_runs_of_two_machines_make_two_columns_and_a_holds_line(tmp_path):
     machines = pooled.judge_machines([str(intel), str(amd)])
     assert [m.name for m in machines] == ["Intel Xeon Processor", "AMD EPYC"]
     text = "\n".join(pooled.lines(machines))
-    assert "ours: holds on 2 of 2 machines (Intel Xeon Processor ✓ ×19.9 [19.3, 20.6] 3/3; AMD EPYC ✓ ×19.9" in text
+    assert "ours: holds on 2 of 2 machines (Intel Xeon Processor ✓ ×19.9 [19.3, 20.6] 3/3 at gpt batch=1: torch/eager/python/cpu; AMD EPYC ✓ ×19.9" in text
     md = pooled.markdown(machines)
     assert "| ours: Intel Xeon Processor | ours: AMD EPYC |" in md.replace("authors: AMD EPYC | ", "")
 

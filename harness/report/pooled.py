@@ -18,9 +18,10 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.report import claims
-from harness.report.claim_files import both, family_line
+from harness.report.claim_files import both, family_line, shown
 from harness.report.metrics import METRICS, PAPER_MEMORY
 from harness.report.reruns import Reruns, reruns
+from harness.report.verdicts import LEGEND
 from harness.report.tables import build_tables
 from harness.store.merge import merged_from
 from harness.store.results import identity
@@ -172,12 +173,14 @@ def build_note(machines: list[Machine], claim) -> str:
 
 
 def verdict_text(v) -> str:
-    """'✓ ×3.1 [2.8, 3.4] 3/3' or '– not measurable here'."""
+    """'✓ ×3.1 [2.8, 3.4] 3/3 at tiny: jax/eager/python/cpu', '≈ max rel. diff 3.5e-08' or '– not measurable
+    here'; a factor held to another number than the paper states says which."""
     if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE):
         return f"{claims.SYMBOLS[v.verdict]} {v.verdict}"
-    shown = f"×{v.ours:.3f}" if v.claim.rule == "flat" else claims.fx(v.ours)
     trials = f" {v.trials[0]}/{v.trials[1]}" if v.trials and v.low is not None else ""
-    return f"{claims.SYMBOLS[v.verdict]} {shown}{claims.interval(v)}{trials}"
+    held = f", held to {claims.fx(v.paper)}" if v.paper is not None and v.paper_basis not in ("", "as stated") else ""
+    where = f" at {v.at}" if v.at and v.claim.rule != "flat" else ""
+    return f"{claims.SYMBOLS[v.verdict]} {shown(v, 'ours')}{trials}{where}{held}"
 
 
 def holds_head(subject, machines: list[Machine], index: int) -> str:
@@ -208,6 +211,8 @@ def pooled_text(machine: Machine) -> str:
                       *manifest["shared_trials"], *filter(None, [machine.reruns.text()])])
 
 
+HOLDS = ("holds on k of n machines: n counts the machines whose runs give the claim a number (decided or "
+         "undecided), k those where it is reproduced")
 RUNS_AS_LEVEL = ("Where several runs measured a factor, its interval is a t interval over the runs' own factors: "
                  "what moves between runs moves every trial of a run alike, so a run counts once, not its trials.")
 
@@ -219,7 +224,7 @@ def families(machines: list[Machine]) -> str:
 def lines(machines: list[Machine]) -> list[str]:
     out = [f"The paper's claims on {len(machines)} machine{'s' if len(machines) != 1 else ''}:"]
     out += [f"  {m.name}: {pooled_text(m)}" for m in machines]
-    out += [f"  {RUNS_AS_LEVEL}", f"  {families(machines)}"]
+    out += [f"  {line}" for line in (LEGEND, HOLDS, RUNS_AS_LEVEL, families(machines))]
     for index, judged in enumerate(machines[0].judged):
         out += ["", f"{judged.claim.id}: {judged.claim.claim} (paper: {judged.claim.stated_text})"]
         out += [f"  {s.short}: {holds_line(s, machines, index)}" for s in claims.SUBJECTS]
@@ -232,7 +237,7 @@ def markdown(machines: list[Machine]) -> str:
             "once (a merged run holds copies of its shards'); each machine is judged apart. Made by "
             "`burtbench claims RUN [RUN ...]`.", ""]
     head += [f"- **{m.name}**: {pooled_text(m)}".replace("|", "\\|") for m in machines]
-    head += ["", RUNS_AS_LEVEL, families(machines)]
+    head += ["", f"{LEGEND}. {HOLDS}.", "", RUNS_AS_LEVEL, families(machines)]
     heads = ["Claim", "Paper", *(f"{s.short}: {m.name}" for s in claims.SUBJECTS for m in machines),
              *(f"{s.short}: holds on" for s in claims.SUBJECTS)]
     rows = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]

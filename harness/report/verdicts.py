@@ -16,6 +16,9 @@ VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, UNDECIDED, NOT_COMPARABLE, NOT_M
 DECIDED = (REPRODUCED, PARTLY, NOT_REPRODUCED)
 SYMBOLS = {REPRODUCED: "✓", PARTLY: "≈", NOT_REPRODUCED: "✗", UNDECIDED: "?", NOT_COMPARABLE: "≠",
            NOT_MEASURABLE: "–"}
+# What the symbols and a verdict's numbers mean, wherever they are shown.
+LEGEND = ", ".join(f"{symbol} {name}" for name, symbol in SYMBOLS.items()) + \
+    "; ×factor [its interval] k/m: k trials of the subject, m of the other engine"
 # Metric ids whose measure is another one on each OS.
 OS_SPECIFIC = {"paper_memory", "peak_private", "peak_resident"}
 
