@@ -133,8 +133,10 @@ def test_claims_come_first_in_chromium_with_every_figure(interrupted, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     page = dom.stdout
     figures = len(list((folder / "figures").glob("*.png")))
-    assert figures >= 3
-    assert f'data-images-loaded="{figures}/{figures}"' in page
+    assert figures >= 3 and (folder / "claims-forest.png").exists()
+    # Every figure and the claims' forest plot load.
+    assert f'data-images-loaded="{figures + 1}/{figures + 1}"' in page
+    assert page.index("class=\"forest\"") < page.index('id="tables"')
     assert page.index('id="claims"') < page.index('id="tables"') < page.index('id="figures"')
     assert page.count("<td class=\"v-") == 2 * len(claims.load_claims())
 

@@ -121,13 +121,16 @@ def sureness(run: Run, judged: list[Judged], calibration: dict | None) -> list[s
     return [design_line(run), family_line(both(judged)), rerun_line(calibration)]
 
 
-def markdown(run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None) -> str:
+def markdown(run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None,
+             picture: Path | None = None) -> str:
     head = [f"# The BurTorch paper's claims on run {run.run_id}", ""]
     head += [f"> **{line}**" for line in status] + ([""] if status else [])
     head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.plan.profile}. Several runs, of "
              "this machine or others: `burtbench claims RUN [RUN ...]` pools one machine's trials and judges each "
              "machine apart.", "",
              SUBJECTS_TEXT, "", HOW, "", *(f"- {line}" for line in sureness(run, judged, calibration)), "",
+             *([f"![Each claim's factor and its interval against the paper's number]({picture.name})", ""]
+               if picture else []),
              markdown_table(judged), "## How each verdict was computed", ""]
     for j in judged:
         c = j.claim
@@ -205,8 +208,9 @@ def json_record(run: Run, judged: list[Judged], status: list[str]) -> dict:
                        for j in judged]}
 
 
-def write(folder: Path, run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None) -> list[Path]:
-    paths = {"claims.md": markdown(run, judged, status, calibration), "claims.csv": csv_text(judged),
+def write(folder: Path, run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None,
+          picture: Path | None = None) -> list[Path]:
+    paths = {"claims.md": markdown(run, judged, status, calibration, picture), "claims.csv": csv_text(judged),
              "claims.json": json.dumps(json_record(run, judged, status), indent=1, ensure_ascii=False) + "\n"}
     for name, text in paths.items():
         (folder / name).write_text(text, encoding="utf-8")

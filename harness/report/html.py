@@ -235,8 +235,9 @@ def _subject_cell(v) -> str:
             f"<br><small>{esc(v.why)}</small></td>")
 
 
-def claims_section(judged: list, sure: list[str] = ()) -> str:
-    """The paper's claims and both subjects' verdicts on this run, and how sure they are (claim_files.sureness)."""
+def claims_section(judged: list, sure: list[str] = (), picture: Path | None = None) -> str:
+    """The paper's claims and both subjects' verdicts on this run, how sure they are (claim_files.sureness), and
+    their forest plot (report/forest.py)."""
 
     if not judged:
         return ""
@@ -251,16 +252,25 @@ def claims_section(judged: list, sure: list[str] = ()) -> str:
             f"<a href='claims.md'>How each verdict was computed</a> (also <a href='claims.csv'>csv</a>, "
             f"<a href='claims.json'>json</a>).</p><p class='notes'>{esc(claim_files.SUBJECTS_TEXT)}</p>"
             f"<p class='notes'>{esc(claim_files.HOW)}</p>"
-            + "".join(f"<p class='notes'>{esc(line)}</p>" for line in sure) +
+            + "".join(f"<p class='notes'>{esc(line)}</p>" for line in sure) + _picture(picture) +
             f"<div class='scroll'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
             f"</table></div></section>")
 
 
+def _picture(png: Path | None) -> str:
+    if png is None:
+        return ""
+    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    return (f"<figure class='forest'><img src='data:image/png;base64,{data}' alt='Each claim&#39;s factor and its "
+            f"interval against the paper&#39;s number'></figure>")
+
+
 def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path, judged: list | None = None,
-         status: list[str] | None = None, versions: list | None = None, sure: list[str] = ()) -> str:
+         status: list[str] | None = None, versions: list | None = None, sure: list[str] = (),
+         picture: Path | None = None) -> str:
     tables_html = "".join(table_html(t) for t in tables) or "<p>No trials in this run yet.</p>"
     figures_html = "".join(figure_html(f, folder) for f in figures) or "<p>No figure: no measured trials.</p>"
-    claims_html = claims_section(judged or [], sure)
+    claims_html = claims_section(judged or [], sure, picture)
     # What the run was for comes first: the versions side by side for a run of several environments.
     lead = claims_html
     if versions:
@@ -282,7 +292,8 @@ def page(run: Run, tables: list[Table], figures: list[Figure], folder: Path, jud
 
 
 def write_index(run: Run, tables: list[Table], figures: list[Figure], folder: Path, judged: list | None = None,
-                status: list[str] | None = None, versions: list | None = None, sure: list[str] = ()) -> Path:
+                status: list[str] | None = None, versions: list | None = None, sure: list[str] = (),
+                picture: Path | None = None) -> Path:
     path = folder / "index.html"
-    path.write_text(page(run, tables, figures, folder, judged, status, versions, sure), encoding="utf-8")
+    path.write_text(page(run, tables, figures, folder, judged, status, versions, sure, picture), encoding="utf-8")
     return path

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.report import claims
+from harness.report import claims, forest
 from harness.report.claim_files import both, family_line, shown
 from harness.report.metrics import METRICS, PAPER_MEMORY
 from harness.report.reruns import Reruns, reruns
@@ -231,7 +231,7 @@ def lines(machines: list[Machine]) -> list[str]:
     return out
 
 
-def markdown(machines: list[Machine]) -> str:
+def markdown(machines: list[Machine], pictures: dict | None = None) -> str:
     head = ["# The BurTorch paper's claims, pooled by machine", "",
             "Runs of one machine (CPU model, OS, framework builds) pool their trials into one verdict, each trial "
             "once (a merged run holds copies of its shards'); each machine is judged apart. Made by "
@@ -246,7 +246,9 @@ def markdown(machines: list[Machine]) -> str:
         cells += [verdict_text(getattr(m.judged[index], s.key)) for s in claims.SUBJECTS for m in machines]
         cells += [holds_head(s, machines, index) for s in claims.SUBJECTS]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(head + ["", *rows, ""])
+    drawn = [f"![{m.name}: each claim's factor and its interval against the paper's number]"
+             f"({pictures[m.name].name})".replace("|", "\\|") for m in machines if (pictures or {}).get(m.name)]
+    return "\n".join(head + ["", *rows, "", *(line for png in drawn for line in (png, "")), ""])
 
 
 def json_record(machines: list[Machine]) -> dict:
@@ -259,8 +261,10 @@ def json_record(machines: list[Machine]) -> dict:
 
 def write(folder: Path, machines: list[Machine]) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"claims-pooled.md": markdown(machines),
+    pictures = {m.name: forest.draw(m.judged, folder / f"claims-forest-{forest.slug(m.name)}.png", m.name)
+                for m in machines}
+    files = {"claims-pooled.md": markdown(machines, pictures),
              "claims-pooled.json": json.dumps(json_record(machines), indent=1, ensure_ascii=False, default=str) + "\n"}
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
-    return [folder / name for name in files]
+    return [folder / name for name in files] + [p for p in pictures.values() if p]

@@ -5,10 +5,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.report import authors, claim_files, claims, figures, formats, html, readme, tables, versions
+from harness.report import authors, claim_files, claims, figures, forest, formats, html, readme, tables, versions
 from harness.machine import calibrations
 from harness.report.run import status_notes
 from harness.store.runs import load_run
+
+
+FOREST = "claims-forest.png"  # the claims as a picture, beside claims.md
 
 
 def render(run_dir: Path, out_root: Path = Path("reports")) -> Path:
@@ -47,9 +50,10 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     status = status_notes(run)
     calibration = calibrations.made_before(Path(run_dir).parent, run.manifest.get("machine") or {},
                                            run.manifest.get("finished_at") or run.manifest.get("created_at"))
-    claim_files.write(folder, run, judged, status, calibration)
+    picture = forest.draw(judged, folder / FOREST, f"{claim_files.machine_text(run)}: run {run.run_id}")
+    claim_files.write(folder, run, judged, status, calibration, picture)
     authors.write_page(run, folder)
     readme.write(run, [*by_version, *built], drawn, judged, status, folder)
     html.write_index(run, built, drawn, folder, judged, status, by_version,
-                     claim_files.sureness(run, judged, calibration))
+                     claim_files.sureness(run, judged, calibration), picture)
     return Rendered(folder, run, built, judged, status, by_version)
