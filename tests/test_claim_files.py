@@ -178,7 +178,7 @@ def test_claims_md_names_its_design_its_family_and_the_calibration_that_stood_wh
     text = (render_report(run, tmp_path / "reports").folder / "claims.md").read_text()
     assert "Intervals: 95% over up to 6 looks: the first (3 trials) at 96%" in text
     assert "may be wrong by chance" in text
-    assert "reruns on this machine moved factors by ×/÷1.04 (median) and up to ×/÷1.31" in text
+    assert "reruns on this machine moved an engine's time by ×/÷1.04 (median) and up to ×/÷1.31" in text
     (where / "calibration.json").write_text(json.dumps({**record, "created_at": "2026-11-27T13:00:00+00:00"}))
     later = (render_report(run, tmp_path / "again").folder / "claims.md").read_text()
     assert "was not measured here before this run (`burtbench calibrate` measures it)" in later

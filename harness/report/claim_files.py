@@ -111,8 +111,9 @@ def rerun_line(calibration: dict | None) -> str:
     if not isinstance(spread.get("largest"), (int, float)) or not isinstance(spread.get("median"), (int, float)):
         return ("Each interval holds for this run's trials only: how far reruns on this machine move a factor was not "
                 "measured here before this run (`burtbench calibrate` measures it).")
-    return (f"Each interval holds for this run's trials only: reruns on this machine moved factors by ×/÷"
-            f"{spread['median']:.3g} (median) and up to ×/÷{spread['largest']:.3g} (`burtbench calibrate` of "
+    return (f"Each interval holds for this run's trials only: reruns on this machine moved an engine's time by ×/÷"
+            f"{spread['median']:.3g} (median) and up to ×/÷{spread['largest']:.3g}, so a factor of two engines can "
+            f"move by up to that on each side (`burtbench calibrate` of "
             f"{clean(str(calibration.get('created_at')))}: {clean(str(calibration.get('page')))}).")
 
 
