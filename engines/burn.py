@@ -25,6 +25,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from engines import children
 from engines.base import BuiltOnFirstUse
 from engines.file_lock import exclusive
 
@@ -195,7 +196,8 @@ def _build_driver() -> str | None:
         with open(log_path, "w") as log:
             log.write(f"$ {' '.join(command)}\n")
             log.flush()
-            code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S).returncode
+            code = children.run(command, "building Burn's driver (cargo)", BUILD_TIMEOUT_S, stdout=log,
+                                stderr=subprocess.STDOUT).returncode
     except subprocess.TimeoutExpired:
         return failed(f"Burn driver build timed out after {BUILD_TIMEOUT_S} s (log: {log_path})")
     if code != 0:

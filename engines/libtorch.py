@@ -23,6 +23,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from engines import children
 from engines.base import BuiltOnFirstUse
 from engines.file_lock import exclusive
 
@@ -96,7 +97,8 @@ def build_blocker() -> str | None:
 def _run_logged(cmd: list[str], log) -> int:
     log.write(f"$ {' '.join(cmd)}\n")
     log.flush()
-    return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S).returncode
+    return children.run(cmd, "building the LibTorch driver (CMake)", BUILD_TIMEOUT_S, stdout=log,
+                        stderr=subprocess.STDOUT).returncode
 
 
 def _first_error(log_text: str) -> str:

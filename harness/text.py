@@ -39,3 +39,12 @@ def clean_data(value, newlines: bool = True):
     if isinstance(value, list):
         return [clean_data(v, newlines) for v in value]
     return value
+
+
+_MARKDOWN = str.maketrans({"|": "\\|", "&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": " "})
+
+
+def markdown_cell(text) -> str:
+    """Text from outside made one Markdown table cell that shows it as written: a `|` cannot split the
+    row, nor a tag (`<b>`, `<img …>`) or an entity render, nor a newline end the row."""
+    return clean(str(text), newlines=True).translate(_MARKDOWN)

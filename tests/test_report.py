@@ -193,7 +193,7 @@ def test_tiny_markdown_golden_lines(linux_report):
     lines = table_lines(linux_report / "tables" / "tiny.md")
     text = "\n".join(lines)
     assert ("| torch/eager/python/cpu | 2.13.0 / 2.5.1 | ✓ | 3/3 | 150 ± 15 (×1,500) | 154 ± 0.37 (×1,404) "
-            "| noisy: trials vary by 10.0% (coefficient of variation > 5%) |") in lines
+            "| noisy: trials vary by 10.0% (coefficient of variation &gt; 5%) |") in lines  # HTML escaped in a cell
     assert ("| tensorflow/eager/python/cpu | — / 2.18.0 |  |  | not in this run | 1,635 ± 16 (×14,867) "
             "| not in this run |") in lines
     assert ("| torch/compile/python/cpu | 2.13.0 / — | ✓ | 3/3 | 200 ± 0 (×2,000) | — "
@@ -313,7 +313,7 @@ def test_index_html_renders_in_chromium_with_every_figure(linux_report, tmp_path
     dom = chromium(["--dump-dom", url], tmp_path / "profile-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     # The page's script counts decoded images once the page has loaded.
-    assert 'data-images-loaded="4/4"' in dom.stdout
+    assert 'data-images-loaded="5/5"' in dom.stdout  # four figures and the claims' forest plot
     shot = tmp_path / "screenshot.png"
     chromium([f"--screenshot={shot}", "--window-size=1280,2000", "--hide-scrollbars", url], tmp_path / "profile-shot")
     import matplotlib.image

@@ -48,7 +48,7 @@ def test_index_html_summarises_the_manifest(linux_report):
                  "8.0 GiB", "1 timeout", "tensorflow/eager/python/cpu", "n/a (no boost file in sysfs)",
                  "executable: /usr/bin/python3", "unavailable: libtorch/eager/cpp/cpu"):
         assert text in page
-    assert page.count("<img src='data:image/png;base64,") == 4
+    assert page.count("<img src='data:image/png;base64,") == 5  # four figures and the claims' forest plot
     assert page.count("<article id='table-") == 6
 
 

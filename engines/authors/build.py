@@ -44,7 +44,7 @@ from engines.authors.variants import (Change, changed_bytes, current_values, fin
 from engines.file_lock import exclusive
 
 __all__ = ["BuildResult", "Change", "build", "compile_against", "current_values", "find_knob", "first_error",
-           "plan_changes", "prepare_variant_source", "upstream_build_root", "variant_name"]
+           "is_built", "plan_changes", "prepare_variant_source", "upstream_build_root", "variant_name"]
 
 BUILD_TIMEOUT_S = 1800
 STATE_NAME = "burtbench-build.json"
@@ -128,7 +128,7 @@ def _configured(tree: SourceTree, work: Path, fingerprint: str, timeout_s: float
         configure += ["-G", generator()]
     log_path = work / "build.log"
     with open(log_path, "a") as log:
-        if run_logged(nice(configure), log, work, timeout_s) != 0:
+        if run_logged(nice(configure), log, work, timeout_s, "configuring the authors' programs (CMake)") != 0:
             shutil.rmtree(binary, ignore_errors=True)
             return f"cmake configure failed: {first_error(log_tail(log_path))}"
     _write_state(work / WORK_STATE, {"identity": identity, "changed": []})
@@ -152,6 +152,31 @@ def _apply(tree: SourceTree, work: Path, changes: tuple[Change, ...]) -> None:
     _write_state(work / WORK_STATE, state)
 
 
+def _identity(fingerprint: str, changes: tuple[Change, ...]) -> dict:
+    return {"recipe": RECIPE, "fingerprint": fingerprint, "changes": [c.as_record() for c in changes]}
+
+
+def _finished(state: dict, identity: dict, target: str, work: Path) -> dict | None:
+    """The record of a finished build of `target` (a success whose program is still there, or a failure)
+    that build() returns at once, else None."""
+    entry = state.get("targets", {}).get(target) if state.get("identity") == identity else None
+    if not entry:
+        return None
+    if entry.get("ok") and not (Path(entry["executable"]).is_file() and (work / "cmake" / "CMakeCache.txt").is_file()):
+        return None
+    return entry
+
+
+def is_built(tree: SourceTree, target: str, changes: tuple[Change, ...] = (),
+             project_root: Path = PROJECT_ROOT) -> bool:
+    """Whether build() would return at once, nothing compiled (for the ETA): a check that changes nothing."""
+    changes = tuple(changes)
+    key, fingerprint = _source_key(tree)
+    root = upstream_build_root(project_root) / key
+    state = _read_state(root / variant_name(target, changes) / STATE_NAME)
+    return _finished(state, _identity(fingerprint, changes), target, root / WORK) is not None
+
+
 def build(tree: SourceTree, target: str, changes: tuple[Change, ...] = (), project_root: Path = PROJECT_ROOT,
           jobs: int = 2, retry: bool = False, timeout_s: float = BUILD_TIMEOUT_S, progress: str = "") -> BuildResult:
     """Build one of their targets (e.g. "bin_gpt_example"), as they wrote it or with `changes`;
@@ -168,7 +193,7 @@ def build(tree: SourceTree, target: str, changes: tuple[Change, ...] = (), proje
     variant_dir, work = root / variant, root / WORK
     state_path = variant_dir / STATE_NAME
     log_path = work / "build.log"
-    identity = {"recipe": RECIPE, "fingerprint": fingerprint, "changes": [c.as_record() for c in changes]}
+    identity = _identity(fingerprint, changes)
 
     def result(ok: bool, reason: str | None, executable: Path | None, cached: bool, compiler: dict) -> BuildResult:
         return BuildResult(ok=ok, target=target, variant=variant, executable=executable, reason=reason,
@@ -177,19 +202,12 @@ def build(tree: SourceTree, target: str, changes: tuple[Change, ...] = (), proje
                            binary_dir=work / "cmake")
 
     def remembered(state: dict) -> BuildResult | None:
-        if state.get("identity") != identity:
-            return None
-        entry = state.get("targets", {}).get(target)
-        if not entry:
+        entry = _finished(state, identity, target, work)
+        if entry is None or (not entry.get("ok") and retry):
             return None
         if entry.get("ok"):
-            exe = Path(entry["executable"])
-            if exe.is_file() and (work / "cmake" / "CMakeCache.txt").is_file():
-                return result(True, None, exe, True, state.get("compiler", {}).get(target, {}))
-            return None
-        if not retry:
-            return result(False, entry.get("reason"), None, True, {})
-        return None
+            return result(True, None, Path(entry["executable"]), True, state.get("compiler", {}).get(target, {}))
+        return result(False, entry.get("reason"), None, True, {})
 
     hit = remembered(_read_state(state_path))
     if hit is not None:
@@ -231,7 +249,7 @@ def build(tree: SourceTree, target: str, changes: tuple[Change, ...] = (), proje
                            "--parallel", str(max(1, jobs))]
             with open(log_path, "a") as log:
                 log.write(f"# {variant}\n")
-                if run_logged(nice(compile_cmd), log, work, timeout_s) != 0:
+                if run_logged(nice(compile_cmd), log, work, timeout_s, f"building the authors' {target} (CMake)") != 0:
                     return failed(f"compile failed: {first_error(log_tail(log_path))}")
             built = find_executable(work / "cmake", target)
             if built is None:

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from engines import children
+
 
 # What a build log's lines say went wrong, the compiler's own first: make's "*** Error 2" follows it.
 ERRORS = (re.compile(r"\berror\b\s*:", re.I), re.compile(r"CMake Error"), re.compile(r"\berror\b", re.I),
@@ -75,11 +77,12 @@ def build_env() -> dict:
     return env
 
 
-def run_logged(cmd: list[str], log, cwd: Path, timeout: float) -> int:
+def run_logged(cmd: list[str], log, cwd: Path, timeout: float, doing: str) -> int:
+    """`doing`: what the command is for, said if a signal stops it (engines/children.py)."""
     log.write(f"$ {' '.join(cmd)}\n")
     log.flush()
-    proc = subprocess.run(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                          env=build_env(), timeout=timeout)
+    proc = children.run(cmd, doing, timeout, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                        env=build_env())
     log.write(f"[exit {proc.returncode}]\n")
     log.flush()
     return proc.returncode
@@ -154,7 +157,8 @@ def compile_against(built, cpp_file: str | Path, output: str | Path, timeout_s: 
     cxx = built.compiler.get("path") or link[0]
     cmd = [cxx, *shlex.split(flags.get("CXX_DEFINES", "")), *shlex.split(flags.get("CXX_INCLUDES", "")),
            *shlex.split(flags.get("CXX_FLAGS", "")), str(cpp_file), "-o", str(output), *libs, *libs]
-    proc = subprocess.run(nice(cmd), capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    proc = children.run(nice(cmd), f"compiling {cpp_file.name} against the authors' build", timeout_s, capture_output=True,
+                        text=True, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         return first_error(proc.stderr + proc.stdout)
     return None

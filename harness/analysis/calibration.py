@@ -31,7 +31,7 @@ from harness.analysis.stats import CONFIDENCE
 from harness.analysis.summary import format_seconds
 from harness.machine.calibrations import factor, summary
 from harness.store.run_plan import MAX_DECIDING_ROUNDS
-from harness.text import clean
+from harness.text import clean, markdown_cell
 
 WINDOW = 4  # rounds an interval is read over: a claim's planned trials and a deciding round
 PLANTED = 1.5  # the factor the copy's trials are scaled by, on the boundary at the same factor
@@ -193,7 +193,8 @@ def page(record: dict) -> str:
     for row in record["points"]:
         counts = " | ".join(f"{row[name][0]}/{row[name][1]}" for name in BY_POINT)
         step = format_seconds(row["step_s"]) if row["step_s"] else "n/a"
-        lines.append(f"| {clean(row['engine'])} | {clean(row['workload'])} | {clean(row['params'])} | {step} "
+        where = " | ".join(markdown_cell(row[name]) for name in ("engine", "workload", "params"))
+        lines.append(f"| {where} | {step} "
                      f"| {counts} |")
     lines += ["", "Runs (each a normal `burtbench run --aa` folder):", ""]
     lines += [f"- {clean(str(run))}" for run in record.get("runs", [])]

@@ -19,32 +19,25 @@ harness's floor row excluded: a floor change is no engine's), paired or not as i
 """
 from __future__ import annotations
 
-import io
 import json
 import math
-import shutil
 from pathlib import Path
 
-from rich.markup import escape
-
-from engines.base import AA_COPY, finite, split_id
+from engines.base import AA_COPY, split_id
 from engines.none import FLOOR
 from harness.analysis import change, effect
-from harness.analysis.labels import short_ids
-from harness.analysis.points import Point, group, measure, trial_time
+from harness.analysis.compare_view import format_comparison  # noqa: F401 - the command's one door to compare
+from harness.analysis.points import Point, failed_sides, group, measure, trial_time
 from harness.analysis.stats import CONFIDENCE
-from harness.analysis.summary import format_seconds
 from harness.errors import UsageError
 from harness.store.results import identity
 from harness.store.run_plan import read_plan
 from harness.store.runs import load_run
-from harness.units import mib
 
 MANIFEST_CHECKS = (("machine", "cpu_model", "CPU model"), ("machine", "governor", "CPU governor"))
 # Peak memory repeats to within a few pages, so a tiny but consistent difference is
 # "significant" without meaning anything: memory changes under 1% are no change.
 MEMORY_TOLERANCE = 0.01
-ONLY_SHOWN = 6  # "Only in A/B": names listed before "and N more"
 
 
 # ----------------------------------------------------------------------------- per row
@@ -92,13 +85,20 @@ def fields(name: str, e: effect.Effect, a: float | None, b: float | None, verdic
             f"{name}_note": e.why, f"{name}_verdict": verdict_text}
 
 
+def checked_answer(a: Point, b: Point, answer: change.Answer) -> change.Answer:
+    """The answer, unless a side's check failed: a wrong program's time answers nothing (kind "failed")."""
+    why = failed_sides(A=a, B=b)
+    return change.Answer("failed", why) if why else answer
+
+
 def compare_row(a: Point, b: Point, pair: bool, floor: change.Floor | None, threshold: float, without: str):
     """Every measure of one row, and the row's one answer (time, then instructions where time cannot tell;
     `without`: why it has no floor, where it has none), and its time's Effect."""
     time = effect_of(a, b, trial_time, pair)
     instr = effect_of(a, b, lambda t: measure(t, "instructions_per_iter"), pair)
     memory = effect_of(a, b, lambda t: measure(t, "peak_resident_bytes"), pair)
-    answer = change.change_answer(time, floor, threshold, instr if instr.estimate is not None else None, without)
+    answer = checked_answer(a, b, change.change_answer(time, floor, threshold,
+                                                       instr if instr.estimate is not None else None, without))
     row = {**fields("time", time, geo(a, trial_time), geo(b, trial_time),
                     change.time_answer(time, floor, threshold, without).text),
            **fields("instr", instr, geo(a, lambda t: measure(t, "instructions_per_iter")),
@@ -229,7 +229,7 @@ def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str 
     for key in sorted(common, key=sort_key):
         pa, pb = points_a[key], points_b[key]
         row, time = compare_row(pa, pb, pair, floors.get(key), threshold, without)
-        if key.engine != FLOOR and time.estimate is not None:
+        if key.engine != FLOOR and time.estimate is not None and row["answer"] != "failed":
             by_workload.setdefault(key.workload, []).append((pa, pb, floors.get(key)))
         rows.append({"workload": key.workload, "engine": key.engine, "params": json.loads(key.params),
                      "trials_a": len(pa.trials), "trials_b": len(pb.trials), **row})
@@ -252,147 +252,3 @@ def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str 
 def _value(manifest: dict, section: str, name: str):
     part = manifest.get(section)
     return part.get(name) if isinstance(part, dict) else None
-
-
-# ----------------------------------------------------------------------------- output
-
-def size(value: float | None) -> str:
-    return mib(value)
-
-
-def ratio_text(ratio: float | None, interval: list[float] | None) -> str:
-    if ratio is None:
-        return "n/a"
-    return f"{ratio:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
-
-
-HEADERS = ["Point", "Engine", "Time A → B", "Answer: time B/A [95% CI]", "Decided by",
-           "Instr. B/A (a proxy)", "Mem A → B", "Memory B/A"]
-WIDTH = 120  # compare's table fits a 120-column terminal
-NARROW = {2: 16, 4: 12, 5: 12, 7: 16}  # the columns that give way to the answer's (decided by, instructions, memory)
-ANSWER_WIDTH = 26
-
-
-def arrow(a: str, b: str) -> str:
-    return "—" if a in ("—", "n/a") and b in ("—", "n/a") else f"{a} → {b}"
-
-
-def varying_params(rows: list[dict]) -> list[str]:
-    """The parameters whose values differ between rows of one workload: those that tell them apart."""
-    names = dict.fromkeys(k for row in rows for k in row["params"])
-    return [k for k in names if any(len({json.dumps(r["params"].get(k)) for r in rows if r["workload"] == w}) > 1
-                                    for w in {r["workload"] for r in rows})]
-
-
-def point_text(row: dict, shown: list[str]) -> str:
-    return " ".join([row["workload"], *(f"{k}={row['params'][k]}" for k in shown if k in row["params"])])
-
-
-def table_rows(result: dict) -> list[list[str]]:
-    labels, _ = short_ids([row["engine"] for row in result["rows"]])
-    shown = varying_params(result["rows"])
-    rows = []
-    for row in result["rows"]:
-        instr = "—" if row["instr_ratio"] is None else f"{row['instr_ratio']:.4f}"
-        rows.append([point_text(row, shown), labels.get(row["engine"], row["engine"]),
-                     arrow(format_seconds(row["time_a"], "n/a"), format_seconds(row["time_b"], "n/a")),
-                     row["answer_text"], row["decided_by"] or "—", instr,
-                     arrow(size(row["mem_a"]), size(row["mem_b"])),
-                     row["mem_verdict"] if row["mem_verdict"].startswith(("smaller", "larger", "undecided"))
-                     else f"{ratio_text(row['mem_ratio'], None)} {row['mem_verdict']}"])
-    for workload, mean in sorted(result["geomean"].items()):
-        if mean["n"] < 2:  # the one row says it already
-            continue
-        rows.append([workload, f"geo. mean of {mean['n']}", "", mean["answer_text"], mean["decided_by"] or "—", "",
-                     "", ""])
-    return rows
-
-
-def shown_columns(rows: list[list[str]]) -> list[int]:
-    """The columns that say something: a column of blanks and dashes only (no instructions counted)
-    is left out."""
-    return [i for i in range(len(HEADERS)) if any(r[i] not in ("", "—") for r in rows) or i < 2]
-
-
-def _only(described: list[dict]) -> str:
-    """A count and a short list without repeats: the engines, then the workloads."""
-    engines = list(dict.fromkeys(g["engine"] for g in described))
-    workloads = list(dict.fromkeys(g["workload"] for g in described))
-
-    def short(names):
-        more = len(names) - ONLY_SHOWN
-        return ", ".join(names[:ONLY_SHOWN]) + (f" and {more} more" if more > 0 else "")
-    return (f"{len(described)} point{'s' if len(described) != 1 else ''} "
-            f"(engines: {short(engines)}; workloads: {short(workloads)})")
-
-
-def _preamble(result: dict) -> list[str]:
-    lines = [f"A = {result['run_a']['run_id']}, B = {result['run_b']['run_id']}. {result['method']}."]
-    lines.append(f"Answer: faster/slower where the whole interval lies beyond the A/A floor (beyond ×1 without one, "
-                 "which the answer says); "
-                 f"same where it lies within a floor narrower than ±{result['threshold']:.0%} (the run's "
-                 "--noise-threshold); else undecided, with what would decide it. Instructions decide where time "
-                 "cannot.")
-    _, legend = short_ids([row["engine"] for row in result["rows"]])
-    if legend:
-        lines.append(legend.capitalize() + ".")
-    if result["geomean"]:
-        lines.append("Geometric-mean rows: per trial, over the workload's rows but the harness's floor row "
-                     f"({FLOOR}).")
-    lines += [f"WARNING: {w}" for w in result["warnings"]]
-    for side in ("only_in_a", "only_in_b"):
-        if result[side]:
-            lines.append(f"Only in {side[-1].upper()}: {_only(result[side])}")
-    return lines
-
-
-def _markdown(result: dict) -> str:
-    def line(cells):
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-    rows = table_rows(result)
-    keep = shown_columns(rows)
-    out = [f"- {text}" for text in _preamble(result)] + ["", line([HEADERS[i] for i in keep]),
-                                                        line(["---"] * len(keep))]
-    out += [line([cells[i] for i in keep]) for cells in rows]
-    return "\n".join(out) + "\n"
-
-
-def _terminal(result: dict) -> str:
-    """One block per point (its name on a line of its own), one line per engine where the width allows:
-    engines and times are never cut or wrapped, the answer's words wrap."""
-    from rich.console import Console
-    from rich.table import Table
-
-    rows = table_rows(result)
-    keep = [i for i in shown_columns(rows) if i not in (0, 6)]  # the memory's ratio and answer say enough
-    table = Table(title="burtbench compare: B relative to A", padding=(0, 1), collapse_padding=True,
-                  show_lines=False)
-    for i in keep:
-        table.add_column(HEADERS[i], no_wrap=i == 1, overflow="fold", max_width=NARROW.get(i),
-                         min_width=ANSWER_WIDTH if i == 3 else None)
-    point = None
-    for cells in rows:
-        if cells[0] != point:
-            if point is not None:
-                table.add_section()
-            point = cells[0]
-            table.add_row(f"[bold]{escape(point)}[/]", *[""] * (len(keep) - 1))
-        table.add_row(*[escape(cells[i]) for i in keep])
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=shutil.get_terminal_size((WIDTH, 24)).columns, color_system=None)
-    for text in _preamble(result):
-        console.print(text, markup=False, highlight=False)
-    console.print(table)
-    return buffer.getvalue()
-
-
-def format_comparison(result: dict, fmt: str = "table") -> str:
-    if fmt == "json":
-        # A ratio that is not a number is null.
-        return json.dumps(finite(result, lambda _: None), indent=2, allow_nan=False) + "\n"
-    if fmt == "md":
-        return _markdown(result)
-    if fmt == "table":
-        return _terminal(result)
-    raise ValueError(f"unknown format {fmt!r}: use table, md or json")

@@ -24,8 +24,10 @@ def regressions(result: dict, fail_if_slower_pct: float) -> list[dict]:
 
 
 def unjudged(result: dict) -> list[dict]:
-    """Rows a gate cannot judge: no interval (fewer than 3 trials a side)."""
-    return [row for row in gated(result) if row["time_ratio"] is not None and row["time_ci"] is None]
+    """Rows a gate cannot judge: no interval (fewer than 3 trials a side), or a side whose check failed (a wrong
+    program's time answers nothing, and a gate that passed it would pass a broken build)."""
+    return [row for row in gated(result) if row["answer"] == "failed"
+            or (row["time_ratio"] is not None and row["time_ci"] is None)]
 
 
 def regression_lines(result: dict, fail_if_slower_pct: float) -> list[str]:
@@ -33,9 +35,12 @@ def regression_lines(result: dict, fail_if_slower_pct: float) -> list[str]:
     lines = [f"slower by more than {fail_if_slower_pct:g}%: {row['workload']} {row['engine']} "
              f"{_params(row['params'])}{row['answer_text']}" for row in regressions(result, fail_if_slower_pct)]
     blind = unjudged(result)
-    if blind:
-        lines.append(f"cannot judge {len(blind)} of {len(gated(result))} rows: fewer than {effect.MIN_TRIALS} trials "
-                     f"a side give no interval (rerun with --trials {effect.MIN_TRIALS} or more)")
+    wrong = [row for row in blind if row["answer"] == "failed"]
+    lines += [f"cannot judge {row['workload']} {row['engine']} {_params(row['params'])}{row['answer_text']}"
+              for row in wrong]
+    if len(blind) > len(wrong):
+        lines.append(f"cannot judge {len(blind) - len(wrong)} of {len(gated(result))} rows: fewer than "
+                     f"{effect.MIN_TRIALS} trials a side give no interval (rerun with --trials {effect.MIN_TRIALS} or more)")
     return lines
 
 

@@ -152,6 +152,11 @@ class Point:
             return None, max(errors, default=None) if checks else None
         return all(c.get("ok") is True for c in decided), max(errors, default=None)
 
+    def failed(self) -> bool:
+        """A decided check failed: the point's numbers are a wrong program's, never an answer. The one
+        predicate every surface that ranks, divides or plots points asks before it does."""
+        return self.check()[0] is False
+
     def check_status(self) -> str | None:
         """What the undecided checks say ("not comparable", "agrees to printed digits"), where none decided."""
         checks = [t["check"] for t in self.trials if isinstance(t.get("check"), dict)]
@@ -189,6 +194,15 @@ class Point:
             notes.append(f"noisy: trials vary by {self.time_cv():.1%} "
                          f"(coefficient of variation > {self.noise_threshold:.0%})")
         return notes
+
+
+FAILED = "check FAILED"  # how a surface marks a failed point where it shows it
+
+
+def failed_sides(**points: "Point") -> str | None:
+    """'check FAILED in B' for the named points (A=..., B=...) that failed, else None: no ratio between them."""
+    sides = [name for name, point in points.items() if point.failed()]
+    return f"no answer: {FAILED} in {' and '.join(sides)}" if sides else None
 
 
 def group(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) -> dict[PointKey, Point]:

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from engines.base import BASELINE
 from harness.analysis.labels import short_ids
-from harness.analysis.points import PointKey, group
+from harness.analysis.points import PointKey, group, number
 from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
 from harness.units import mib
 from workloads import load
@@ -17,6 +17,7 @@ BASELINES = (BASELINE, "micrograd/eager/python/cpu")
 
 
 def format_seconds(s: float | None, missing: str = "—") -> str:
+    s = number(s)  # what no reading can be (NaN, an infinity) is no time, and no format raises on it
     if s is None:
         return missing
     for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
@@ -30,10 +31,13 @@ COLUMNS = ("workload", "engine", "ok", "time/iter", "CV", "instr./iter (proxy)",
 # The columns that may wrap, at spaces, to fit the terminal; the engine is left whole (labels.short_ids),
 # and a workload's point is one parameter a line.
 WORDS = ("CV", "instr./iter (proxy)", "check")
+CHECK_WIDTH = len("wrong")
 
 
 def factor(x: float) -> str:
     """A ratio in three digits, without an exponent: 0.123, 13.3, 3,580."""
+    if number(x) is None:
+        return "—"
     return f"{x:,.0f}" if x >= 1000 else f"{x:.3g}"
 
 
@@ -44,17 +48,54 @@ def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THR
     labels, legend = short_ids([key.engine for key in points])
     rows = [_row(key, point, points, labels) for key, point in points.items()]
     kept = [k for k, name in enumerate(COLUMNS) if name in ("workload", "engine") or any(r[k] != "—" for r in rows)]
-    table = Table(title="Time per iteration (mean over trials)", title_justify="left", collapse_padding=True)
-    for k in kept:
-        name = COLUMNS[k]
-        # Engines, points and numbers are never wrapped: rich narrows the columns of words to fit
-        # instead (an engine's min_width it would shrink first and restore after, past the edge).
-        table.add_column(name, justify="left" if name in ("workload", "engine", "check") else "right",
-                         overflow="fold", no_wrap=name not in WORDS)
-    for row in rows:
-        table.add_row(*(row[k] for k in kept))
     notes = [line for line in (legend, uncounted(points)) if line]
-    return Group(table, *(Text(line) for line in notes))
+    return Group(Fitted(rows, kept), *(Text(line) for line in notes))
+
+
+def natural_width(console, table: Table) -> int:
+    """The columns `table` takes with no cell wrapped (rich's own measure stops at the console's width).
+    Below it rich narrows every column at once, numbers and engines too, folding them mid-digit."""
+    return console.measure(table, options=console.options.update_width(10**4)).maximum
+
+
+# The columns a narrow terminal loses first, in that order; the rest (the point, the engine, its trials,
+# its time and its check) always stay.
+SPARED = ("instr./iter (proxy)", "CV", "×micrograd", "peak RSS", "×BurTorch")
+
+
+class Fitted:
+    """The table at the width it is printed at: the columns in SPARED that do not fit are left out, and a
+    line under it names them; rich would otherwise squeeze them to a letter a line, or crop them."""
+
+    def __init__(self, rows: list[list[str]], kept: list[int]):
+        self.rows, self.kept = rows, kept
+
+    def table(self, shown: list[int]) -> Table:
+        table = Table(title="Time per iteration (mean over trials)", title_justify="left", collapse_padding=True)
+        for k in shown:
+            name = COLUMNS[k]
+            # Engines, points and numbers are never wrapped: rich narrows the columns of words to fit
+            # instead (an engine's min_width it would shrink first and restore after, past the edge).
+            # The check keeps room for its widest word ("wrong"): rich would narrow it to nothing first.
+            table.add_column(name, justify="left" if name in ("workload", "engine", "check") else "right",
+                             overflow="fold", no_wrap=name not in WORDS,
+                             min_width=CHECK_WIDTH if name == "check" else None)
+        for row in self.rows:
+            table.add_row(*(row[k] for k in shown))
+        return table
+
+    def __rich_console__(self, console, options):
+        shown = list(self.kept)
+        spare = [k for name in SPARED for k in shown if COLUMNS[k] == name]
+        table = self.table(shown)
+        while spare and natural_width(console, table) > options.max_width:
+            shown.remove(spare.pop(0))
+            table = self.table(shown)
+        yield table
+        left = [COLUMNS[k] for k in self.kept if k not in shown]
+        if left:
+            yield Text(f"left out at {options.max_width} columns: {', '.join(left)} (a wider terminal shows them; "
+                       f"burtbench report has every column)")
 
 
 def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
@@ -63,7 +104,9 @@ def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
     for base in BASELINES:
         base_point = points.get(PointKey(base, key.workload, key.params))
         base_mean = base_point.time_mean() if base_point else None
-        ratios.append(factor(mean / base_mean) if mean and base_mean else "—")
+        # A wrong program's time divides nothing, nor is divided (its check column says "wrong").
+        wrong = point.failed() or (base_point is not None and base_point.failed())
+        ratios.append(factor(mean / base_mean) if mean and base_mean and not wrong else "—")
     statuses = set(point.status_counts()) - {"ok"}
     ok, _ = point.check()
     check = {True: "ok", False: "wrong", None: point.check_status() or "—"}[ok]
@@ -77,7 +120,7 @@ def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
 
 def count_text(value: float | None) -> str:
     """An instruction count, short: 4 significant digits (counts repeat to ~0.03%)."""
-    if value is None:
+    if number(value) is None:
         return "—"
     for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:

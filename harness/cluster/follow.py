@@ -110,8 +110,9 @@ def status(run: Path, console: Console) -> int:
     for s in record["shards"]:
         k = s["index"]
         tasks = rec.attempts(record, k)
-        console.print(f"  shard {k}: {states[k]}, {rec.recorded_trials(run, k)} of {s['trials']} trials, jobs "
-                      f"{', '.join(rec.task_id(t, k) for t in tasks)}; log {rec.log_of(run, tasks[-1], k)}",
+        jobs = f"jobs {', '.join(rec.task_id(t, k) for t in tasks)}; log {rec.log_of(run, tasks[-1], k)}" if tasks \
+            else "never submitted (sbatch did not answer)"
+        console.print(f"  shard {k}: {states[k]}, {rec.recorded_trials(run, k)} of {s['trials']} trials, {jobs}",
                       highlight=False)
     for job in record["jobs"]:
         if job["kind"] == "finish":

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 
 from harness.errors import UsageError
+from harness.text import clean
 
 # A task in one of these states ended without finishing its shard: it is resubmitted once.
 FAILED = ("FAILED", "TIMEOUT", "CANCELLED", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
@@ -34,7 +35,7 @@ def call(argv: list[str], stdin: str | None = None) -> str:
     except subprocess.TimeoutExpired:
         raise SlurmError(f"{argv[0]}: no answer from the cluster's controller within {CLIENT_TIMEOUT_S} s") from None
     if done.returncode != 0:
-        said = " ".join((done.stderr or done.stdout).split()) or f"exit status {done.returncode}"
+        said = clean(" ".join((done.stderr or done.stdout).split())) or f"exit status {done.returncode}"
         raise SlurmError(f"{argv[0]}: {said}")
     return done.stdout
 
@@ -47,8 +48,13 @@ def check_partition(name: str) -> None:
 
 
 def sbatch(options: list[str], script: str) -> str:
-    """Submits `script` (a file) with `options`; the job's id."""
-    return call(["sbatch", "--parsable", *options, script]).strip().split(";")[0]
+    """Submits `script` (a file) with `options`; the job's id: digits, or the answer is no job of ours
+    (a wrapper's banner, a garbled line) and every later squeue and scancel would name the wrong one."""
+    said = call(["sbatch", "--parsable", *options, script]).strip()
+    job = said.split(";")[0]
+    if not job.isascii() or not job.isdigit():
+        raise SlurmError(f"sbatch: answered {clean(said[:200])!r}, not a job id; nothing is known to be submitted")
+    return job
 
 
 def states(job_ids: list[str]) -> dict[str, str]:

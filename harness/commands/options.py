@@ -46,8 +46,9 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--dry-run", action="store_true",
                      help="print the plan per workload and its estimated time, and exit without running")
     run.add_argument("--estimate-from", type=path_text, metavar="RUN_DIR",
-                     help="previous run whose per-iteration times estimate this one's (default: the newest run "
-                          "under --out made on this CPU model, else rough built-in figures)")
+                     help="previous run whose per-iteration times estimate this one's (default: the run under --out "
+                          "on this CPU model that measured most of the plan's points, the newest of equals; else "
+                          "rough built-in figures)")
     run.add_argument("--timeout", type=at_most(positive_float, MAX_TIMEOUT_S), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
     run.add_argument("--mem-limit", type=size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
     run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",

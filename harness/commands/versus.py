@@ -30,8 +30,7 @@ def rows(trials: list[dict], engine: str) -> list[tuple]:
     native driver's time at the point)."""
     by_point: dict[tuple, dict] = {}
     for point in group([t for t in trials if t.get("status") == "ok"]).values():
-        passed, _ = point.check()
-        if passed is False or point.time_mean() is None:
+        if point.failed() or point.time_mean() is None:
             continue
         by_point.setdefault((point.workload, point.key.params), {})[point.engine] = point
     out = []

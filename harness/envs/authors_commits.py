@@ -14,6 +14,7 @@ from pathlib import Path
 from engines.authors.source import ARCHIVE_SUFFIXES, _git, archive_commit
 from engines.burtorch_authors import DEFAULT_CHECKOUT
 from harness.errors import UsageError
+from harness.text import clean
 
 THEIRS = "burtorch-authors"
 COMMITS = DEFAULT_CHECKOUT.parent / "commits"
@@ -62,7 +63,7 @@ def find_theirs(commit: str, upstream: str | None, cache: Path = COMMITS) -> The
             if found.returncode != 0:
                 continue
             full = found.stdout.strip()
-            subject = _git(["log", "-1", "--format=%s", full], cwd=place).stdout.strip()
+            subject = clean(_git(["log", "-1", "--format=%s", full], cwd=place).stdout.strip())  # anyone's words
             tarball = cache / f"{full}.tar"
             if not tarball.is_file():
                 cache.mkdir(parents=True, exist_ok=True)

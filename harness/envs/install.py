@@ -18,6 +18,7 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from engines import children
 from engines.base import split_id
 from harness.envs import revisions
 from harness.envs.cache import RECORD, hold, read_record
@@ -166,8 +167,7 @@ def _install(python: str, requirements: list[str], pip_args: list[str], tool: st
 
 def _call(cmd: list[str], doing: str) -> str:
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+        done = children.run(cmd, doing, INSTALL_TIMEOUT_S, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InstallFailed(f"{doing}: {exc}") from None
     if done.returncode != 0:

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engines import children
 from engines.authors.cmake import compiler_identity, last_error, log_tail, nice, run_logged
 from engines.file_lock import exclusive
 from harness.envs.authors_commits import THEIRS, TheirsEnv, find_theirs
@@ -37,6 +38,7 @@ from harness.errors import UsageError
 from harness.machine.valgrind import uncountable_isa
 from harness.paths import ROOT
 from harness.store.results import write_json_atomic
+from harness.text import clean
 
 OURS = "burtorch"
 WORKTREE = "worktree"  # burtorch@worktree: the checkout's files as they are, uncommitted changes included
@@ -86,8 +88,8 @@ def parse(text: str, option: str = "--env") -> RevisionSpec:
 def _git(repo: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     env.pop("GIT_DIR", None)
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return children.run(["git", "-C", str(repo), *args], f"asking git ({args[0]})", timeout, capture_output=True,
+                        text=True, env=env, stdin=subprocess.DEVNULL)
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ def resolve(rev: str, repo: Path | None = None, option: str = "--env burtorch@")
                          f"(a commit, tag, branch, HEAD~N, or {WORKTREE})")
     commit = found.stdout.strip()
     subject, _, stamp = _git(repo, "log", "-1", "--format=%s%x00%ct", commit).stdout.strip().partition("\0")
+    subject = clean(subject)  # anyone's words: shown on the build line, in tables and figures as the version's name
     tree = _git(repo, "rev-parse", f"{commit}:{SOURCE}").stdout.strip()
     models = _git(repo, "rev-parse", "--verify", "--quiet", f"{commit}:{MODELS}").stdout.strip()
     revision = Revision(commit, subject, int(stamp or 0), tree, models=models)
@@ -240,7 +243,7 @@ def build(revision: Revision, spec: str, isa: str, root: Path, python: str = sys
             with open(log_path, "a") as log:
                 for cmd in (configure, ["cmake", "--build", str(work / "cmake"), "--parallel", str(jobs),
                                         "--target", *targets]):
-                    if run_logged(nice(cmd), log, folder, BUILD_TIMEOUT_S) != 0:
+                    if run_logged(nice(cmd), log, folder, BUILD_TIMEOUT_S, f"building {spec} (CMake)") != 0:
                         return finish(f"did not build: {last_error(log_tail(log_path))} (log: {log_path})")
             made.python, made.driver = _install(folder, work / "cmake", python, facts, work / "src" / MODELS)
             made.no_module = None if facts["pybind11"] else f"pybind11 is not installed for {python}: no Python module built"

@@ -10,7 +10,9 @@ and the claim's own engines. Two things join the plan:
   claim reads the point (outside the paper profile the init run is otherwise measured once a point);
   not in the smoke profile, whose claims stay undecided.
 A claim the profile cannot answer (a whole-process total at fewer iterations than the paper's) adds
-nothing. --trials N is the user's count and is kept; a run narrowed with --param runs the points
+nothing, nor does one the run's engines cannot judge: it needs a subject in no environment (a versions
+run's variants of BurTorch are not the subjects) and, unless it reads BurTorch alone, an engine it
+compares with, in no environment either, as the report reads them (harness/report/claim_rows.py). --trials N is the user's count and is kept; a run narrowed with --param runs the points
 asked for, with the claims' repetitions at those of them a claim reads.
 """
 from __future__ import annotations
@@ -23,6 +25,9 @@ from harness.planning.plan import PlannedTrial
 from workloads.claims import load_claims
 
 SUBJECT_ENGINES = (BASELINE, AUTHORS)
+# Said by --dry-run and by the run where judged() holds for no claim: no trials, no deciding rounds.
+NO_CLAIM_JUDGED = (f"no claim of the paper can be judged by these engines: they need {BASELINE} or "
+                   f"{AUTHORS.split('/')[0]} beside another framework")
 SKIPPED_POINT = "a claim's point the profile skips"
 REPEATED = f"{MIN_TRIALS} trials for the claims"
 # The smoke profile checks that everything runs, in seconds: its claims stay undecided, and say so.
@@ -35,10 +40,34 @@ def _answerable(claim, profile: str) -> bool:
     return claim.rule != "same_outputs" and (claim.requires != "paper_iterations" or profile == "paper")
 
 
+def _compares(claim, engine) -> bool:
+    """The claim reads this engine's rows against a subject's ("*": any CPU row of another framework
+    that the paper has)."""
+    if engine.env:
+        return False
+    if claim.engines == ("*",):
+        return engine.device == "cpu" and not engine.framework.startswith("burtorch") and engine.paper_row is not None
+    return engine.id in claim.engines
+
+
+def _judging(claim, engines: list, workload=None) -> tuple[list, list]:
+    """(the subjects, the engines compared with them) among `engines` that can judge the claim (that run
+    `workload`, where given); both empty where they cannot."""
+    runs = [e for e in engines if workload is None or e.runs(workload)]
+    subjects = [e for e in runs if e.id in SUBJECT_ENGINES]
+    others = [e for e in runs if _compares(claim, e)]
+    return (subjects, others) if subjects and (others or not claim.engines) else ([], [])
+
+
+def judges_any(engines: list) -> bool:
+    """Whether these engines can judge any claim of the paper (NO_CLAIM_JUDGED where not)."""
+    engines = list({e.id: e for e in engines}.values())
+    return any(_judging(claim, engines)[0] for claim in load_claims())
+
+
 def wanted(engines: list, workloads: list, profile: str) -> dict[tuple, tuple]:
     """{(engine id, workload, params key): (engine, workload, params, an init claim reads it)} of every point a
-    claim reads, for the selected engines and workloads."""
-    selected = {e.id: e for e in engines}
+    claim reads, for the selected engines and workloads that can judge it."""
     found: dict[tuple, tuple] = {}
     for claim in load_claims():
         if not _answerable(claim, profile):
@@ -48,10 +77,9 @@ def wanted(engines: list, workloads: list, profile: str) -> dict[tuple, tuple]:
             if workload.paper is None or workload.paper.csv_name not in claim.tables:
                 continue
             narrow = {k: v for k, v in claim.points.items() if k in workload.grid}
-            compared = selected if claim.engines == ("*",) else {
-                e: selected[e] for e in (*SUBJECT_ENGINES, *claim.engines) if e in selected}
+            subjects, others = _judging(claim, engines, workload)
             for params in workload.points(narrow):
-                for engine in (e for e in compared.values() if e.runs(workload)):
+                for engine in (*subjects, *others):
                     key = (engine.id, workload.name, _key(params))
                     before = found.get(key)
                     found[key] = (engine, workload, params, init or bool(before and before[3]))

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.errors import UsageError
-from harness.planning.claim_points import added_trials
-from harness.planning.estimate import wall_s
+from harness.planning.claim_points import NO_CLAIM_JUDGED, added_trials, judges_any
+from harness.planning.estimate import engine_builds, revision_builds, wall_s
 from harness.text import clean
 from harness.units import count
 
@@ -45,15 +45,26 @@ def show(plan: list, req, estimator, console: Console) -> int:
                       str(len(mine)), duration(sum(estimator.trial_s(pt) for pt in mine)),
                       duration(wall_s(mine, estimator, workers)),
                       "rough figures" if rough == len(mine) else "previous run" + (f" ({rough} rough)" if rough else ""))
-    eta = duration(wall_s(plan, estimator, workers))
+    # Builds run one after another before the first trial (a resumed run's were made when it began).
+    builds = estimator.builds(revision_builds(req.plan) + engine_builds(plan)) if req.run_dir is None else []
+    building_s = sum(seconds for _, seconds, _ in builds)
+    if builds:
+        table.add_row("builds", "", "", "", duration(building_s), duration(building_s),
+                      "rough figures" if all(source.startswith("rough") for *_, source in builds) else "previous runs")
+    eta = duration(building_s + wall_s(plan, estimator, workers))
     table.add_row("total", str(len({pt.point_key() for pt in plan})), str(len({pt.engine.id for pt in plan})),
-                  str(len(plan)), duration(sum(estimator.trial_s(pt) for pt in plan)), eta, "", style="bold")
+                  str(len(plan)), duration(building_s + sum(estimator.trial_s(pt) for pt in plan)), eta, "", style="bold")
     console.print(table)
+    for made, seconds, source in builds:
+        console.print(f"built first: {clean(made.what)}, {duration(seconds)} ({source})", highlight=False)
     for line, trials in added_trials(plan):
         console.print(f"added for the paper's claims: {line} (core time "
                       f"{duration(sum(estimator.trial_s(pt) for pt in trials))})", highlight=False)
+    judged = judges_any([pt.engine for pt in plan])
+    if not judged:
+        console.print(NO_CLAIM_JUDGED, highlight=False)
     budget = req.plan.claims_budget_min * 60
-    if budget and any(pt.why for pt in plan):
+    if budget and judged and any(pt.why for pt in plan):
         console.print(f"then, for at most {duration(budget)} (--claims-budget), rounds at the points of claims "
                       "still undecided (not in the ETA)", highlight=False)
     shard = req.plan.shard

@@ -1,13 +1,17 @@
-"""What a resumed run (--resume) takes from its folder: the manifest, its plan checked field by field."""
+"""What a resumed run (--resume) takes from its folder: the manifest, its plan checked field by field, and
+the trials added to it after the plan (added.jsonl)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+from harness.analysis.points import PointKey
 from harness.envs import specs as envs
 from harness.envs.cache import env_dir
 from harness.errors import UsageError
 from harness.machine.valgrind import missing_valgrind
-from harness.store import results
+from harness.planning.plan import PlannedTrial
+from harness.store import added, results
 from harness.store.run_plan import PlanDamaged, RunPlan
 
 
@@ -35,3 +39,37 @@ def check_environments(plan: RunPlan) -> None:
         if plan.env_dir is None:
             raise UsageError("--resume: the plan names environments but no environments folder: damaged; start a new run")
         env_dir(plan.env_dir)
+
+
+def record_added(run_dir: Path, trials: list[PlannedTrial], deciding_spent_s: float | None = None) -> None:
+    """Trials added after the plan, kept before the first of them starts (store/added.py)."""
+    added.append(run_dir, [{"engine": pt.engine.id, "workload": pt.workload.name, "params": dict(pt.params),
+                            "trial": pt.trial, "why": pt.why, "with_init": pt.with_init} for pt in trials],
+                 deciding_spent_s)
+
+
+def with_added(plan: list[PlannedTrial], run_dir: Path) -> list[PlannedTrial]:
+    """The plan and the trials its folder says were added to it, each re-made from a planned trial at its
+    point; one at a point no longer planned (its engine unavailable now) goes as that point's trials go."""
+    at = {pt.point_key(): pt for pt in plan}
+    keys = {pt.key() for pt in plan}
+    more = []
+    for batch in added.read(run_dir):
+        for trial in batch.trials:
+            template = at.get(PointKey.of(trial))
+            if template is None:
+                continue
+            pt = replace(template, trial=trial["trial"], why=trial["why"], with_init=trial["with_init"], added=True)
+            if pt.key() not in keys:
+                keys.add(pt.key())
+                more.append(pt)
+    return [*plan, *more]
+
+
+def deciding_spent(run_dir: Path) -> float | None:
+    """Seconds of the claims budget the run's deciding rounds have spent (0 before their first round);
+    None once they ended."""
+    rounds = [b for b in added.read(run_dir) if b.deciding_spent_s is not None]
+    if rounds and not rounds[-1].trials:
+        return None
+    return rounds[-1].deciding_spent_s if rounds else 0.0

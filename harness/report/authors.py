@@ -14,8 +14,9 @@ from pathlib import Path
 
 from engines.authors.differences import DIFFERENCES
 from engines.base import BASELINE
-from harness.analysis.points import Point, run_points
+from harness.analysis.points import FAILED, Point, run_points
 from harness.store.runs import Run
+from harness.text import markdown_cell
 from harness.units import mib
 
 AUTHORS = "burtorch-authors"
@@ -68,7 +69,8 @@ def comparison_rows(run: Run) -> list[list[str]]:
                      and k.params == theirs.key.params), None)
         t_ours = ours.time_mean() if ours else None
         t_theirs = theirs.time_mean()
-        ratio = f"{t_theirs / t_ours:.3g}" if t_theirs and t_ours else "n/a"
+        wrong = theirs.failed() or (ours is not None and ours.failed())
+        ratio = "n/a" if not (t_theirs and t_ours) else FAILED if wrong else f"{t_theirs / t_ours:.3g}"
         params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in theirs.params.items())
         rows.append([theirs.workload, params, f"{theirs.trials_ok()}/{len(theirs.trials)}", _time(t_theirs),
                      _time(t_ours), ratio,
@@ -178,10 +180,6 @@ def sections(run: Run) -> list[tuple[str, list[str], list[str] | None, list[list
     ]
 
 
-def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(run: Run) -> str:
     out = [f"# The authors' BurTorch in run {run.run_id}", ""]
     for heading, paragraphs, head, rows in sections(run):
@@ -190,7 +188,7 @@ def markdown(run: Run) -> str:
         if head and rows:
             out.append("| " + " | ".join(head) + " |")
             out.append("|" + "---|" * len(head))
-            out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+            out += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
             out.append("")
     return "\n".join(out)
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 from functools import lru_cache
 
 from engines import all_engines
+from harness.analysis.points import number as finite
 from harness.report.metrics import Metric
 from harness.store.results import params_key
 
 
 def number(value: float | None) -> str:
     """Three significant digits; whole numbers with thousands separators from 100 up."""
-    if value is None:
+    if finite(value) is None:  # NaN or an infinity (a ratio to a missing value) is no number to show
         return "n/a"
     if abs(value) >= 100 or value == int(value):
         return f"{value:,.0f}"
@@ -23,16 +24,16 @@ def spread(value: float) -> str:
 
 
 def factor(value: float | None) -> str:
-    if value is None:
+    if finite(value) is None:
         return ""
     return f"×{value:,.0f}" if value >= 100 else f"×{value:.3g}"
 
 
 def value_cell(value, std, rel, scale: float) -> str:
-    if value is None:
+    if finite(value) is None:
         return "n/a"
     text = number(value * scale)
-    if std is not None:
+    if finite(std) is not None:
         text += f" ± {spread(std * scale)}"
     if rel is not None:
         text += f" ({factor(rel)})"

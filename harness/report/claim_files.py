@@ -14,7 +14,7 @@ from harness.analysis.points import STATISTIC
 from harness.report import claims, paper
 from harness.report.claims import Judged, Verdict
 from harness.store.runs import Run
-from harness.text import clean
+from harness.text import clean, markdown_cell
 
 SUBJECTS_TEXT = ("Each claim is judged twice: for the authors' BurTorch (their published programs, built from "
                  "their source: the code the paper measured) and for burtbench's engine (our re-implementation). "
@@ -67,7 +67,7 @@ def markdown_table(judged: list[Judged]) -> str:
     for j in judged:
         cells_ = [f"{j.claim.claim} (`{j.claim.id}`)", j.claim.where, shown(j.ours, "paper"),
                   *(cell(v) for v in j.verdicts())]
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells_) + " |")
+        lines.append("| " + " | ".join(markdown_cell(c) for c in cells_) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -153,8 +153,9 @@ def ratio_rows(claim: Claim, subject: str, run: Run, tables: list[Table]) -> lis
             if not required and not row["in_run"]:
                 continue
             base = _subject_row(table, row, subject)
-            mine = _quotient(row, "", metrics) if row["in_run"] else None
-            own = _quotient(base, "", metrics) if base is not None else None
+            # A row whose program failed its check gives no factor: a wrong program's time is no answer.
+            mine = _quotient(row, "", metrics) if row["in_run"] and row.get("check_ok") is not False else None
+            own = _quotient(base, "", metrics) if base is not None and base.get("check_ok") is not False else None
             lacks = engine if mine is None else (subject if not own else None)
             found = measured = None
             if lacks is None:

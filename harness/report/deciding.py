@@ -21,6 +21,7 @@ from pathlib import Path
 
 from harness.analysis.points import measure
 from harness.planning.plan import PlannedTrial
+from harness.planning.resume import deciding_spent
 from harness.report import claims
 from harness.report.tables import build_tables
 from harness.store.results import params_key
@@ -31,10 +32,19 @@ class Deciding:
     def __init__(self, plan: list[PlannedTrial], run_dir: Path, budget_s: float, clock=time.monotonic):
         self.plan, self.run_dir, self.budget_s, self.clock = plan, Path(run_dir), budget_s, clock
         self.started: float | None = None
+        # The budget spent once the rounds last given have run, by their cost: the trial loop keeps it
+        # with them (store/added.py). None: nothing to keep (the rounds ended before a resume).
+        self.spent_s: float | None = None
+        self.ended = False
 
     def __call__(self) -> list[PlannedTrial]:
         if self.started is None:
-            self.started = self.clock()
+            # A resumed run goes on with the budget its rounds left, and adds none once they ended.
+            spent = deciding_spent(self.run_dir)
+            self.ended = spent is None
+            self.started = self.clock() - (spent or 0.0)
+        if self.ended:
+            return []
         left = self.budget_s - (self.clock() - self.started)
         run = load_run(self.run_dir)
         rounds = []
@@ -49,6 +59,7 @@ class Deciding:
             if trials:
                 added += trials
                 left -= cost
+        self.spent_s = self.budget_s - left
         return added
 
     @staticmethod

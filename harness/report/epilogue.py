@@ -19,7 +19,7 @@ from engines.base import AA_COPY, split_id
 from engines.none import FLOOR
 from harness.planning.claim_points import UNREPEATED_PROFILES
 from harness.analysis.labels import short_ids
-from harness.analysis.points import STATISTIC, run_points
+from harness.analysis.points import FAILED, STATISTIC, run_points
 from harness.analysis.summary import format_seconds, shown_params
 from harness.report import claim_files, claims, versions
 from harness.report.render import render_report
@@ -124,11 +124,13 @@ def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
 def speed_lines(run) -> list[str]:
     """At each workload point, the fastest engine and how much faster than the slowest it ran."""
     by_point: dict[tuple, list] = {}
+    failed: dict[tuple, list] = {}
     for point in run_points(run).values():
-        # The harness's floor is no framework, and an A/A copy is its original again: neither is ranked.
+        # The harness's floor is no framework, and an A/A copy is its original again: neither is ranked;
+        # a wrong program's time is no answer, so it is named apart.
         if point.time_mean() is not None and point.engine != FLOOR and not point.engine.endswith(AA_COPY):
-            by_point.setdefault((point.workload, point.key.params), []).append(point)
-    labels, _ = short_ids([p.engine for points in by_point.values() for p in points])
+            (failed if point.failed() else by_point).setdefault((point.workload, point.key.params), []).append(point)
+    labels, _ = short_ids([p.engine for points in (*by_point.values(), *failed.values()) for p in points])
     lines = []
     for (workload, _), points in by_point.items():
         # Versions of one engine: the versions lines answer which is faster, by the one rule.
@@ -144,6 +146,10 @@ def speed_lines(run) -> list[str]:
             of = f" (slowest of {len(points)})"
             line += of if len(Text.from_markup(line + of)) <= WIDTH else ""
         lines.append(line)
+    for (workload, _), points in failed.items():
+        name = workload + shown_params(workload, points[0].params)
+        lines.append(f"  {escape(name):<28} [red]{FAILED}[/], not ranked: "
+                     + escape(", ".join(labels[p.engine] for p in points)))
     return lines
 
 

@@ -11,12 +11,13 @@ import pandas as pd
 
 from harness.report import cells
 from harness.report.tables import Table
+from harness.text import markdown_cell
 
 
 def markdown(table: Table) -> str:
-    escaped = table.shown.map(lambda c: c.replace("|", "\\|"))
+    escaped = table.shown.map(markdown_cell)
     body = escaped.to_markdown(index=False, tablefmt="pipe", disable_numparse=True)
-    notes = "".join(f"\n- {note}" for note in table.notes)
+    notes = "".join(f"\n- {markdown_cell(note)}" for note in table.notes)
     return f"## {table.title}\n\n{table.caption}\n\n{body}\n" + (f"{notes}\n" if notes else "")
 
 

@@ -26,6 +26,7 @@ from harness.report.tables import build_tables
 from harness.store.merge import merged_from
 from harness.store.results import identity
 from harness.store.runs import ROUND_STRIDE, Run, load_run
+from harness.text import markdown_cell
 
 VIRTUAL = "peak_virtual_bytes"  # the trial field of peak virtual memory (VmPeak)
 
@@ -60,6 +61,9 @@ def check_poolable(runs: list[Run], names: list[str]) -> None:
     trials twice: one line, before any judging."""
     seen: dict[tuple, str] = {}
     for name, run in zip(names, runs):
+        if not run.manifest.get("run_id") or not run.manifest.get("created_at"):
+            raise UsageError(f"burtbench claims: {name}/manifest.json is damaged or lacks 'run_id' and 'created_at': "
+                             "it cannot be told from another run")
         key = (run.manifest.get("run_id"), run.manifest.get("created_at"))  # a copy of a run is the run again
         if key in seen:
             raise UsageError(f"burtbench claims: {name} is the run {seen[key]} again; give each run once")
@@ -236,18 +240,18 @@ def markdown(machines: list[Machine], pictures: dict | None = None) -> str:
             "Runs of one machine (CPU model, OS, framework builds) pool their trials into one verdict, each trial "
             "once (a merged run holds copies of its shards'); each machine is judged apart. Made by "
             "`burtbench claims RUN [RUN ...]`.", ""]
-    head += [f"- **{m.name}**: {pooled_text(m)}".replace("|", "\\|") for m in machines]
+    head += [f"- **{markdown_cell(m.name)}**: {markdown_cell(pooled_text(m))}" for m in machines]
     head += ["", f"{LEGEND}. {HOLDS}.", "", RUNS_AS_LEVEL, families(machines)]
     heads = ["Claim", "Paper", *(f"{s.short}: {m.name}" for s in claims.SUBJECTS for m in machines),
              *(f"{s.short}: holds on" for s in claims.SUBJECTS)]
-    rows = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    rows = ["| " + " | ".join(markdown_cell(h) for h in heads) + " |", "|" + "---|" * len(heads)]
     for index, judged in enumerate(machines[0].judged):
         cells = [f"`{judged.claim.id}`", judged.claim.stated_text]
         cells += [verdict_text(getattr(m.judged[index], s.key)) for s in claims.SUBJECTS for m in machines]
         cells += [holds_head(s, machines, index) for s in claims.SUBJECTS]
-        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    drawn = [f"![{m.name}: each claim's factor and its interval against the paper's number]"
-             f"({pictures[m.name].name})".replace("|", "\\|") for m in machines if (pictures or {}).get(m.name)]
+        rows.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
+    drawn = [f"![{markdown_cell(m.name)}: each claim's factor and its interval against the paper's number]"
+             f"({pictures[m.name].name})" for m in machines if (pictures or {}).get(m.name)]
     return "\n".join(head + ["", *rows, "", *(line for png in drawn for line in (png, "")), ""])
 
 

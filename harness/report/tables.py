@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from engines.base import BASELINE
-from harness.analysis.points import Point, run_points
+from harness.analysis.points import FAILED, Point, run_points
 from harness.report import cells, notes, paper
 from harness.report.metrics import INSTRUCTIONS, Metric, memory_note, resolve
 from harness.store.results import params_key
@@ -86,6 +86,8 @@ def workload_table(run: Run, workload: Workload, declaration: PaperTable, points
         table_notes.append(notes.theory_note(workload, run.manifest))
     table_notes += [d.note() for d in differences.get(declaration.differences)]
     table_notes += notes.timed_region_notes(points, workload.name, run.timing)
+    if any(r["in_run"] and r["engine"] == BASELINE and r["check_ok"] is False for r in rows):
+        table_notes.insert(0, f"{BASELINE}'s {FAILED} at some points: rows there have no relative factors.")
     if not any(r["in_run"] and r["engine"] == BASELINE and r["trials_ok"] for r in rows):
         table_notes.insert(0, f"This run has no successful {BASELINE} trial, so it has no relative factors.")
     fields = LEAD_FIELDS + [f for m in metrics for f in metric_fields(m)] + ["notes"]
@@ -153,11 +155,13 @@ def paper_frame(rows: list[paper.PaperRow], metrics: list[Metric], point_names: 
     return pd.DataFrame.from_records(records, columns=columns)
 
 
-def relative(frame: pd.DataFrame, column: str) -> pd.Series:
-    """Each row's value over the baseline engine's at the same point."""
-    base = frame[frame["engine"] == BASELINE].set_index("point")[column]
+def relative(frame: pd.DataFrame, column: str, checked: bool = False) -> pd.Series:
+    """Each row's value over the baseline engine's at the same point; `checked` (our measures): a row
+    whose check failed (points.Point.failed) neither divides nor is divided, its Check cell says why."""
+    wrong = frame["check_ok"].eq(False) if checked else pd.Series(False, index=frame.index)
+    base = frame[(frame["engine"] == BASELINE) & ~wrong].set_index("point")[column]
     base = base[base.notna() & (base != 0)]
-    return frame[column] / frame["point"].map(base)
+    return (frame[column] / frame["point"].map(base)).where(~wrong)
 
 
 def joined_frame(points: list[Point], rows: list[paper.PaperRow], metrics: list[Metric], declaration: PaperTable,
@@ -168,7 +172,7 @@ def joined_frame(points: list[Point], rows: list[paper.PaperRow], metrics: list[
     frame = theirs.merge(ours, on=["point", "engine"], how="outer", sort=False)
     frame["in_run"] = frame["in_run"].eq(True)
     for m in metrics:
-        frame[f"rel_{m.key}"] = relative(frame, m.key) if m.relative else None
+        frame[f"rel_{m.key}"] = relative(frame, m.key, checked=True) if m.relative else None
         if m.paper:
             computed = relative(frame, f"paper_{m.key}")
             frame[f"paper_rel_{m.key}"] = frame[f"paper_printed_rel_{m.key}"].astype(float).fillna(computed)

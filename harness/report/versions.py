@@ -22,11 +22,11 @@ import pandas as pd
 
 from engines.base import AA_COPY, split_id
 from harness.analysis import change, compare, effect
-from harness.analysis.points import Point, measure, run_points, trial_time
+from harness.analysis.points import FAILED, Point, measure, run_points, trial_time
 from harness.analysis.summary import count_text, format_seconds, shown_params
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
-from harness.units import count
+from harness.units import count, mib
 
 FIELDS = ["engine", "params", "version", "env", "trials_ok", "trials", "check_ok", "rounds",
           "time_per_iter_s", "time_ratio", "time_ci_low", "time_ci_high", "time_verdict",
@@ -114,7 +114,7 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor:
          threshold: float, names: dict | None = None) -> dict:
     """One version's row against the oldest; `without`: why it has no floor, where it has none."""
     same = point is oldest
-    copy = " (A/A copy)" if env.endswith(AA_COPY) else ""
+    copy = (" (A/A copy)" if env.endswith(AA_COPY) else "") + (f" ({FAILED})" if point.failed() else "")
     row = {"engine": engine, "params": json.loads(params), "version": version_of(point, env, names) + copy, "env": env,
            "trials_ok": point.trials_ok(), "trials": len(point.trials), "check_ok": point.check()[0], "in_run": True,
            **_floor_fields(floor)}
@@ -130,7 +130,8 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor:
     instr = compare.effect_of(oldest, point, instructions_of, pair=True)
     init = compare.effect_of(oldest, point, lambda t: measure(t, "init_time_s"), pair=True)
     memory = compare.effect_of(oldest, point, lambda t: measure(t, "peak_resident_bytes"), pair=True)
-    answer = change.change_answer(time, floor, threshold, instr if instr.estimate is not None else None, without)
+    answer = compare.checked_answer(oldest, point, change.change_answer(
+        time, floor, threshold, instr if instr.estimate is not None else None, without))
     return {**row, "rounds": time.n, "time_per_iter_s": compare.geo(point, trial_time), "time_ratio": time.estimate,
             **_ends("time", time), "time_verdict": change.time_answer(time, floor, threshold, without).text,
             "instructions_per_iter": compare.geo(point, instructions_of), "instr_ratio": instr.estimate,
@@ -160,7 +161,7 @@ def _shown(workload: str, rows: list[dict]) -> pd.DataFrame:
         "Noise floor (A/A)": "not measured" if r["noise_floor"] is None else
         f"×/÷{r['noise_floor']:.3g} (A/A of {r['floor_pair']})",
         "Answer (time ×oldest [95% CI])": r["verdict"], "Decided by": r["decided_by"],
-        "Init ×oldest": ratio(r, "init"), "Peak RSS": compare.size(r["peak_resident_bytes"]),
+        "Init ×oldest": ratio(r, "init"), "Peak RSS": mib(r["peak_resident_bytes"]),
         "Memory ×oldest": ratio(r, "mem"),
     } for r in rows])
 
@@ -267,6 +268,8 @@ def _ratio_panel(ax, rows: list[dict]) -> None:
     """Each version's time ratio to the oldest, with its 95% interval, beside the ±floor band."""
     xs = range(len(rows))
     for x, r in zip(xs, rows):
+        if r["check_ok"] is False or r.get("answer") == "failed":  # a wrong program's ratio is no answer
+            continue
         low, high = r["time_ci_low"], r["time_ci_high"]
         err = [[r["time_ratio"] - low], [high - r["time_ratio"]]] if low is not None else None
         ax.errorbar([x], [r["time_ratio"]], yerr=err, fmt="o", color="tab:blue", capsize=4)

@@ -20,10 +20,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from engines.children import STOPPING
 from harness.analysis.effect import MIN_TRIALS
 from harness.analysis.points import group
 from harness.measure import affinity
 from harness.planning.plan import PlannedTrial
+from harness.planning.resume import record_added
 from harness.planning.preview import duration
 from harness.running.runner import measure, prepare_inputs
 from harness.running.spawn import ChildSpawner, Interrupted, RunOptions
@@ -52,7 +54,8 @@ class Job:
     estimator: object = None  # planning/estimate.py's Estimator, for the progress ETA
     data_dir: str | None = None  # the plan's --data-dir: the real data sets the inputs are prepared from
     # Once the plan (and --adaptive's trials) are done: () -> more trials, each with its `why`, until it gives none
-    # (the rounds that decide undecided claims, within --claims-budget).
+    # (the rounds that decide undecided claims, within --claims-budget); its `spent_s`, the budget spent once
+    # they have run (None: nothing to keep, its end already kept), goes with them into the run folder.
     follow_up: object = None
 
 
@@ -117,14 +120,15 @@ def _execute(plan: list[PlannedTrial], job: Job) -> int:
         for spawner in spawners.values():
             spawner.interrupt()
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, stop) for sig in STOPPING}
     try:
         with _progress(console) as progress, runner_off(cpus):
             eta = Eta(job.estimator, len(cpus))
             task = progress.add_task("starting", total=len(todo), **eta.add(todo))
             with ThreadPoolExecutor(len(cpus)) as pool:
                 run = Dispatch(pool, spawners, job, progress, task, eta)
-                while todo:
+                # Even with nothing pending: a resumed run goes on adding trials where the killed one would have.
+                while True:
                     try:
                         run.all(todo)
                     except BaseException:
@@ -133,17 +137,33 @@ def _execute(plan: list[PlannedTrial], job: Job) -> int:
                         raise
                     if run.interrupted:
                         return _finish(run_dir, manifest, "interrupted", console)
-                    todo = more_trials(plan, run_dir, job.adaptive, manifest["unavailable"]) if job.adaptive else []
-                    if not todo and job.follow_up is not None:
-                        todo = [pt for pt in job.follow_up() if pt.engine.id not in manifest["unavailable"]]
-                        for why in dict.fromkeys(pt.why for pt in todo):
-                            progress.console.print(f"one more round: {why}", highlight=False)
-                    if todo:
-                        progress.update(task, total=progress.tasks[0].total + len(todo), **eta.add(todo))
+                    todo, rounds = added_after(plan, job)
+                    if not todo:
+                        break
+                    plan = [*plan, *todo]
+                    for why in rounds:
+                        progress.console.print(f"one more round: {why}", highlight=False)
+                    progress.update(task, total=progress.tasks[0].total + len(todo), **eta.add(todo))
             return _finish(run_dir, manifest, "complete", console, plan)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def added_after(plan: list[PlannedTrial], job: Job) -> tuple[list[PlannedTrial], list[str]]:
+    """The next batch of trials beyond the plan (--adaptive's, else the follow-up's) and the follow-up's
+    reasons for its rounds. The batch is kept in the run folder before its first trial starts; a follow-up
+    that ends says so there too, so that a resume adds no more."""
+    unavailable = job.manifest["unavailable"]
+    todo = more_trials(plan, job.run_dir, job.adaptive, unavailable) if job.adaptive else []
+    if todo or job.follow_up is None:
+        if todo:
+            record_added(job.run_dir, todo)
+        return todo, []
+    todo = [pt for pt in job.follow_up() if pt.engine.id not in unavailable]
+    if job.follow_up.spent_s is not None:
+        record_added(job.run_dir, todo, job.follow_up.spent_s)
+    return todo, list(dict.fromkeys(pt.why for pt in todo))
 
 
 class Dispatch:

@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import sys
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,12 +30,12 @@ from harness.errors import UsageError
 from harness.machine.valgrind import missing_valgrind
 from harness.measure import affinity, energy, tsc
 from harness.planning import preview, selection, shard
-from harness.planning.claim_points import UNREPEATED_PROFILES, with_claim_points
-from harness.planning.estimate import Estimator, newest_compatible_run
+from harness.planning.claim_points import NO_CLAIM_JUDGED, UNREPEATED_PROFILES, judges_any, with_claim_points
+from harness.planning.estimate import Estimator, covering_run, engine_builds
 from harness.planning.plan import make_plan as plan_of
 from harness.planning.plan import narrow_for
 from harness.planning.preview import NOTHING_TO_RUN
-from harness.planning.resume import resumable_manifest
+from harness.planning.resume import resumable_manifest, with_added
 from harness.running import orchestrator
 from harness.running import upstream as upstream_source
 from harness.running.orchestrator import pending
@@ -182,7 +183,7 @@ def request(args) -> RunRequest:
     estimate_from = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
     if estimate_from is None:
 
-        estimate_from = newest_compatible_run(Path(args.out))
+        estimate_from = covering_run(Path(args.out), plan)
     return RunRequest(plan, run_dir, Path(args.out), cpus[0] if cpus else cpu, python, args.mem_limit,
                       args.sample_private, args.energy, args.idle_seconds,
                       cpus=tuple(cpus), dry_run=args.dry_run, estimate_from=estimate_from)
@@ -239,16 +240,18 @@ def planned_keys(plan: RunPlan) -> list[tuple]:
     return [pt.key() for pt in make_plan(plan)]
 
 
-def ready_engines(plan: list, console: Console) -> tuple[list, dict]:
+def ready_engines(plan: list, console: Console, builds: list) -> tuple[list, dict]:
     """The plan without engines that cannot run here, and why each cannot. An engine built on first
     use (the LibTorch driver, the authors' programs) is built here, before the first trial, for the
-    trials planned for it."""
+    trials planned for it; `builds` gets what each build took (the next dry run's ETA counts them)."""
     unavailable = {}
     for pt in plan:
         if pt.engine.id not in unavailable:
             prepare = getattr(pt.engine, "prepare", None)
             mine = [p for p in plan if p.engine.id == pt.engine.id]
+            needed, started = engine_builds(mine), time.monotonic()
             unavailable[pt.engine.id] = pt.engine.unavailable_reason() or (prepare(mine) if prepare else None)
+            builds += [made.record(time.monotonic() - started) for made in needed if not unavailable[pt.engine.id]]
     unavailable = {k: v for k, v in unavailable.items() if v}
     for eid, reason in unavailable.items():
         print(f"burtbench: skipping {clean(eid)}: unavailable: {clean(reason)}", file=sys.stderr)
@@ -284,6 +287,7 @@ def run(req: RunRequest, console: Console, extend=None) -> Outcome:
         if req.run_dir is None:
             return Outcome(preview.show(plan, req, estimator(req), console), None)
 
+        plan = with_added(plan, req.run_dir)
         left = pending(plan, req.run_dir)
         console.print(f"resuming {req.run_dir}: {len(plan) - len(left)} of {len(plan)} planned trials are done; "
                       f"the rest:", highlight=False)
@@ -297,25 +301,28 @@ def _run(req: RunRequest, console: Console, environments: dict, extend) -> Outco
     if req.run_dir is not None:
         check_resumed(resumable_manifest(req.run_dir)[0], environments)
     plan, no_source = upstream_source.provide(make_plan(req.plan, environments), console)
-    plan, unavailable = ready_engines(plan, console)
+    builds: list = []
+    plan, unavailable = ready_engines(plan, console, builds)
     unavailable = {**no_source, **unavailable}
     if req.run_dir is not None:
         with RunLock(req.run_dir):
-            return Outcome(_run_locked(req, console, req.run_dir, plan, unavailable, environments, extend), req.run_dir)
+            return Outcome(_run_locked(req, console, req.run_dir, plan, unavailable, environments, extend, builds),
+                           req.run_dir)
     run_dir = new_run_dir(req.out, req.plan.profile)
     try:
         run_dir.mkdir(parents=True)
     except OSError as exc:
         raise ResultsUnwritable(f"cannot create {run_dir}: {exc.strerror or exc}") from None
     with RunLock(run_dir):
-        return Outcome(_run_locked(req, console, run_dir, plan, unavailable, environments, extend), run_dir)
+        return Outcome(_run_locked(req, console, run_dir, plan, unavailable, environments, extend, builds), run_dir)
 
 
 def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, unavailable: dict,
-                environments: dict, extend=None) -> int:
+                environments: dict, extend=None, build_times: list = ()) -> int:
 
     if req.run_dir is not None:
         manifest, _ = resumable_manifest(run_dir)
+        plan = with_added(plan, run_dir)
         manifest["status"] = "running"
         manifest.setdefault("resumed_at", []).append(manifest_mod.now())
     else:
@@ -328,6 +335,7 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
                                     **{text: env.manifest_record() for text, env in environments.items()}}
     # What engines built for this run (the authors' programs and their variants' changes).
     engines = {pt.engine.id: pt.engine for pt in plan}
+    manifest["builds"] = [*(manifest.get("builds") if isinstance(manifest.get("builds"), list) else []), *build_times]
     builds = {eid: e.manifest_record() for eid, e in engines.items() if hasattr(e, "manifest_record")}
     if builds:
         manifest["engine_builds"] = {**manifest.get("engine_builds", {}), **builds}
@@ -355,7 +363,10 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
     adaptive = req.plan.adaptive_max_trials and orchestrator.Adaptive(req.plan.adaptive_max_trials, req.plan.noise_threshold)
     budget_s = req.plan.claims_budget_min * 60
     # A smoke run's claims stay undecided by design (planning/claim_points.py): no rounds to decide them.
-    decides = extend is not None and budget_s > 0 and req.plan.profile not in UNREPEATED_PROFILES
+    judged = judges_any([pt.engine for pt in plan])
+    if not judged:
+        console.print(f"burtbench: {NO_CLAIM_JUDGED}", highlight=False)
+    decides = extend is not None and budget_s > 0 and req.plan.profile not in UNREPEATED_PROFILES and judged
     follow_up = extend(plan, run_dir, budget_s) if decides else None
     job = orchestrator.Job(run_dir, manifest, options, tsc.tsc_rate_hz(), console, cores, adaptive or None, meter,
                            estimator(req), req.plan.data_dir, follow_up)

@@ -5,19 +5,19 @@ stops the child in flight (and anything it spawned).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 
+from engines.children import STOPPING, kill_group
 from harness.measure import affinity, limits, memory
 from harness.store.run_plan import DEFAULT_TIMING
 
 # A child dead of one of these may have been stopped with the runner (a job cancelled); the runner
 # then sees the signal itself within this time.
-STOP_SIGNALS = {-signal.SIGTERM, -signal.SIGINT} if os.name != "nt" else set()
+STOP_SIGNALS = {-sig for sig in STOPPING} if os.name != "nt" else set()
 SIGNAL_GRACE_S = 2.0
 # Single-threaded settings every child gets, whatever its framework.
 SINGLE_THREAD_ENV = {
@@ -83,7 +83,7 @@ class ChildSpawner:
     def interrupt(self) -> None:
         self.interrupted = True
         if self.current is not None:
-            kill_tree(self.current)
+            kill_group(self.current)
 
     def run(self, cmd: list[str], timeout_s: float, cwd: str | os.PathLike | None = None,
             env: dict | None = None) -> ChildRun:
@@ -141,7 +141,7 @@ class ChildSpawner:
         try:
             return limits.cap_process_memory(proc.pid, self.options.mem_limit_bytes)
         except OSError as exc:
-            kill_tree(proc)
+            kill_group(proc)
             raise MemoryCapFailed(f"--mem-limit could not be applied: {exc}") from exc
 
     def _platform_kwargs(self) -> dict:
@@ -180,7 +180,7 @@ def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[int, float | None, 
         try:
             return proc.wait(timeout=timeout_s), None, False
         except subprocess.TimeoutExpired:
-            kill_tree(proc)
+            kill_group(proc)
             return proc.wait(), None, True
     reaped: dict = {}
 
@@ -193,18 +193,8 @@ def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[int, float | None, 
     waiter.join(timeout_s)
     timed_out = waiter.is_alive()
     if timed_out:
-        kill_tree(proc)
+        kill_group(proc)
         waiter.join()
     proc.returncode = os.waitstatus_to_exitcode(reaped["status"])
     usage = reaped["usage"]
     return proc.returncode, usage.ru_utime + usage.ru_stime, timed_out
-
-
-def kill_tree(proc: subprocess.Popen) -> None:
-    try:
-        if os.name == "nt":
-            proc.kill()
-        else:
-            os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -17,17 +17,28 @@ MAX_JOULES = 1e12
 MAX_CLOCK_HZ = 1e10
 MAX_WIDTH = 64
 MAX_COUNT = 1e30
+# One cycle of that clock: no step of any workload (the floor's empty Python step takes ~100 ns) runs
+# faster. A time at zero or below it is damage, and would make every ratio to it absurd or infinite.
+MIN_SECONDS = 1 / MAX_CLOCK_HZ
+# A page: a process that ran holds at least one (a reading of 0 is no reading).
+MIN_BYTES = 4096
 
-# Each numeric field and its (lowest, highest); None is always allowed (a measure not taken).
+# Each numeric field and its (lowest, highest); None is always allowed (a measure not taken). Every
+# measure a ratio or a logarithm is taken of is positive here, and the widest ratio two of them can
+# make (MAX_SECONDS / MIN_SECONDS = 1e17) stays far inside a float's range, its logarithm's exp included.
 RANGES = {
-    **{name: (0.0, MAX_SECONDS) for name in ("loop_time_s", "init_time_s", "wall_time_s", "cpu_time_s",
-                                             "instructions_cost_s")},
-    **{name: (0.0, MAX_BYTES) for name in ("peak_virtual_bytes", "peak_private_bytes", "peak_resident_bytes")},
-    **{name: (0.0, MAX_COUNT) for name in ("cpu_clocks", "instructions", "instructions_per_iter", "iterations",
-                                           "warmup")},
+    **{name: (MIN_SECONDS, MAX_SECONDS) for name in ("loop_time_s", "init_time_s", "wall_time_s",
+                                                     "instructions_cost_s")},
+    "cpu_time_s": (0.0, MAX_SECONDS),  # counted in ticks: a short child may be charged none
+    **{name: (MIN_BYTES, MAX_BYTES) for name in ("peak_virtual_bytes", "peak_private_bytes", "peak_resident_bytes")},
+    **{name: (1.0, MAX_COUNT) for name in ("instructions", "instructions_per_iter", "iterations")},
+    **{name: (0.0, MAX_COUNT) for name in ("cpu_clocks", "warmup")},
     "energy_total_j": (0.0, MAX_JOULES), "energy_os_j": (0.0, MAX_JOULES),
     "energy_task_j": (-MAX_JOULES, MAX_JOULES),  # the total less the idle share: below zero on a noisy meter
 }
+TIME = (MIN_SECONDS, MAX_SECONDS)
+# per_iter_s's summary of its blocks: times, but its spread may be 0 and its count is a count.
+PER_ITER = {"std": (0.0, MAX_SECONDS), "n": (0.0, MAX_COUNT)}
 
 
 def _number_in(value, low: float, high: float) -> str | None:
@@ -55,23 +66,34 @@ def problems(record: dict, bad) -> list[tuple[str, str]]:
             found.append((name, "not an object"))
     per_iter = record.get("per_iter_s")
     if isinstance(per_iter, dict):
-        why = next((w for v in per_iter.values() if v is not None
-                    for w in ["not a finite number" if v is bad else _number_in(v, 0.0, MAX_SECONDS)] if w), None)
+        why = next((w for k, v in per_iter.items() if v is not None
+                    for w in ["not a finite number" if v is bad else _number_in(v, *PER_ITER.get(k, TIME))] if w),
+                   None)
         if why:
             found.append(("per_iter_s", why))
     samples = record.get("samples_s")
     if samples is not None:
         why = "not a list" if not isinstance(samples, list) else next(
-            (w for v in samples for w in ["not a finite number" if v is bad else _number_in(v, 0.0, MAX_SECONDS)]
-             if w), None)
+            (w for v in samples for w in ["not a finite number" if v is bad else _number_in(v, *TIME)] if w), None)
         if why:
             found.append(("samples_s", why))
     for key, value in (record.get("extra") or {}).items() if isinstance(record.get("extra"), dict) else ():
         if value is bad or (isinstance(value, (int, float)) and not isinstance(value, bool)
                             and not abs(value) <= MAX_COUNT):
             found.append((f"extra.{key}", "not a finite number"))
-    found += _instructions_against_time(record, {name for name, _ in found})
+    dropped = {name for name, _ in found}
+    found += _instructions_against_time(record, dropped) + _loop_against_iterations(record, dropped)
     return found
+
+
+def _loop_against_iterations(record: dict, dropped: set) -> list[tuple[str, str]]:
+    """More iterations than the loop's time holds at MIN_SECONDS each (both in range, so the count is the
+    one out of all measure): loop / iterations is a trial's time where no block was timed."""
+    loop, iterations = record.get("loop_time_s"), record.get("iterations")
+    if "loop_time_s" in dropped or "iterations" in dropped or loop is None or iterations is None \
+            or loop >= iterations * MIN_SECONDS:
+        return []
+    return [("iterations", f"{iterations:.3g} in {loop:.3g} s is under {MIN_SECONDS:g} s each")]
 
 
 def _instructions_against_time(record: dict, dropped: set) -> list[tuple[str, str]]:
