@@ -74,7 +74,7 @@ perf-grid: setup
 	$(BIN)/python -m harness.commands.versus $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
 	$(BIN)/python -m harness.commands.versus --engine burtorch/eager/python/cpu $$(ls -1d $(GRID_OUT)/mlp/*/ | tail -n 1) $$(ls -1d $(GRID_OUT)/gpt/*/ | tail -n 1)
 
-# The engine's gate (README, "A gate for the engine"; not in `make test`): instructions per iteration of
+# The engine's gate (docs/versions.md, "A gate for the engine"; not in `make test`): instructions per iteration of
 # burtorch@$(GATE_BASE) against burtorch@HEAD, both of our rows, at tiny, small, MLP and GPT points (on an
 # AVX-512 CPU, of their AVX+FMA builds); exit 1 where HEAD counts more than GATE_PCT% more, or counts nothing.
 # One trial, no A/A copies (--no-aa): instructions decide the gate, and they repeat within ~0.1%; each
@@ -91,7 +91,7 @@ gate-engine: setup
 
 # The newest run under results/ (the committed reference run is rendered with `burtbench report results/reference`).
 report: setup
-	@run="$$(ls -1d results/*/ 2>/dev/null | grep -v '/reference/$$' | sort | tail -n 1)"; \
+	@run="$$(ls -1d results/*/manifest.json 2>/dev/null | grep -v '^results/reference/' | sort | tail -n 1)"; run="$${run%/manifest.json}"; \
 	if [ -z "$$run" ]; then echo "make report: no run in results/ yet: make bench-linux first" >&2; exit 2; fi; \
 	$(BIN)/burtbench report "$$run"
 

@@ -1,4 +1,4 @@
-"""The committed report of the committed reference run, and the README's table of setup differences,
+"""The committed report of the committed reference run, and the table of setup differences (docs/workloads.md),
 must be what the code makes of them now.
 
 reports/reference/ is results/reference/ rendered (Markdown tables, claims, PNG figures): a reader
@@ -84,12 +84,12 @@ def test_readme_links_the_reference_report_right_after_the_two_commands():
         assert (ROOT / link).is_file()
 
 
-def test_readme_table_of_setup_differences_is_the_one_list():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- differences:begin.*?-->\n(.*?)<!-- differences:end -->", readme, re.S)
-    assert block, "README.md lost its differences block"
+def test_the_docs_table_of_setup_differences_is_the_one_list():
+    page = (ROOT / "docs" / "workloads.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- differences:begin.*?-->\n(.*?)<!-- differences:end -->", page, re.S)
+    assert block, "docs/workloads.md lost its differences block"
     assert block.group(1) == differences.markdown_table(), \
-        "README's table of setup differences is not workloads/differences.py's: python -m workloads.differences"
+        "docs/workloads.md's table of setup differences is not workloads/differences.py's: python -m workloads.differences"
 
 
 def test_every_difference_is_declared_by_a_workload_and_every_declared_one_exists():

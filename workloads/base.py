@@ -70,7 +70,7 @@ class PaperTable:
     figure_x: str | None = None  # a parameter, or "param_count"
     notes: tuple[str, ...] = ()
     # Ids of the setup differences from the paper that affect these numbers (workloads/differences.py):
-    # printed under the workload's tables and listed in the README's table of differences.
+    # printed under the workload's tables and listed in docs/workloads.md's table of differences.
     differences: tuple[str, ...] = ()
     # Add the "In theory, registers only" lower bound of the graph under the table (Tables 2, 3).
     theory_bound: bool = False

@@ -1,9 +1,9 @@
-"""How our setup differs from the paper's: ONE list, read by the report and by the README.
+"""How our setup differs from the paper's: ONE list, read by the report and by docs/workloads.md.
 
 Each workload's PaperTable names the differences that affect its numbers (`differences`, by id);
-the report prints them under that workload's tables, and the README's table "How our setup
+the report prints them under that workload's tables, and docs/workloads.md's table "How our setup
 differs from the paper's, and why" is this list as `markdown_table()` writes it (a test checks
-that the README holds exactly that text; `python -m workloads.differences` prints it).
+that docs/workloads.md holds exactly that text; `python -m workloads.differences` prints it).
 """
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def affected(difference: Difference, workloads: dict) -> list[str]:
 
 
 def markdown_table(workloads: dict | None = None) -> str:
-    """The README's table: every difference, the tables it affects, the paper's way, ours and why."""
+    """docs/workloads.md's table: every difference, the tables it affects, the paper's way, ours and why."""
     if workloads is None:
         workloads = all_workloads()
     lines = ["| | the paper's programs | here | why | report tables |", "|---|---|---|---|---|"]

@@ -1,5 +1,5 @@
 """What each engine times per iteration, against the authors' script for its paper row: ONE table,
-workloads/timed_regions.csv, read by the report (a line per row under each table), the README's
+workloads/timed_regions.csv, read by the report (a line per row under each table), docs/workloads.md's
 table of setup differences (workloads/differences.py) and the engines' tests.
 
 Columns: engine, workload; the authors' script (paths in their archive), its timed loop, iteration

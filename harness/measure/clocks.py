@@ -1,4 +1,4 @@
-"""CPU time and CPU clocks (cycles) of the current process, per OS (the README's "Measures on each OS" table).
+"""CPU time and CPU clocks (cycles) of the current process, per OS (docs/measuring.md, "Measures on each OS").
 
 Linux counts the process's own user-mode cycles with perf_event_open; Windows asks
 QueryProcessCycleTime; macOS has no per-process cycle counter we can read, so it says why.

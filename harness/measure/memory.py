@@ -1,4 +1,4 @@
-"""Peak memory of the current process, per OS (the README's "Measures on each OS" table).
+"""Peak memory of the current process, per OS (docs/measuring.md, "Measures on each OS").
 
 The child calls peak_memory() just before it exits. Every figure comes with a `*_source`
 saying where it was read, or why it is null on this OS. The child imports this module before

@@ -25,7 +25,7 @@ TIMEOUT_S = 600.0
 # A counted child times its loop as one block: with a block per iteration (tiny, small) the count
 # would add each block's clock reads and the printing of each block's time, whose digits move it.
 # Measured on our driver's tiny loop (~530 instructions an iteration, N = 200): a block per step,
-# counts of one build 5.6% apart; one block, 1.6%; one block and SHORT_LOOP below: see the README.
+# counts of one build 5.6% apart; one block, 1.6%; one block and SHORT_LOOP below: see docs/measuring.md.
 COUNTED_BLOCKS = 1
 # What a child does once (print its times, read its peaks) moves its count by ~1,000 instructions
 # (our driver) to ~5,000 (our Python row) from run to run: a loop that adds fewer than SHORT_LOOP is
