@@ -9,25 +9,31 @@ $BURTBENCH_CARGO_VENDOR. The build lives in build/burn/<Burn version>-<flags dig
 target folder), one per Burn version and compiler flags, as the authors' programs are cached per
 source and variant; later runs ask cargo to bring it up to date, a moment when nothing changed. A
 failed build is remembered with its reason for the same sources, crates and flags, so the engine
-is listed as unavailable (by `list` and `doctor` too) instead of being rebuilt at every run.
+is listed as unavailable (by `list` and `doctor` too) instead of being rebuilt at every run. Before
+any build, `list` and `doctor` say whether one could start: cargo found, and the crates vendored, in
+cargo's download cache or the registry reachable (a connection opened to it or the proxy cargo uses).
 
 One thread: no `multi-threads` feature (rayon is not compiled in) and RAYON_NUM_THREADS=1 in every
 child (harness/running/spawn.py).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from engines import children
 from engines.base import BuiltOnFirstUse
 from engines.file_lock import exclusive
+from engines.state import ABSENT, read_json
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = Path(__file__).resolve().parent / "burn_driver"
@@ -40,6 +46,11 @@ PINNED_CRATE = "burn-tensor"
 PROGRAM = "burn-bench.exe" if os.name == "nt" else "burn-bench"
 HOW_TO_VENDOR = (f"without internet, run `cargo vendor` in {SOURCE_DIR.relative_to(PROJECT_ROOT)} on a machine "
                  f"that has it and give the folder: --cargo-vendor DIR or ${VENDOR_ENV}")
+# Where cargo fetches crates (crates.io's sparse index), the variables that send it through a proxy, and how
+# long `list`, `doctor` and a run's start wait for a connection before calling the registry out of reach.
+REGISTRY = ("index.crates.io", 443)
+PROXY_VARIABLES = ("CARGO_HTTP_PROXY", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+PROBE_TIMEOUT_S = 3.0
 # What cargo prints when it cannot reach the crates it needs.
 UNREACHABLE = ("failed to get", "failed to download", "unable to update registry", "failed to query replaced source",
                "couldn't resolve host", "could not resolve host", "failed to load source for dependency",
@@ -106,15 +117,16 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
+# What burtbench-state.json holds (engines/state.py): anything else is no state, and the driver is built again.
+STATE_SHAPE = {"built": (str, ABSENT), "failure": ({"digest": str, "vendor": (str, None), "reason": str}, ABSENT)}
+
+
 def state_file() -> Path:
     return build_dir() / "burtbench-state.json"
 
 
 def read_state() -> dict:
-    try:
-        return json.loads(state_file().read_text())
-    except (OSError, ValueError):
-        return {}
+    return read_json(state_file(), STATE_SHAPE)
 
 
 def write_state(state: dict) -> None:
@@ -129,13 +141,46 @@ def build_blocker() -> str | None:
     if find_cargo() is None:
         return ("cargo not found on PATH or in ~/.cargo/bin: the Burn driver is built with it "
                 "(install Rust >= 1.89 from https://rustup.rs or your system's packages)")
-    vendor = vendor_folder()
-    if vendor is not None and (problem := vendor_problem(vendor)):
-        return problem
     failure = read_state().get("failure")
     # A failure is remembered for the same sources and the same crates (the vendored folder or none).
     if failure and failure.get("digest") == sources_digest() and failure.get("vendor") == build_flags()["vendor"]:
         return failure["reason"]
+    return crates_source()[1]
+
+
+def crates_source() -> tuple[str | None, str | None]:
+    """(where cargo would take Burn's crates from, None), or (None, why it could take them from nowhere)."""
+    vendor = vendor_folder()
+    if vendor is not None:
+        problem = vendor_problem(vendor)
+        return (None, problem) if problem else (f"vendored in {vendor}", None)
+    home = Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo")
+    if any(home.glob(f"registry/cache/*/{PINNED_CRATE}-{burn_version()}.crate")):
+        return f"in cargo's download cache ({home / 'registry'})", None
+    where = registry_address()
+    why = unreachable(*where)
+    if why:
+        return None, (f"Burn's crates are neither vendored nor in cargo's cache, and the registry cannot be reached "
+                      f"({where[0]}:{where[1]}: {why}); {HOW_TO_VENDOR}")
+    return f"from the registry ({where[0]}:{where[1]} answers)", None
+
+
+def registry_address() -> tuple[str, int]:
+    """Where cargo would connect to fetch crates: the proxy it is told to use, else crates.io's index."""
+    proxy = next((os.environ[name] for name in PROXY_VARIABLES if os.environ.get(name)), "")
+    if not proxy:
+        return REGISTRY
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    return parts.hostname or REGISTRY[0], parts.port or 80
+
+
+@functools.lru_cache(maxsize=None)
+def unreachable(host: str, port: int) -> str | None:
+    """Why no connection to host:port opens within PROBE_TIMEOUT_S, or None: asked once per process."""
+    try:
+        socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        return str(exc.strerror or exc)
     return None
 
 
@@ -145,7 +190,7 @@ def is_built() -> bool:
 
 def build_command(cargo: str, vendor: Path | None) -> list[str]:
     # --locked: exactly the crates of Cargo.lock. Until a Cargo.lock is committed (it needs one
-    # resolution against crates.io: see the README's Build), cargo resolves and writes one here.
+    # resolution against crates.io: see docs/build.md), cargo resolves and writes one here.
     locked = ["--locked"] if (SOURCE_DIR / "Cargo.lock").is_file() else []
     cmd = [cargo, "build", "--release", *locked, "--manifest-path", str(SOURCE_DIR / "Cargo.toml"),
            "--target-dir", str(build_dir())]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from engines import burn
 from harness.paths import ROOT
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups and /proc: Linux")
@@ -90,8 +91,13 @@ def test_sigterm_while_cargo_builds_burn_stops_cargo_and_says_so(tmp_path):
     flags = f"--cfg burtbench_test_{os.getpid()}_{tmp_path.name}"
     code = "from engines import burn; import shutil, atexit; atexit.register(shutil.rmtree, burn.build_dir(), True); " \
            "burn.build_driver()"
+    # Burn's crates where cargo would find them offline (its download cache), so the build reaches cargo.
+    cached = tmp_path / "cargo-home" / "registry" / "cache" / "index"
+    cached.mkdir(parents=True)
+    (cached / f"{burn.PINNED_CRATE}-{burn.burn_version()}.crate").write_bytes(b"")
     returncode, err, sleeper = stop(code, tmp_path, signal.SIGTERM,
-                                    {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "RUSTFLAGS": flags})
+                                    {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "RUSTFLAGS": flags,
+                                     "CARGO_HOME": str(tmp_path / "cargo-home")})
     assert returncode == 143
     assert err.strip().splitlines()[-1].startswith("burtbench: stopped while building Burn's driver (cargo);"), err
     assert gone(sleeper), "cargo's work outlived the command"

@@ -107,10 +107,11 @@ def test_memory_claims_without_their_tables_say_missing(tmp_path):
 
 def plan_for(*extra: str):
     from harness.commands.cli import build_parser
+    from harness.commands.request import ask_of, new_plan
     from harness.running import session
 
     args = build_parser().parse_args(["run", "--engine", "burtorch,torch/eager", "--workload", "mlp", *extra])
-    return session.make_plan(session.new_plan(args))
+    return session.make_plan(new_plan(ask_of(args), None)[0])
 
 
 def test_quick_plan_holds_every_claim_s_mlp_points():
@@ -160,10 +161,12 @@ def test_a_grid_that_has_them_adds_nothing_and_param_wins():
 
 def test_no_upstream_leaves_the_authors_out():
     assert not any(pt.engine.id == AUTHORS for pt in plan_for("--no-upstream"))
+    from harness.commands.cli import build_parser
+    from harness.commands.request import ask_of, check
     from harness.errors import UsageError
 
     with pytest.raises(UsageError, match="give one"):
-        plan_for("--no-upstream", "--upstream", ".")
+        check(ask_of(build_parser().parse_args(["run", "--no-upstream", "--upstream", ".", "--dry-run"])))
 
 
 # ----------------------------------------------------------------------------- where their source comes from

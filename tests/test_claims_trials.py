@@ -6,13 +6,14 @@ import pytest
 
 from engines.base import BASELINE
 from harness.commands.cli import build_parser, main
+from harness.commands.request import ask_of, new_plan
 from harness.planning.claim_points import NO_CLAIM_JUDGED, judges_any
 from harness.running import session
 
 
 def plan_for(*argv: str) -> list:
     args = build_parser().parse_args(["run", *argv])
-    return session.make_plan(session.new_plan(args))
+    return session.make_plan(new_plan(ask_of(args), None)[0])
 
 
 @pytest.mark.parametrize("argv", [

@@ -154,7 +154,8 @@ def test_single_trials_give_a_ratio_and_no_verdict(tmp_path):
     said = "undecided: 1 trial a side (3 give an interval) (no A/A floor: two separate runs)"
     assert only["answer_text"] == said
     assert only["time_ratio"] == pytest.approx(only["time_b"] / only["time_a"])
-    assert f"| {said} |" in format_comparison(result, "md")
+    # Undecided, the ratio is still shown beside the answer.
+    assert f"| {only['time_ratio']:.3f}, {said} |" in format_comparison(result, "md")
     assert exit_status(result, 1) == 1
     assert regression_lines(result, 1) == ["cannot judge 1 of 1 rows: fewer than 3 trials a side give no interval "
                                            "(rerun with --trials 3 or more)"]

@@ -56,7 +56,8 @@ def installed_file(env: dict) -> Path:
 
 def test_two_versions_in_one_run_then_reused(fakefw, wheelhouse, tmp_path, capsys):
     env_dir = tmp_path / "envs"
-    assert main(run_args(tmp_path / "first", env_dir, wheelhouse, OLD, NEW, MISSING)) == 0
+    # The MISSING version cannot be installed: the run did not do all it was asked (exit 3), and says so.
+    assert main(run_args(tmp_path / "first", env_dir, wheelhouse, OLD, NEW, MISSING)) == 3
     run_dir = only_run(tmp_path / "first")
     manifest = results.read_manifest(run_dir)
     made = manifest["environments"]
@@ -85,7 +86,7 @@ def test_two_versions_in_one_run_then_reused(fakefw, wheelhouse, tmp_path, capsy
     assert again[OLD]["path"] == made[OLD]["path"]
 
     # --resume makes (here: finds) the same environments.
-    assert main(["run", "--resume", str(run_dir), "--no-report"]) == 0
+    assert main(["run", "--resume", str(run_dir), "--no-report"]) == 3  # the MISSING version still cannot be made
     assert results.read_manifest(run_dir)["environments"][OLD]["reused"]
     assert len(results.read_trials(run_dir)) == 4
 
@@ -140,10 +141,10 @@ def test_bad_env_input_is_one_line_and_exit_2(fakefw, extra, message, tmp_path, 
                                                 ((NEW_AUTOGRAD,), (), False)])
 def test_two_versions_of_one_engine_measure_their_a_a_floor_unless_no_aa(specs, extra, copies, tmp_path):
     from harness.commands.cli import build_parser
-    from harness.running.session import new_plan
+    from harness.commands.request import ask_of, new_plan
 
     args = ["run", "--engine", "autograd", "--workload", "tiny", "--env-dir", str(tmp_path), *extra]
-    plan = new_plan(build_parser().parse_args(args + [a for spec in specs for a in ("--env", spec)]))
+    plan, _ = new_plan(ask_of(build_parser().parse_args(args + [a for spec in specs for a in ("--env", spec)])), None)
     assert plan.aa is copies
     assert list(plan.engines) == [f"autograd/eager/python/cpu@{spec}{copy}" for spec in specs
                                   for copy in ("", "#copy") if copies or not copy]

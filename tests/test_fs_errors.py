@@ -86,8 +86,8 @@ def test_every_results_call_site_failing_keeps_trials_and_says_what_happened(fak
         where = f"failure at {injector.failed}: {injector.sites[n - 1] if n <= len(injector.sites) else None}"
         assert "Traceback" not in err, where
         run_dirs = [p for p in out.iterdir() if p.is_dir()] if out.exists() else []
-        if code == 0:  # only the lock's removal may fail without stopping the run
-            assert "could not remove the lock" in err, where
+        if code == 0:  # only the lock's removal, or reading the finished run back for its closing lines, may fail
+            assert "could not remove the lock" in err or "going on without it" in err, where
             continue
         errors = [line for line in err.splitlines() if line.startswith("burtbench: error:")]
         assert code in (1, 2) and len(errors) == 1, (where, err)

@@ -74,9 +74,9 @@ def test_a_given_seed_gives_the_same_plan(fake_engines, tmp_path, capsys):
             "--seed", "11", "--dry-run", "--out", str(tmp_path)]
     assert main(argv) == 0
     from harness.commands.cli import build_parser
-    from harness.running.session import new_plan
+    from harness.commands.request import ask_of, new_plan
 
-    plan = new_plan(build_parser().parse_args(argv[:-3] + ["--out", str(tmp_path)]))
+    plan, _ = new_plan(ask_of(build_parser().parse_args(argv[:-3] + ["--out", str(tmp_path)])), None)
     assert plan.round_seed == 11
     again = RunPlan.from_record(plan.to_record())
     assert [pt.key() for pt in plan_of_spec(plan)] == [pt.key() for pt in plan_of_spec(again)]
@@ -92,11 +92,11 @@ def test_the_same_env_twice_needs_the_aa_flag(capsys):
 
 def test_the_same_env_twice_with_aa_is_one_variant_and_its_copy(tmp_path):
     from harness.commands.cli import build_parser
-    from harness.running.session import new_plan
+    from harness.commands.request import ask_of, new_plan
 
-    plan = new_plan(build_parser().parse_args(
+    plan, _ = new_plan(ask_of(build_parser().parse_args(
         ["run", "--engine", "autograd", "--workload", "tiny", "--env", "autograd==1.9.1", "--env", "autograd==1.9.1",
-         "--aa", "--env-dir", str(tmp_path)]))
+         "--aa", "--env-dir", str(tmp_path)])), None)
     assert plan.envs == ("autograd==1.9.1",)
     assert list(plan.engines) == ["autograd/eager/python/cpu@autograd==1.9.1", "autograd/eager/python/cpu@autograd==1.9.1#copy"]
 

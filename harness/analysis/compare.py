@@ -27,7 +27,7 @@ from engines.base import AA_COPY, split_id
 from engines.none import FLOOR
 from harness.analysis import change, effect
 from harness.analysis.compare_view import format_comparison  # noqa: F401 - the command's one door to compare
-from harness.analysis.points import Point, failed_sides, group, measure, trial_time
+from harness.analysis.points import Point, failed_sides, geometric_mean, group, measure, trial_time
 from harness.analysis.stats import CONFIDENCE
 from harness.errors import UsageError
 from harness.store.results import identity
@@ -58,8 +58,7 @@ def effect_of(a: Point, b: Point, value, pair: bool) -> effect.Effect:
 
 
 def geo(point: Point, value) -> float | None:
-    values = [v for v in by_round(point, value).values() if v > 0]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+    return geometric_mean(list(by_round(point, value).values()))
 
 
 def effect_text(e: effect.Effect) -> str:
@@ -99,7 +98,7 @@ def compare_row(a: Point, b: Point, pair: bool, floor: change.Floor | None, thre
     memory = effect_of(a, b, lambda t: measure(t, "peak_resident_bytes"), pair)
     answer = checked_answer(a, b, change.change_answer(time, floor, threshold,
                                                        instr if instr.estimate is not None else None, without))
-    row = {**fields("time", time, geo(a, trial_time), geo(b, trial_time),
+    row = {**fields("time", time, a.time_mean(), b.time_mean(),
                     change.time_answer(time, floor, threshold, without).text),
            **fields("instr", instr, geo(a, lambda t: measure(t, "instructions_per_iter")),
                     geo(b, lambda t: measure(t, "instructions_per_iter")), "counted" if instr.estimate else "not counted"),

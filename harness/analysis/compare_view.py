@@ -15,7 +15,8 @@ from rich.markup import escape
 from engines.base import finite
 from engines.none import FLOOR
 from harness.analysis.labels import short_ids
-from harness.analysis.summary import format_seconds, natural_width
+from harness.analysis.points import POINT_SHORT
+from harness.analysis.summary import format_seconds, natural_width, param_text
 from harness.text import markdown_cell
 from harness.units import mib
 
@@ -28,13 +29,20 @@ def ratio_text(ratio: float | None, interval: list[float] | None) -> str:
     return f"{ratio:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
 
 
-HEADERS = ["Point", "Engine", "Time A → B", "Answer: time B/A [95% CI]", "Decided by",
+HEADERS = ["Point", "Engine", f"Time A → B ({POINT_SHORT})", "Answer: time B/A [95% CI]", "Decided by",
            "Instr. B/A (a proxy)", "Mem A → B", "Memory B/A"]
 WIDTH = 120  # compare's table fits a 120-column terminal
 # The columns that give way to the answer's (decided by, instructions, memory), and the answer's own
 # least and most: a table at these widths is the least one that folds no word.
 NARROW = {2: 16, 4: 12, 5: 12, 7: 16}
 ANSWER_WIDTH = (26, 44)
+
+
+def answer_cell(ratio: float | None, text: str) -> str:
+    """The answer, after its ratio where its words do not give one (same, undecided): '1.012, undecided: …'."""
+    if ratio is None or not text.startswith(("undecided", "same")):
+        return text
+    return f"{ratio_text(ratio, None)}, {text}"
 
 
 def arrow(a: str, b: str) -> str:
@@ -49,7 +57,7 @@ def varying_params(rows: list[dict]) -> list[str]:
 
 
 def point_text(row: dict, shown: list[str]) -> str:
-    return " ".join([row["workload"], *(f"{k}={row['params'][k]}" for k in shown if k in row["params"])])
+    return " ".join([row["workload"], *(f"{k}={param_text(row['params'][k])}" for k in shown if k in row["params"])])
 
 
 def table_rows(result: dict) -> list[list[str]]:
@@ -60,14 +68,15 @@ def table_rows(result: dict) -> list[list[str]]:
         instr = "—" if row["instr_ratio"] is None else f"{row['instr_ratio']:.4f}"
         rows.append([point_text(row, shown), labels.get(row["engine"], row["engine"]),
                      arrow(format_seconds(row["time_a"], "n/a"), format_seconds(row["time_b"], "n/a")),
-                     row["answer_text"], row["decided_by"] or "—", instr,
+                     answer_cell(row["time_ratio"], row["answer_text"]), row["decided_by"] or "—", instr,
                      arrow(mib(row["mem_a"]), mib(row["mem_b"])),
                      row["mem_verdict"] if row["mem_verdict"].startswith(("smaller", "larger", "undecided"))
                      else f"{ratio_text(row['mem_ratio'], None)} {row['mem_verdict']}"])
     for workload, mean in sorted(result["geomean"].items()):
         if mean["n"] < 2:  # the one row says it already
             continue
-        rows.append([workload, f"geo. mean of {mean['n']}", "", mean["answer_text"], mean["decided_by"] or "—", "",
+        rows.append([workload, f"geo. mean of {mean['n']}", "", answer_cell(mean["ratio"], mean["answer_text"]),
+                     mean["decided_by"] or "—", "",
                      "", ""])
     return rows
 

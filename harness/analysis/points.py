@@ -9,11 +9,14 @@ their reasons kept for the notes.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from engines import all_engines
+from engines.base import split_id
 from harness.analysis.stats import coefficient_of_variation, relative_half_width
 from harness.store.results import params_key
 from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
@@ -61,8 +64,22 @@ def trial_time(trial: dict) -> float | None:
     return loop / iterations if loop is not None and iterations else None
 
 
+# A point's time, on every surface (progress line, summary, report tables, versions, compare, closing lines):
+# the geometric mean of its trials' times, the estimate the interval rule (effect.py) gives a ratio of.
+POINT_STATISTIC = "geometric mean over trials"
+POINT_SHORT = "geo. mean of trials"  # in a column's title
+# The line under a table of points' times: what its numbers are.
+TIME_READING = f"time per iteration: the {POINT_STATISTIC} (a trial's time: the {STATISTIC})"
+
+
 def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    """Of the positive values; None where there is none."""
+    positive = [v for v in values if v > 0]
+    return math.exp(statistics.fmean(map(math.log, positive))) if positive else None
 
 
 @dataclass
@@ -99,7 +116,8 @@ class Point:
         return [v for v in map(trial_time, self.trials) if v is not None]
 
     def time_mean(self) -> float | None:
-        return _mean(self.time_values())
+        """The point's time per iteration (POINT_STATISTIC)."""
+        return geometric_mean(self.time_values())
 
     def time_std_over_trials(self) -> float | None:
         values = self.time_values()
@@ -212,6 +230,17 @@ def group(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THRESHOLD) 
         key = PointKey.of(trial)
         points.setdefault(key, Point(key, noise_threshold=noise_threshold)).trials.append(trial)
     return points
+
+
+def in_order(points: dict[PointKey, Point]) -> list[Point]:
+    """Points as a table lists them: workloads and their points as they first ran, and at each point the
+    engines in the registry's order (`burtbench list`'s), an environment's after its engine's, never in
+    the random order of a round."""
+    registry = {eid: k for k, eid in enumerate(all_engines())}
+    workloads = {w: k for k, w in enumerate(dict.fromkeys(key.workload for key in points))}
+    at = {p: k for k, p in enumerate(dict.fromkeys(key.params for key in points))}
+    return sorted(points.values(), key=lambda p: (workloads[p.workload], at[p.key.params],
+                                                  registry.get(split_id(p.engine)[0], len(registry)), p.engine))
 
 
 _grouped: tuple = (None, {})  # (the run last grouped, its points): a report groups its run once

@@ -6,8 +6,9 @@ from rich.table import Table
 from rich.text import Text
 
 from engines.base import BASELINE
+from engines.none import FLOOR
 from harness.analysis.labels import short_ids
-from harness.analysis.points import PointKey, group, number
+from harness.analysis.points import TIME_READING, PointKey, group, in_order, number
 from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
 from harness.units import mib
 from workloads import load
@@ -20,6 +21,7 @@ def format_seconds(s: float | None, missing: str = "—") -> str:
     s = number(s)  # what no reading can be (NaN, an infinity) is no time, and no format raises on it
     if s is None:
         return missing
+    s = float(f"{s:.3g}")  # the unit of the shown digits: 999.9996 ns (a mean's rounding) is 1 µs, not 1e+03 ns
     for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
         if s >= scale:
             return f"{s / scale:.3g} {unit}"
@@ -46,7 +48,7 @@ def summary_table(trials: list[dict], noise_threshold: float = DEFAULT_NOISE_THR
     line below), columns with nothing to say dropped, long cells wrapped rather than cut."""
     points = group(trials, noise_threshold)
     labels, legend = short_ids([key.engine for key in points])
-    rows = [_row(key, point, points, labels) for key, point in points.items()]
+    rows = [_row(point.key, point, points, labels) for point in in_order(points)]
     kept = [k for k, name in enumerate(COLUMNS) if name in ("workload", "engine") or any(r[k] != "—" for r in rows)]
     notes = [line for line in (legend, uncounted(points)) if line]
     return Group(Fitted(rows, kept), *(Text(line) for line in notes))
@@ -71,7 +73,7 @@ class Fitted:
         self.rows, self.kept = rows, kept
 
     def table(self, shown: list[int]) -> Table:
-        table = Table(title="Time per iteration (mean over trials)", title_justify="left", collapse_padding=True)
+        table = Table(title=TIME_READING[0].upper() + TIME_READING[1:], title_justify="left", collapse_padding=True)
         for k in shown:
             name = COLUMNS[k]
             # Engines, points and numbers are never wrapped: rich narrows the columns of words to fit
@@ -104,8 +106,9 @@ def _row(key: PointKey, point, points: dict, labels: dict) -> list[str]:
     for base in BASELINES:
         base_point = points.get(PointKey(base, key.workload, key.params))
         base_mean = base_point.time_mean() if base_point else None
-        # A wrong program's time divides nothing, nor is divided (its check column says "wrong").
-        wrong = point.failed() or (base_point is not None and base_point.failed())
+        # A wrong program's time divides nothing, nor is divided (its check column says "wrong"); the
+        # harness's floor is no framework to set beside one.
+        wrong = point.failed() or (base_point is not None and base_point.failed()) or key.engine == FLOOR
         ratios.append(factor(mean / base_mean) if mean and base_mean and not wrong else "—")
     statuses = set(point.status_counts()) - {"ok"}
     ok, _ = point.check()
@@ -151,4 +154,11 @@ def shown_params(workload: str, params: dict, separator: str = " ") -> str:
     except KeyError:
         grid = {}
     shown = {k: v for k, v in params.items() if len(grid.get(k, (0, 1))) > 1}
-    return "".join(f"{separator}{k}={v}" for k, v in shown.items())
+    return "".join(f"{separator}{k}={param_text(v)}" for k, v in shown.items())
+
+
+def param_text(value) -> str:
+    """A parameter's value as the paper writes it: a whole float as an integer (a=-41, not a=-41.0)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

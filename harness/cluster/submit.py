@@ -1,13 +1,13 @@
 """`burtbench run --slurm`: the plan split into shards by cost and submitted as one SLURM job array,
 one task per shard, with a follow-up job that resubmits failed shards once, then merges and reports.
 
-Everything is checked before the array is submitted: sbatch on PATH, the partition, the plan (as
-`run` checks it), and that the nodes see the results folder (a one-minute job reads back a token
-written here), since every task writes its shard there and the follow-up job reads them all.
+The request comes checked as `run`'s is (harness/commands/request.py: sbatch on PATH, the partition,
+the options a SLURM run decides itself, the plan, the number of tasks); before the array is submitted a
+one-minute job checks that the nodes see the results folder (it reads back a token written here), since
+every task writes its shard there and the follow-up job reads them all.
 """
 from __future__ import annotations
 
-import dataclasses
 import secrets
 import shlex
 import shutil
@@ -22,42 +22,29 @@ from harness.errors import UsageError
 from harness.planning import shard
 from harness.planning.estimate import Estimator
 from harness.running import session
-from harness.store.runs import check_out_dir, existing_run
+from harness.running.ask import RunRequest
 
 # Without --slurm N: a task per this much estimated work, at most one per point.
 SECONDS_PER_TASK = 1800.0
 CHECK_POLL_S = 0.5
-# Options of a one-core run that a task decides for itself, or that a SLURM run does otherwise.
-NOT_WITH_SLURM = ("shard", "resume", "cpu", "cpus", "dry_run")
 
 
-def submit(args, argv: list[str], console: Console) -> int:
-    """`argv`: run's arguments less the submission's own (each task's command gets them)."""
-    slurm.require_sbatch()
-    given = [f"--{o.replace('_', '-')}" for o in NOT_WITH_SLURM if getattr(args, o) not in (None, False)]
-    if given:
-        raise UsageError(f"--slurm and {', '.join(given)}: a SLURM run splits the plan, picks each task's core "
-                         f"and resumes failed shards itself; drop {', '.join(given)}")
-    if args.partition:
-        slurm.check_partition(args.partition)
-    out = Path(args.out)
-    check_out_dir(out)
-    plan = session.new_plan(args)
-    if args.seed is None:  # as every task computes it (run --shard): one order of rounds for all
-        plan = dataclasses.replace(plan, round_seed=session.plan_seed(plan))
-    shards = split(session.make_plan(plan), args)
-    run = session.new_run_dir(out, plan.profile).resolve()
+def submit(req: RunRequest, console: Console) -> int:
+    """A checked request of `run --slurm` (harness/commands/request.py): its plan's shards submitted."""
+    asked = req.slurm
+    shards = split(session.make_plan(req.plan), asked.tasks, req.estimate_from)
+    run = session.new_run_dir(req.out, req.plan.profile).resolve()
     run.mkdir(parents=True)
-    sbatch = jobs.passed_through(args.partition, args.account, args.constraint, args.sbatch_arg)
+    sbatch = jobs.passed_through(asked.partition, asked.account, asked.constraint, asked.sbatch_arg)
     try:
         check_shared(run, sbatch, console)
     except (UsageError, slurm.SlurmError):
         shutil.rmtree(run, ignore_errors=True)
         raise
     record = {"run": run.name, "submitted_at": time.time(), "chdir": str(Path.cwd()), "sbatch": sbatch,
-              "report_dir": None if args.no_report else str(Path(args.report_dir).resolve()), "shards": shards,
+              "report_dir": str(req.report_dir.resolve()) if req.report_dir else None, "shards": shards,
               "jobs": [], "outcome": None}
-    jobs.write_scripts(run, argv, len(shards))
+    jobs.write_scripts(run, list(asked.task_argv), len(shards))
     rec.write(run, record)
     array = jobs.submit_shards(run, record, [s["index"] for s in shards])
     record["jobs"].append(array)
@@ -68,21 +55,18 @@ def submit(args, argv: list[str], console: Console) -> int:
     console.print(f"submitted {len(shards)} shards as job array {array['id']} (1 core each, time limits "
                   f"{limits[0]}–{limits[-1]} min), then job {record['jobs'][-1]['id']}: merge and report → {run}",
                   highlight=False)
-    if not args.wait:
+    if not asked.wait:
         console.print(f"follow: burtbench slurm status {run}   cancel: burtbench slurm cancel {run}", highlight=False)
         return 0
     return follow.follow(run, console)
 
 
-def split(plan: list, args) -> list[dict]:
-    """The shards of the plan, as every task's --shard K/N computes them (the same estimates)."""
-    source = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
-    trial_s = Estimator(source, probe=None).trial_s
+def split(plan: list, tasks: int, estimate_from: Path | None) -> list[dict]:
+    """The shards of the plan (`tasks` of them, checked; 0: a task per SECONDS_PER_TASK of work), as every
+    task's --shard K/N computes them: the same estimates."""
+    trial_s = Estimator(estimate_from, probe=None).trial_s
     points = {pt.point_key() for pt in plan}
-    count = args.slurm or max(1, min(len(points), round(sum(map(trial_s, plan)) / SECONDS_PER_TASK)))
-    if count > len(points):
-        raise UsageError(f"--slurm {count}: the plan has {len(points)} points, and a point is never split; "
-                         f"ask for {len(points)} tasks at most")
+    count = tasks or max(1, min(len(points), round(sum(map(trial_s, plan)) / SECONDS_PER_TASK)))
     # The trials a task will run: an engine unavailable here (no GPU, a framework not installed) is
     # left out on the nodes too; building engines (the authors' programs) is the tasks' work.
     reasons = {pt.engine.id: pt.engine.unavailable_reason() for pt in plan}

@@ -1,5 +1,5 @@
 """`burtbench calibrate`'s options and its call to the running stage (apart from cli.py, which is at its
-size limit): each calibration run is asked as `burtbench run`'s options are, parsed by run's own parser."""
+size limit): each calibration run is a RunAsk, checked by `burtbench run`'s one check."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.commands.options import add_run_options, path_text, positive_float
+from harness.commands.options import path_text, positive_float
 
 
 def add_options(calibrate: argparse.ArgumentParser) -> None:
@@ -22,16 +22,8 @@ def add_options(calibrate: argparse.ArgumentParser) -> None:
                                 "in runs/ there")
 
 
-def run_request(argv: list[str]):
-    """The checked request of `burtbench run ARGV`."""
-    from harness.running import session  # when it runs: `burtbench --help` stays quick
-
-    parser = argparse.ArgumentParser(prog="burtbench run")
-    add_run_options(parser)
-    return session.request(parser.parse_args(argv))
-
-
 def cmd_calibrate(args, console: Console) -> int:
-    from harness.running import calibrate  # when it runs, as every command's stage
+    from harness.commands.request import check  # when it runs, as every command's stage
+    from harness.running import calibrate
 
-    return calibrate.calibrate(args.minutes, args.engine, Path(args.out), run_request, console)
+    return calibrate.calibrate(args.minutes, args.engine, Path(args.out), check, console)

@@ -19,8 +19,8 @@ from harness.commands import calibrate_command
 from harness.commands.helptext import EXAMPLES, describe
 from harness.cluster.slurm import SlurmError
 from harness.commands.options import (add_run_options, add_slurm_command, add_slurm_options, default_env_dir,
-                                      path_text, positive_float, prune_days, shard_argv)
-from harness.errors import EXIT_USAGE, UsageError
+                                      path_text, positive_float, prune_days)
+from harness.errors import EXIT_NOT_ALL_RUN, EXIT_USAGE, UsageError
 from harness.paths import reports_root
 from harness.planning import selection
 from harness.running.spawn import MemoryCapFailed
@@ -255,11 +255,13 @@ def cmd_claims(args, console: Console) -> int:
 
     from harness.report import pooled
 
-    machines = pooled.judge_machines([str(existing_run(r, "RUN_DIR")) for r in args.runs])
+    runs = [str(existing_run(r, "RUN_DIR")) for r in args.runs]
+    if args.report_dir:  # refused before any verdict is printed
+        check_out_dir(Path(args.report_dir), "reports folder", "--report-dir")
+    machines = pooled.judge_machines(runs)
     for line in pooled.lines(machines):
         console.print(escape(line), highlight=False)
     if args.report_dir:
-        check_out_dir(Path(args.report_dir), "reports folder", "--report-dir")
         for path in pooled.write(Path(args.report_dir), machines):
             console.print(f"wrote {escape(str(path))}", highlight=False)
     return 0
@@ -313,26 +315,25 @@ def cmd_merge(args, console: Console) -> int:
 
 
 def cmd_run(args, console: Console) -> int:
+    from harness.commands.request import ask_of, check
     from harness.report.deciding import Deciding
-    from harness.report.epilogue import after_run
+    from harness.report.epilogue import after_run, asked_not_run
     from harness.running import session
 
-    if args.slurm is not None:
+    req = check(ask_of(args))
+    if req.slurm is not None:
         from harness.cluster.submit import submit
 
-        return submit(args, shard_argv(args.argv), console)
-    given = [o for o in ("wait", "partition", "account", "constraint", "sbatch_arg") if getattr(args, o)]
-    if given:
-        raise UsageError(f"--{given[0].replace('_', '-')} is for a SLURM run: add --slurm")
-    req = session.request(args)
-    if not args.no_report and not args.dry_run:  # found before the first trial, not after the last
-        check_out_dir(Path(args.report_dir), "reports folder", "--report-dir")
+        return submit(req, console)
     # The rounds for undecided claims judge the claims: the report's stage, joined to the run here.
     outcome = session.run(req, console, extend=Deciding)
     # The report is the run's last stage, above it: the command joins the two.
     if outcome.run_dir is not None and not args.no_report:
-        after_run(outcome.run_dir, console, Path(args.report_dir))
-    return outcome.code
+        after_run(outcome.run_dir, console, Path(args.report_dir))  # its closing lines name what did not run
+    missed = asked_not_run(outcome.run_dir) if outcome.run_dir is not None else []
+    for line in missed if args.no_report else ():
+        console.print(line, highlight=False)
+    return EXIT_NOT_ALL_RUN if missed and outcome.code == 0 else outcome.code
 
 
 def cmd_slurm(args, console: Console) -> int:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from harness.errors import EXIT_NOT_ALL_RUN, EXIT_USAGE
+
 # `burtbench --help`'s examples, after the list of commands.
 EXAMPLES = """examples:
   burtbench list
@@ -38,7 +40,9 @@ EXAMPLES = """examples:
 HELP = {
     "run": ("Plan engine × workload × params × trial, run each trial in a fresh process pinned to one core, "
             "append it to RESULTS/<run-id>/trials.jsonl, then render REPORTS/<run-id>/ and print a verdict per "
-            "paper claim.",
+            f"paper claim. Exit status: 0 when everything asked ran; {EXIT_NOT_ALL_RUN} when it ran, but an engine "
+            "named with --engine could not run here (the closing lines name it and why); 1 when planned trials "
+            f"were not run (--resume runs them); {EXIT_USAGE} for bad input; 130 when interrupted.",
             """  burtbench run                                   quick profile, every workload, every available engine
   burtbench run --workload tiny --engine burtorch,micrograd --profile smoke
   burtbench run --engine torch/eager --profile paper --trials 5
@@ -46,7 +50,7 @@ HELP = {
   burtbench run --engine autograd --workload tiny --env autograd==1.7.0 --env autograd==1.9.1
                                                   two versions, each beside its A/A copy: the noise floor
                                                   their answer is held to (--no-aa: none, and it says so)
-  burtbench run --engine burtorch --env burtorch@main --env burtorch@HEAD --instructions --trials 8
+  burtbench run --engine burtorch --env burtorch@HEAD~1 --env burtorch@HEAD --instructions --trials 8
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
   burtbench run --cpus 2-15                       14 trials at once, each on its own core
   burtbench run --profile paper --slurm --wait    a SLURM job array of shards, merged and reported

@@ -8,14 +8,17 @@ import re
 from harness.envs.cache import default_env_dir as where
 from harness.paths import reports_root
 from harness.planning import selection
-from harness.store.run_plan import (DEFAULT_CLAIMS_BUDGET_MIN, DEFAULT_MAX_TRIALS, DEFAULT_TIMING, MAX_NOISE_PCT,
+from harness.running.ask import RunAsk
+from harness.store.run_plan import (DEFAULT_MAX_TRIALS, DEFAULT_TIMING, MAX_NOISE_PCT,
                                     MAX_TIMEOUT_S, MAX_TRIALS_PER_POINT, TIMINGS)
 from workloads.base import PROFILES
 
+ASKED = RunAsk()  # the request's defaults are the options' (harness/running/ask.py)
+
 
 def add_run_options(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--workload", default="all", metavar="W,...", help="workload names, or 'all' (default)")
-    run.add_argument("--engine", default="all", metavar="E,...",
+    run.add_argument("--workload", default=ASKED.workload, metavar="W,...", help="workload names, or 'all' (default)")
+    run.add_argument("--engine", default=ASKED.engine, metavar="E,...",
                      help="engine ids or prefixes ('torch' = every torch engine, 'torch/eager' = its eager ones; "
                           "'burtorch' includes the authors' burtorch-authors), or 'all' (default: every available engine)")
     run.add_argument("--profile", metavar="P",
@@ -28,13 +31,14 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "--noise-threshold of it, or --max-trials is reached")
     run.add_argument("--max-trials", type=at_most(positive_int, MAX_TRIALS_PER_POINT), metavar="N",
                      help=f"with --adaptive: the most trials per point (default {DEFAULT_MAX_TRIALS})")
-    run.add_argument("--noise-threshold", type=at_most(positive_float, MAX_NOISE_PCT), default=5.0, metavar="PCT",
-                     help="coefficient of variation over trials above which a point is noisy (default 5)")
-    run.add_argument("--claims-budget", type=at_most(non_negative_float, 24 * 60), default=DEFAULT_CLAIMS_BUDGET_MIN,
+    run.add_argument("--noise-threshold", type=at_most(positive_float, MAX_NOISE_PCT), default=ASKED.noise_threshold,
+                     metavar="PCT", help="coefficient of variation over trials above which a point is noisy "
+                                         f"(default {ASKED.noise_threshold:g})")
+    run.add_argument("--claims-budget", type=at_most(non_negative_float, 24 * 60), default=ASKED.claims_budget,
                      metavar="MINUTES",
                      help="after the plan, add rounds at the points of the paper's claims still undecided (their "
                           "factor's interval spans a boundary), where they narrow it most for their cost, for at "
-                          f"most this long (default {DEFAULT_CLAIMS_BUDGET_MIN:g}; 0: none)")
+                          f"most this long (default {ASKED.claims_budget:g}; 0: none)")
     run.add_argument("--cpu", type=int, metavar="N", help="core to pin every trial to (default: the last core)")
     run.add_argument("--cpus", metavar="LIST",
                      help="run up to len(LIST) trials at once, each pinned to its own core of LIST (e.g. 2-15 or 0,1); "
@@ -51,10 +55,11 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "rough built-in figures)")
     run.add_argument("--timeout", type=at_most(positive_float, MAX_TIMEOUT_S), metavar="S", help="per-trial timeout in seconds (default: per workload and profile)")
     run.add_argument("--mem-limit", type=size, metavar="SIZE", help="address-space cap per trial, e.g. 4G; a trial over it is recorded as oom")
-    run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default="auto",
+    run.add_argument("--energy", choices=("auto", "battery", "rapl", "none"), default=ASKED.energy,
                      help="energy source for the energy workload (default auto: battery, else RAPL, else none)")
-    run.add_argument("--idle-seconds", type=at_most(positive_float, selection.MAX_IDLE_S), default=10.0, metavar="S",
-                     help="how long to measure the idle power before an energy run (default 10; 30+ for a battery)")
+    run.add_argument("--idle-seconds", type=at_most(positive_float, selection.MAX_IDLE_S), default=ASKED.idle_seconds,
+                     metavar="S", help="how long to measure the idle power before an energy run "
+                                       f"(default {ASKED.idle_seconds:g}; 30+ for a battery)")
     run.add_argument("--timing", choices=TIMINGS,
                      help="paper: time each row as the authors' script for it does, where we adopted it "
                           "(workloads/timed_regions.csv); lean: the same lean region for every framework "
@@ -68,18 +73,18 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "built at a git revision of this repository (a commit, tag, branch, HEAD~3, or 'worktree'); "
                           "'burtorch-authors@COMMIT' the authors' programs at a commit of their checkout (--upstream)")
     floor = run.add_mutually_exclusive_group()  # argparse refuses both in one line, before any work
-    floor.add_argument("--aa", action="store_true", default=None,
+    floor.add_argument("--aa", action="store_true",
                        help="A/A: also run every engine (or --env SPEC) as an exact copy of itself, "
                             "`<id>@<SPEC>#copy`, in the same rounds: their ratio measures the noise floor, the "
                             "smallest change this machine can detect now (the default where two versions or more of "
                             "one engine run: --env SPEC, burtorch@REV); --env X --env X needs it")
-    floor.add_argument("--no-aa", action="store_true", default=None,
+    floor.add_argument("--no-aa", action="store_true",
                        help="no A/A copies, even for versions of an engine: half as many trials, and every versions "
                             "answer then says 'no A/A floor' (it cannot know the noise it was measured in)")
     run.add_argument("--seed", type=int, metavar="N",
                      help="seed of the random order of the engines in each round (default: drawn, or with --shard "
                           "computed from the plan alike on every machine; the manifest's plan records it as round_seed)")
-    run.add_argument("--instructions", action="store_true", default=None,
+    run.add_argument("--instructions", action="store_true",
                      help="also count each trial's instructions per iteration under valgrind (a proxy for time: "
                           "deterministic where time is noisy); two short children per trial, ~100x slower per "
                           "iteration")
@@ -102,8 +107,8 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                           "else cargo fetches the crates from crates.io)")
     run.add_argument("--no-upstream", action="store_true",
                      help="leave the authors' programs (burtorch-authors) out: no source looked for, no fetch")
-    run.add_argument("--out", type=path_text, default="results", metavar="DIR", help="results folder (default: results); "
-                                                                      "writes DIR/<run-id>/")
+    run.add_argument("--out", type=path_text, default=ASKED.out, metavar="DIR",
+                     help=f"results folder (default: {ASKED.out}); writes DIR/<run-id>/")
     run.add_argument("--report-dir", type=path_text, default=str(reports_root()), metavar="DIR",
                      help="reports folder (default: $BURTBENCH_REPORTS, else reports); writes DIR/<run-id>/")
     run.add_argument("--resume", type=path_text, metavar="RUN_DIR", help="run only the trials missing from RUN_DIR, with its plan")

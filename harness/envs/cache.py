@@ -10,7 +10,6 @@ to delete the files of a running interpreter, and prune says it could not delete
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -19,11 +18,19 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.state import ABSENT, read_json
 from harness.store.runs import check_out_dir
 from harness.text import clean
 from harness.units import mib
 
 RECORD = "burtbench-env.json"
+# What RECORD holds (engines/state.py): an installed environment's (install.py), or a revision's build's
+# (revisions.py), which its reader then takes whole.
+_EITHER = {"spec": (str, ABSENT), "python_version": (str, ABSENT), "installer": (str, ABSENT),
+           "created_at": (int, float, None, ABSENT), "last_used": (int, float, ABSENT), "freeze": (dict, ABSENT),
+           "ready": (bool, ABSENT), "revision": (dict, ABSENT)}
+RECORD_SHAPE = ({**_EITHER, "identity": ABSENT},
+                {**_EITHER, "identity": dict, "python": str, "driver": str, "no_module": (str, None)})
 # Unused this long, an environment is removed by `burtbench envs --prune` (given no other age).
 PRUNE_DAYS = 30
 
@@ -53,11 +60,8 @@ class Cached:
 
 
 def read_record(folder: Path) -> dict:
-    """An environment's RECORD; empty where it was never finished (or is unreadable)."""
-    try:
-        return json.loads((folder / RECORD).read_text())
-    except (OSError, ValueError):
-        return {}
+    """An environment's RECORD; empty where it was never finished, or holds what no writer writes (made again)."""
+    return read_json(folder / RECORD, RECORD_SHAPE)
 
 
 def cached(folder: Path) -> list[Cached]:

@@ -323,12 +323,13 @@ def from_build(engine, made: Build):
     return engine.replace(python=made.python)
 
 
-def check(spec: RevisionSpec, upstream: str | None) -> None:
-    """A new run's revision exists (ours in this repository, theirs in a source the run knows); else UsageError."""
+def check(spec: RevisionSpec, upstream: str | None) -> tuple:
+    """A new run's revision exists (ours in this repository, theirs in a source the run knows), else
+    UsageError; the version it names, (project, commit, ...): two spellings of one commit are one."""
     if spec.project == OURS:
-        resolve(spec.rev)
-    else:
-        find_theirs(spec.rev, upstream)
+        revision = resolve(spec.rev)
+        return OURS, revision.commit, revision.fingerprint
+    return THEIRS, find_theirs(spec.rev, upstream).commit
 
 
 def make_all(plan, python: str, console, plain: bool = False) -> dict:

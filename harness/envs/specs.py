@@ -16,7 +16,7 @@ from pathlib import Path
 from engines.base import AA_COPY
 from engines.none import FLOOR
 from harness.envs import revisions
-from harness.envs.cache import env_dir
+from harness.envs.cache import env_dir as env_dir_of
 from harness.errors import UsageError
 from harness.store import results
 from harness.store.run_plan import read_plan
@@ -73,31 +73,32 @@ def parse_spec(text: str, option: str = "--env") -> EnvSpec | revisions.Revision
     return EnvSpec(",".join(shown), tuple(shown), frozenset(names), key, false)
 
 
-def plan_options(args) -> dict:
-    """--env, --env-dir and --pip-arg as the plan records them (a resumed run makes the same environments)."""
-    texts = args.env
+def plan_options(texts: tuple[str, ...], env_dir: str | None, pip_args: tuple[str, ...], aa: bool,
+                 upstream: str | None) -> dict:
+    """--env, --env-dir and --pip-arg as the plan records them (a resumed run makes the same environments).
+    A SPEC given twice, however spelled (two spellings of one version, two names of one commit), is
+    refused without --aa and is one environment with it (its A/A copy is the second)."""
     if not texts:
-        given = [o for o, v in (("--env-dir", args.env_dir), ("--pip-arg", args.pip_arg)) if v]
-        if given:
-            raise UsageError(f"{'/'.join(given)} only apply with --env SPEC")
         return {"envs": [], "env_dir": None, "pip_args": []}
     parsed = [parse_spec(text) for text in texts]
+    same = {}
     for spec in parsed:
         if isinstance(spec, revisions.RevisionSpec):  # an unknown revision is said now, before anything is built
-            revisions.check(spec, getattr(args, "upstream", None))
+            key = revisions.check(spec, upstream)
         elif spec.false_markers:
             raise UsageError(f"--env {spec.text}: its marker '{spec.false_markers[0]}' is false on this machine: "
                              f"the environment would install nothing to measure")
-    same = {}
-    for spec in parsed:
-        same.setdefault(getattr(spec, "key", spec.text), []).append(spec.text)
-    twice = next((texts for texts in same.values() if len(texts) > 1), None)
-    if twice and not getattr(args, "aa", None):
-        shown = twice[0] if len(set(twice)) == 1 else " and ".join(dict.fromkeys(twice)) + ", the same versions,"
+        else:
+            key = spec.key
+        same.setdefault(key, []).append(spec.text)
+    twice = next((key for key, spellings in same.items() if len(spellings) > 1), None)
+    if twice is not None and not aa:
+        spelled = list(dict.fromkeys(same[twice]))
+        shown = spelled[0] if len(spelled) == 1 else " and ".join(spelled) + (
+            f", one commit ({twice[1][:12]})," if isinstance(twice, tuple) else ", the same versions,")
         raise UsageError(f"--env {shown} is given twice (to measure the noise floor, an A/A run, add --aa)")
-    # With --aa, two spellings of one environment run as one (its A/A copy is the second).
-    specs = list(dict.fromkeys(same[getattr(spec, "key", spec.text)][0] for spec in parsed))
-    return {"envs": specs, "env_dir": str(env_dir(args.env_dir)), "pip_args": list(args.pip_arg)}
+    return {"envs": [spellings[0] for spellings in same.values()], "env_dir": str(env_dir_of(env_dir)),
+            "pip_args": list(pip_args)}
 
 
 def provides(spec, engine) -> bool:
@@ -133,14 +134,12 @@ def variants(engines: list, specs: list, explicit: bool) -> list:
     return chosen
 
 
-def aa_planned(args, engines: list) -> bool:
+def aa_planned(aa: bool, no_aa: bool, engines: list) -> bool:
     """Whether the run measures its A/A floor: with --aa, and by default where two versions or more of
     one engine run (an answer between versions without a floor cannot know the noise it was measured
     in); --no-aa skips it."""
-    if getattr(args, "aa", None):
-        return True
     versioned = [engine.base_id for engine in engines if engine.env]
-    return not getattr(args, "no_aa", None) and len(set(versioned)) < len(versioned)
+    return aa or (not no_aa and len(set(versioned)) < len(versioned))
 
 
 def aa_copies(engines: list) -> list:

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from engines import burn
 from harness.machine import calibrations
 from harness.machine import host as machine
 from harness.machine.doctor_measures import Finding, measure_findings
@@ -45,8 +46,19 @@ def diagnose(cpu: int | None = None, sys_root: str | Path = "/sys", proc_root: s
                  isolation_finding(facts, cpu), virtualization_finding(facts)]
     findings += pinned_core_findings(cpu, proc_root, watch_s, sleep)
     findings += measure_findings(perf, sys_root, proc_root)
-    findings.append(valgrind_finding())
+    findings += [valgrind_finding(), burn_finding()]
     return findings
+
+
+def burn_finding() -> Finding:
+    """Whether a run could build Burn's driver here, judged before any build tries (engines/burn.py)."""
+    if burn.is_built():
+        return Finding("ok", "burn", f"Burn's driver is built: {burn.executable()}")
+    blocker = burn.build_blocker()
+    if blocker:
+        return Finding("info", "burn", f"the Burn engine is unavailable: {blocker}")
+    return Finding("ok", "burn", f"Burn's driver can be built on its first run: cargo found, the crates "
+                   f"{burn.crates_source()[0]}")
 
 
 def valgrind_finding() -> Finding:

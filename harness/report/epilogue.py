@@ -17,12 +17,16 @@ from rich.text import Text
 
 from engines.base import AA_COPY, split_id
 from engines.none import FLOOR
+from harness.errors import EXIT_NOT_ALL_RUN
 from harness.planning.claim_points import UNREPEATED_PROFILES
 from harness.analysis.labels import short_ids
-from harness.analysis.points import FAILED, STATISTIC, run_points
+from harness.analysis.points import FAILED, POINT_STATISTIC, STATISTIC, in_order, run_points
 from harness.analysis.summary import format_seconds, shown_params
 from harness.report import claim_files, claims, versions
 from harness.report.render import render_report
+from harness.running.orchestrator import one_line
+from harness.store.runs import load_run
+from harness.units import count
 
 STYLES = {"reproduced": "green", "partly": "yellow", "not reproduced": "red", "undecided": "cyan",
           "not comparable": "magenta", "not measurable here": "dim"}
@@ -35,38 +39,75 @@ def after_run(run_dir: Path, console: Console, out_root: Path) -> None:
         console.print(f"[red]report[/]: could not render the report of {escape(str(run_dir))}: {escape(repr(exc))} "
                       f"(burtbench report {escape(str(run_dir))} tries again)", highlight=False)
         return
-    for line in summary_lines(rendered):
+    for line in summary_lines(rendered, min(console.width, WIDTH)):
         console.print(line, highlight=False)
 
 
-WIDTH = 120  # the summary fits a 120-column terminal
+WIDTH = 120  # the closing lines' width at most; a narrower terminal gets them narrower, wrapped, never cut
 
 
 def _subject_text(v) -> tuple[str, str]:
-    """(plain text, styled text) of one subject's verdict: symbol, verdict, number."""
+    """(symbol and verdict, its number) of one subject's verdict, as plain text."""
 
     if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE):
-        head, value = f"{claims.SYMBOLS[v.verdict]} {v.verdict}", ""
-    else:
-        head = claims.SYMBOLS[v.verdict]
-        value = f" {claim_files.shown(v, 'ours')}" + (f" {v.trials[0]}/{v.trials[1]}" if v.trials else "")
-    return head + value, f"[{STYLES[v.verdict]}]{escape(head)}[/]{escape(value)}"
+        return f"{claims.SYMBOLS[v.verdict]} {v.verdict}", ""
+    value = f" {claim_files.shown(v, 'ours')}" + (f" {v.trials[0]}/{v.trials[1]}" if v.trials else "")
+    return claims.SYMBOLS[v.verdict], value
 
 
-COLUMNS = (30, 32)  # each subject's verdict column: 2 + 23 + 14 + 11 + 30 + 8 + 32 = 120
+NARROWEST = 16  # a verdict column narrower than this reads better as a line of its own under the claim
 
 
-def claim_line(judged) -> str:
-    """One claim in one line of at most WIDTH columns: its id, the paper's number, both subjects' verdicts."""
+def _styled(chunk: str, head: str, verdict: str) -> str:
+    """A piece of a verdict's text, its symbol in the verdict's colour where the piece begins with it."""
+    if not chunk.startswith(head):
+        return escape(chunk)
+    return f"[{STYLES[verdict]}]{escape(head)}[/]{escape(chunk[len(head):])}"
 
-    line = f"  {escape(judged.claim.id):<23} paper {escape(_paper_number(judged)):<8}"
-    for subject, v, width in zip(claims.SUBJECTS, judged.verdicts(), COLUMNS):
-        text, colored = _subject_text(v)
-        if len(text) > width:
-            text = text[:width - 1] + "…"
-            colored = f"[{STYLES[v.verdict]}]{escape(text)}[/]"
-        line += f" │ {subject.short} {colored}{' ' * (width - len(text))}"
-    return line.rstrip()
+
+def _lead(judged) -> str:
+    return f"  {judged.claim.id:<23} paper {_paper_number(judged):<8}"
+
+
+def _subjects(judged) -> list[tuple]:
+    return [(s.short, v.verdict, *_subject_text(v)) for s, v in zip(claims.SUBJECTS, judged.verdicts())]
+
+
+def verdict_widths(shown: list, width: int) -> list[int] | None:
+    """Each subject's column width, the same on every claim's row so that the columns line up: as wide as its
+    longest verdict where `width` allows, the widest narrowed first where not; None where a column would be
+    narrower than NARROWEST (a line per subject instead)."""
+    rows = [_subjects(j) for j in shown]
+    room = width - max(len(_lead(j)) for j in shown) - sum(len(f" │ {short} ") for short, *_ in rows[0])
+    widths = [max(len(head + value) for _, _, head, value in column) for column in zip(*rows)]
+    while sum(widths) > room and max(widths) > NARROWEST:
+        widths[widths.index(max(widths))] -= 1
+    return widths if sum(widths) <= room else None
+
+
+def claim_rows(judged, widths: list[int] | None, width: int = WIDTH) -> list[str]:
+    """One claim: its id, the paper's number and both subjects' verdicts side by side, each wrapped in its
+    column of `widths` (never cut); without widths, a line per subject under the claim's."""
+
+    lead, subjects = _lead(judged), _subjects(judged)
+    if widths is None:
+        label = max(len(short) for short, *_ in subjects)
+        lines = [escape(lead.rstrip())]
+        for short, verdict, head, value in subjects:
+            chunks = textwrap.wrap(head + value, width - label - 5) or [""]
+            lines += [f"    {short if k == 0 else '':<{label}} {_styled(chunk, head, verdict) if k == 0 else escape(chunk)}"
+                      for k, chunk in enumerate(chunks)]
+        return lines
+    columns = [textwrap.wrap(head + value, w) or [""] for (_, _, head, value), w in zip(subjects, widths)]
+    lines = []
+    for k in range(max(map(len, columns))):
+        line = escape(lead) if k == 0 else " " * len(lead)
+        for (short, verdict, head, _), chunks, w in zip(subjects, columns, widths):
+            chunk = chunks[k] if k < len(chunks) else ""
+            shown = _styled(chunk, head, verdict) if k == 0 else escape(chunk)
+            line += f" │ {short if k == 0 else ' ' * len(short)} {shown}{' ' * (w - len(chunk))}"
+        lines.append(line.rstrip())
+    return lines
 
 
 def _paper_number(judged) -> str:
@@ -96,8 +137,8 @@ def _tally(judged: list, key: str) -> dict:
     return {claims.SYMBOLS[name]: sum(getattr(j, key).verdict == name for j in judged) for name in claims.VERDICTS}
 
 
-def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
-    """The claims this run could judge, one line each, then one line for the rest."""
+def claim_lines(judged_all: list, run, folder: Path, width: int = WIDTH) -> list[str]:
+    """The claims this run could judge, a row each (claim_rows), then a line for the rest."""
 
     where = escape(str(folder / "claims.md"))
     shown = [j for j in judged_all if judgeable(j)]
@@ -113,11 +154,12 @@ def claim_lines(judged_all: list, run, folder: Path) -> list[str]:
     lines = [f"[bold]The paper's claims this run could judge[/] ({escape(tally)}):"]
     if run.plan.profile in UNREPEATED_PROFILES:
         lines.append(f"  [yellow]{escape(SMOKE_CAVEAT)}[/]")
-    lines += [claim_line(j) for j in shown]
+    widths = verdict_widths(shown, width)
+    lines += [row for j in shown for row in claim_rows(j, widths, width)]
     rest = [j for j in judged_all if not judgeable(j)]
-    lines.append(f"  {escape(LEGEND)}" + (f"; {len(rest)} more not judged here: see claims.md" if rest else ""))
-    lines += [f"  {escape(part)}" for text in (READING, claim_files.family_line(claim_files.both(judged_all)))
-              for part in textwrap.wrap(text, WIDTH - 2)]
+    legend = LEGEND + (f"; {len(rest)} more not judged here: see claims.md" if rest else "")
+    lines += [f"  {escape(part)}" for text in (legend, READING, claim_files.family_line(claim_files.both(judged_all)))
+              for part in textwrap.wrap(text, width - 2)]
     return lines
 
 
@@ -125,7 +167,7 @@ def speed_lines(run) -> list[str]:
     """At each workload point, the fastest engine and how much faster than the slowest it ran."""
     by_point: dict[tuple, list] = {}
     failed: dict[tuple, list] = {}
-    for point in run_points(run).values():
+    for point in in_order(run_points(run)):
         # The harness's floor is no framework, and an A/A copy is its original again: neither is ranked;
         # a wrong program's time is no answer, so it is named apart.
         if point.time_mean() is not None and point.engine != FLOOR and not point.engine.endswith(AA_COPY):
@@ -153,21 +195,45 @@ def speed_lines(run) -> list[str]:
     return lines
 
 
-def summary_lines(rendered) -> list[str]:
+def summary_lines(rendered, width: int = WIDTH) -> list[str]:
     folder = Path(rendered.folder).resolve()
     lines = [""] + [f"[yellow]{escape(s)}[/]" for s in rendered.status]
     # A versions run answers its own question first; the paper's claims follow, where it measured their points.
     for table in rendered.versions:
-        lines += ["", f"[bold]{escape(table.title)}[/] (time per iteration; the answer against the oldest version, "
-                      f"as compare gives it): {escape(str(Path(rendered.folder).resolve() / 'tables' / table.name))}.md"]
+        lines += ["", f"[bold]{escape(table.title)}[/] (time per iteration, {POINT_STATISTIC}; the answer against the "
+                      f"oldest version, as compare gives it): {escape(str(folder / 'tables' / table.name))}.md"]
         lines += [f"  {escape(row['engine'])} {escape(row['version']):<10} {format_seconds(row['time_per_iter_s'], 'n/a'):>9}"
                   f"  {escape(versions.ratio(row, 'time'))}" for row in table.rows]
     lines += [""] if rendered.versions else []
-    lines += claim_lines(rendered.judged, rendered.run, folder)
+    lines += claim_lines(rendered.judged, rendered.run, folder, width)
     speeds = speed_lines(rendered.run)
     if speeds:
-        lines += ["", "[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step):"]
+        lines += ["", f"[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step, "
+                      f"{POINT_STATISTIC}):"]
         lines += speeds
+    lines += not_run_lines(rendered.run, width)
     lines += ["", f"claims:  {escape(str(folder / 'claims.md'))}",
               f"report:  {escape((folder / 'index.html').as_uri())}"]
     return lines
+
+
+def not_run_lines(run, width: int = WIDTH) -> list[str]:
+    """The engines the user named (--engine, not `all`) that this run could not run, each with why (the
+    manifest's `unavailable`, its reason whole, wrapped); none where every named engine ran. Such a run
+    ends with EXIT_NOT_ALL_RUN."""
+    unavailable = run.manifest.get("unavailable")
+    if not run.plan.explicit_engines or not isinstance(unavailable, dict):
+        return []
+    missed = {eid: one_line(str(unavailable[eid])) for eid in run.plan.engines if eid in unavailable}
+    if not missed:
+        return []
+    lines = ["", f"[bold yellow]Asked for, not run[/] ({count(len(missed), 'engine')} named with --engine; "
+                 f"exit status {EXIT_NOT_ALL_RUN}):"]
+    for eid, why in missed.items():
+        lines += [f"  {escape(part)}" for part in textwrap.wrap(f"{eid}: {why}", width - 2, subsequent_indent="  ")]
+    return lines
+
+
+def asked_not_run(run_dir: Path) -> list[str]:
+    """not_run_lines of the run in `run_dir`."""
+    return not_run_lines(load_run(run_dir))

@@ -10,7 +10,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from harness.report import authors, claim_files, claims
+from harness.report import authors, claim_files, claims, versions
 from harness.report.figures import Figure
 from harness.report.tables import Table
 from harness.store.runs import Run
@@ -34,6 +34,7 @@ figure { margin: 1.5rem 0; } figure img { max-width: 100%; border: 1px solid #ee
 figcaption { font-size: .85rem; color: #444; }
 code { font-size: .85em; }
 .status { background: #fff4e0; border-left: 4px solid #a15c00; padding: .5rem 1rem; }
+td.answer { min-width: 14em; } #versions th, #versions td { padding: .25rem .3rem; }
 table.claims td { white-space: normal; min-width: 14em; } table.claims small { color: #555; }
 td.v-reproduced b { color: #1b7f2a; } td.v-partly b { color: #a15c00; } td.v-not-reproduced b { color: #b00020; }
 td.v-not-comparable b { color: #5a3e9b; } td.v-not-measurable-here b { color: #666; }
@@ -137,15 +138,16 @@ def _row_class(row: dict) -> str:
     return "" if row["in_run"] else " class='absent'"
 
 
-# Columns whose cells may wrap, at spaces: an engine id or a version in them is kept whole.
-WRAPPED = ("Engine", "Version (ours / paper)", "Check")
+# Columns whose cells may wrap, at spaces: an engine id or a version in them is kept whole; a versions
+# table's sentences too, its answer kept wide enough to read (td.answer) rather than squeezed to a word a line.
+WRAPPED = ("Engine", "Version (ours / paper)", "Check", *versions.WORDS)
 
 
 def _cell(column: str, text) -> str:
     if column not in WRAPPED and "CI]" not in column:  # a ratio's interval and verdict may wrap too
         return f"<td>{esc(text)}</td>"
     words = [f"<span class='id'>{esc(w)}</span>" if "/" in w or "-" in w else esc(w) for w in str(text).split(" ")]
-    return f"<td class='wrap'>{' '.join(words)}</td>"
+    return f"<td class='wrap{' answer' if column == versions.ANSWER else ''}'>{' '.join(words)}</td>"
 
 
 # The measures of one part of a split table: ours and the paper's of two measures fit 1,400 px.

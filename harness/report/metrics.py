@@ -12,7 +12,7 @@ from typing import Callable
 
 from engines.base import BASELINE
 from engines.none import FLOOR
-from harness.analysis.points import Point
+from harness.analysis.points import POINT_STATISTIC, STATISTIC, Point
 from harness.store.results import params_key
 from harness.units import MIB, MIB_LABEL
 from workloads import load
@@ -44,8 +44,8 @@ class Metric:
     relative: bool = True
 
 
-PER_ITERATION_NOTE = ("Times are per iteration: ours = mean over trials of each trial's per-iteration time, the "
-                      "median of its timed blocks ({our_iterations} iterations per trial); paper = its total over {paper_iterations} "
+PER_ITERATION_NOTE = (f"Times are per iteration: ours = the {POINT_STATISTIC} of each trial's time, the {STATISTIC} "
+                      "({our_iterations} iterations per trial); paper = its total over {paper_iterations} "
                       "iterations / {paper_iterations}.")
 SMALL_NOTE = ("Min = the fastest trial. CPU clocks per iteration: ours = cpu_clocks / iterations, ≈ marks an "
               "estimate (CPU time × TSC rate); paper = its total clocks / {paper_iterations}.")
@@ -147,7 +147,8 @@ METRICS = {
                    paper_to_si=1e-3, note="Init = end-to-end time of a 1-step run."),
     "gflops": Metric("flops_per_s", "Step rate", "GFLOP/s", 1e-9, step_rate, relative=False, note=GFLOPS_NOTE),
     "step_time": Metric("time_per_step_s", "Compute / step", "ms", 1e3, Point.time_mean, Point.time_std_within,
-                        paper="compute_ms_per_iter", paper_to_si=1e-3),
+                        paper="compute_ms_per_iter", paper_to_si=1e-3,
+                        note=f"Compute / step, ours: the {POINT_STATISTIC} of each trial's time, the {STATISTIC}."),
     "wall_time": Metric("wall_time_s", "Time incl. init", "s", 1.0, lambda p: p.mean("wall_time_s"),
                         paper="time_with_init_s", note=ENERGY_NOTE),
     **{f"energy_{part}": Metric(f"energy_{part}_j", f"Energy {title}", "mWh", 1 / MWH,

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from engines.base import BASELINE
-from harness.analysis.points import FAILED, Point, run_points
+from harness.analysis.points import FAILED, Point, in_order, run_points
+from harness.analysis.summary import param_text
 from harness.report import cells, notes, paper
 from harness.report.metrics import INSTRUCTIONS, Metric, memory_note, resolve
 from harness.store.results import params_key
@@ -52,7 +53,7 @@ def default_declaration(workload: Workload) -> PaperTable:
 def build_tables(run: Run) -> list[Table]:
     """Every table whose workload has trials in the run, in the paper's order."""
     by_workload: dict[str, list[Point]] = {}
-    for point in run_points(run).values():
+    for point in in_order(run_points(run)):
         by_workload.setdefault(point.workload, []).append(point)
     known = all_workloads()
     declared = [(known[name], known[name].paper or default_declaration(known[name]))
@@ -207,11 +208,11 @@ def shown_cells(rows: list[dict], metrics: list[Metric], declaration: PaperTable
     ours and the paper's, notes."""
     columns = {}
     for name in (n for n in declaration.point if n != declaration.split_by):
-        columns[declaration.point_titles.get(name, name)] = lambda row, name=name: str(row["params"].get(name, ""))
+        columns[declaration.point_titles.get(name, name)] = lambda row, name=name: param_text(row["params"].get(name, ""))
     if declaration.figure_x == "param_count":
         columns["Params d"] = cells.param_count
     if not declaration.point and len({params_key(p.params) for p in points}) > 1:
-        columns["Params"] = lambda row: params_key(row["params"])
+        columns["Params"] = lambda row: " ".join(f"{k}={param_text(v)}" for k, v in row["params"].items())
     columns.update({"Engine": cells.engine, "Version (ours / paper)": cells.version,
                     "Check": cells.check, "Trials ok": cells.trials})
     for m in metrics:

@@ -2,8 +2,8 @@
 
 Per workload, a "versions" table: one row per environment of each engine, each compared with the
 oldest version paired by round (the plan runs every variant once per round), and answered by the
-rule every surface uses (harness/analysis/effect.py): time per iteration (the geometric mean over the paired rounds, the statistic the ratio is
-computed from), its ratio with a bootstrap interval and a signed-rank p, instructions per iteration
+rule every surface uses (harness/analysis/effect.py): time per iteration (points.POINT_STATISTIC, the estimate
+the ratio's rule gives), its ratio with a bootstrap interval and a signed-rank p, instructions per iteration
 (--instructions, a proxy, beside time), the noise floor measured by A/A copies (run by default for
 versions, --no-aa skips them; an answer without one says so) and the verdict, saying which measure
 decided it. Init time and peak memory are compared the same way.
@@ -22,8 +22,8 @@ import pandas as pd
 
 from engines.base import AA_COPY, split_id
 from harness.analysis import change, compare, effect
-from harness.analysis.points import FAILED, Point, measure, run_points, trial_time
-from harness.analysis.summary import count_text, format_seconds, shown_params
+from harness.analysis.points import FAILED, POINT_SHORT, POINT_STATISTIC, Point, measure, run_points, trial_time
+from harness.analysis.summary import count_text, format_seconds, param_text, shown_params
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
 from harness.units import count, mib
@@ -35,6 +35,9 @@ FIELDS = ["engine", "params", "version", "env", "trials_ok", "trials", "check_ok
           "init_time_s", "init_ratio", "init_ci_low", "init_ci_high", "init_verdict",
           "peak_resident_bytes", "mem_ratio", "mem_ci_low", "mem_ci_high", "mem_verdict"]
 REFERENCE = "reference (oldest)"
+ANSWER = "Answer (time ×oldest [95% CI])"
+# The columns of sentences and names, which a page wraps at spaces (report/html.py): the others are numbers.
+WORDS = ("Point", "Version", "Noise floor (A/A)", ANSWER, "Decided by", "Init ×oldest", "Memory ×oldest")
 
 
 @dataclass
@@ -119,7 +122,7 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor:
            "trials_ok": point.trials_ok(), "trials": len(point.trials), "check_ok": point.check()[0], "in_run": True,
            **_floor_fields(floor)}
     if same:
-        return {**row, "rounds": len(point.time_values()), "time_per_iter_s": compare.geo(point, trial_time),
+        return {**row, "rounds": len(point.time_values()), "time_per_iter_s": point.time_mean(),
                 "time_ratio": 1.0, **_ends("time", None), "time_verdict": REFERENCE,
                 "instructions_per_iter": compare.geo(point, instructions_of), "instr_ratio": 1.0, **_ends("instr", None),
                 "verdict": REFERENCE, "decided_by": "", "init_time_s": compare.geo(point, lambda t: measure(t, "init_time_s")),
@@ -132,7 +135,7 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor:
     memory = compare.effect_of(oldest, point, lambda t: measure(t, "peak_resident_bytes"), pair=True)
     answer = compare.checked_answer(oldest, point, change.change_answer(
         time, floor, threshold, instr if instr.estimate is not None else None, without))
-    return {**row, "rounds": time.n, "time_per_iter_s": compare.geo(point, trial_time), "time_ratio": time.estimate,
+    return {**row, "rounds": time.n, "time_per_iter_s": point.time_mean(), "time_ratio": time.estimate,
             **_ends("time", time), "time_verdict": change.time_answer(time, floor, threshold, without).text,
             "instructions_per_iter": compare.geo(point, instructions_of), "instr_ratio": instr.estimate,
             **_ends("instr", instr), "verdict": answer.text, "answer": answer.kind, "decided_by": answer.decided_by,
@@ -155,12 +158,12 @@ def _shown(workload: str, rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([{
         "Engine": r["engine"], "Point": shown_params(workload, r["params"]).strip() or "—",
         "Version": r["version"], "Rounds": str(r["rounds"]),
-        "Time/iter (geo. mean)": format_seconds(r["time_per_iter_s"], "n/a"),
+        f"Time/iter ({POINT_SHORT})": format_seconds(r["time_per_iter_s"], "n/a"),
         **({"Instr./iter (a proxy)": count_text(r["instructions_per_iter"]),
             "Instr. ×oldest": "—" if r["instr_ratio"] is None else f"{r['instr_ratio']:.4f}"} if counted else {}),
         "Noise floor (A/A)": "not measured" if r["noise_floor"] is None else
         f"×/÷{r['noise_floor']:.3g} (A/A of {r['floor_pair']})",
-        "Answer (time ×oldest [95% CI])": r["verdict"], "Decided by": r["decided_by"],
+        ANSWER: r["verdict"], "Decided by": r["decided_by"],
         "Init ×oldest": ratio(r, "init"), "Peak RSS": mib(r["peak_resident_bytes"]),
         "Memory ×oldest": ratio(r, "mem"),
     } for r in rows])
@@ -185,7 +188,8 @@ def build(run: Run) -> list[VersionTable]:
         for (engine, params), points in sorted(engines.items()):
             floors, lines = aa_floors(points)
             without = change.no_floor(any(env.endswith(AA_COPY) for env in points))
-            notes += [f"{engine} {' '.join(f'{k}={v}' for k, v in json.loads(params).items())}: {line}" for line in lines]
+            notes += [f"{engine} {' '.join(f'{k}={param_text(v)}' for k, v in json.loads(params).items())}: {line}"
+                      for line in lines]
             versions = {env: p for env, p in points.items() if not env.endswith(AA_COPY)}
             # An A/A run: each copy against its original. The pair does not differ by construction: its
             # interval is the floor this run measured, and a verdict never reads faster or slower (a
@@ -212,7 +216,7 @@ def build(run: Run) -> list[VersionTable]:
         tables.append(VersionTable(
             f"versions_{workload}", f"{workload}: framework versions",
             "Each version against the oldest of its engine, paired by round (every version ran once per round, "
-            "in a random order): time per iteration as the geometric mean over the paired rounds, the ratio B/A "
+            f"in a random order): time per iteration as the {POINT_STATISTIC}, the ratio B/A "
             "with its 95% interval (a t interval on the per-round log ratios); instructions per iteration under "
             "valgrind (a proxy, beside time); the noise floor an A/A pair measured, as a factor, and the "
             "pair it came from (the wider of the two versions' pairs). The answer, the same in compare and the "
@@ -231,7 +235,7 @@ def figure(table: VersionTable, folder: Path) -> Figure | None:
     groups: dict[str, list[dict]] = {}
     for row in table.rows:
         if row["time_per_iter_s"]:
-            point = " ".join(f"{k}={v}" for k, v in row["params"].items())
+            point = " ".join(f"{k}={param_text(v)}" for k, v in row["params"].items())
             groups.setdefault(f"{row['engine']} {point}".strip(), []).append(row)
     if not groups:
         return None
@@ -242,7 +246,7 @@ def figure(table: VersionTable, folder: Path) -> Figure | None:
     for line, (label, rows) in zip(axes, sorted(groups.items())):
         names = [tick(r["version"]) for r in rows]
         line[0].bar(names, [r["time_per_iter_s"] * 1e6 for r in rows], color="tab:blue")
-        line[0].set_ylabel("time per iteration (µs, geo. mean)")
+        line[0].set_ylabel(f"time per iteration (µs, {POINT_SHORT})")
         line[0].set_ylim(bottom=0)
         for ax in line[:-1]:
             ax.tick_params(axis="x", labelsize=8)

@@ -2,9 +2,9 @@
 stated 95% (harness/analysis/calibration.py), written under RESULTS/calibration/<machine key>/
 (harness/machine/calibrations.py) beside the runs it read.
 
-Each run is a normal `burtbench run --aa` (session.py: its plan, the engines made ready, the manifest,
-every trial checked and recorded, progress with an ETA): `burtbench report` and `compare` read it as any
-other. Runs are several because what moves between runs (the machine's state, a build's layout in
+Each run is a normal `burtbench run --aa`, asked as a RunAsk and checked by `run`'s one check (then
+session.py: its plan, the engines made ready, the manifest, every trial checked and recorded, progress
+with an ETA): `burtbench report` and `compare` read it as any other. Runs are several because what moves between runs (the machine's state, a build's layout in
 memory) is what one run's intervals cannot see. Each run takes the rounds that fit its share of the time
 left, from the estimates `run --dry-run` shows; the second run's come from the first run's own trials.
 """
@@ -23,6 +23,7 @@ from harness.machine import calibrations, host
 from harness.planning.estimate import wall_s
 from harness.planning.preview import duration
 from harness.running import session
+from harness.running.ask import RunAsk, RunRequest
 from harness.running.orchestrator import EXIT_INTERRUPTED
 from harness.store.manifest import now
 from harness.store.runs import load_run
@@ -36,13 +37,10 @@ POINT = ("hidden_dim=1024", "batch=64")
 RUNS_FOLDER = "runs"
 
 
-def run_argv(engines: str, out: Path, rounds: int) -> list[str]:
-    """`burtbench run`'s arguments for one calibration run (no deciding rounds: every round is planned)."""
-    argv = ["--engine", engines, "--workload", WORKLOADS, "--aa", "--trials", str(rounds), "--claims-budget", "0",
-            "--no-upstream", "--out", str(out)]
-    for param in POINT:
-        argv += ["--param", param]
-    return argv
+def run_ask(engines: str, out: Path, rounds: int) -> RunAsk:
+    """What one calibration run asks of `burtbench run` (no deciding rounds: every round is planned)."""
+    return RunAsk(engine=engines, workload=WORKLOADS, param=POINT, aa=True, trials=rounds, claims_budget=0.0,
+                  no_upstream=True, out=str(out))
 
 
 def priced_as_originals(plan: list) -> list:
@@ -50,7 +48,7 @@ def priced_as_originals(plan: list) -> list:
     return [dataclasses.replace(pt, engine=pt.engine.replace(env=original_env(pt.engine.env))) for pt in plan]
 
 
-def rounds_within(req: session.RunRequest, seconds: float) -> int:
+def rounds_within(req: RunRequest, seconds: float) -> int:
     """The most rounds whose estimated time fits `seconds`, at least calibration.MIN_ROUNDS. The times of
     MIN_ROUNDS and of twice as many rounds tell a round's cost from the run's fixed costs (init runs)."""
     estimator = session.estimator(req)
@@ -61,20 +59,20 @@ def rounds_within(req: session.RunRequest, seconds: float) -> int:
     return max(fewest, fewest + int((seconds - short) / per_round))
 
 
-def calibrate(minutes: float, engines: str | None, results: Path, request_of, console: Console) -> int:
-    """`request_of(argv)`: the checked request of `burtbench run` with those arguments (the command's parser)."""
+def calibrate(minutes: float, engines: str | None, results: Path, check, console: Console) -> int:
+    """`check(ask)`: `burtbench run`'s one check of a RunAsk, the checked request (the command layer's)."""
     facts = host.describe()
     where = calibrations.folder(results, facts)
     runs_dir = where / RUNS_FOLDER
-    argv = run_argv(engines or ENGINES, runs_dir, calibration.MIN_ROUNDS)
-    req = request_of(argv)  # every option checked before the first trial
+    ask = run_ask(engines or ENGINES, runs_dir, calibration.MIN_ROUNDS)
+    req = check(ask)  # every option checked before the first trial
     deadline = time.monotonic() + minutes * 60
     console.print(f"calibrate: {RUNS} A/A runs for about {minutes:g} min on {calibrations.machine_key(facts)} "
                   f"→ {where}", highlight=False)
     done, code = [], 0
     for index in range(RUNS):
         if index:  # estimated again: from the run just made, on this machine
-            req = request_of(argv)
+            req = check(ask)
         rounds = rounds_within(req, (deadline - time.monotonic()) / (RUNS - index))
         console.print(f"calibrate: run {index + 1} of {RUNS}, {rounds} rounds (at least {calibration.MIN_ROUNDS}: "
                       f"every kind of case needs them)", highlight=False)

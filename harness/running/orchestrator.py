@@ -13,16 +13,18 @@ import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Column
 from rich.text import Text
 
 from engines.children import STOPPING
 from harness.analysis.effect import MIN_TRIALS
-from harness.analysis.points import group
+from harness.analysis.points import STATISTIC, group, trial_time
+from harness.analysis.summary import format_seconds
 from harness.measure import affinity
 from harness.planning.plan import PlannedTrial
 from harness.planning.resume import record_added
@@ -316,8 +318,11 @@ def one_line(reason: str | None) -> str:
 def _progress(console: Console) -> Progress:
     # Error lines go to stderr: drawn above the bar where stderr is the same terminal, else left
     # on stderr (a `2> file` keeps them, never the bar's stdout).
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), EtaColumn(), console=console, transient=True,
+    # The numbers (trials done, elapsed, ETA) keep their width; the trial's name and the bar share what is left,
+    # a long name (--instructions adds to it) ending in "…": rich would otherwise push the numbers off the line.
+    return Progress(TextColumn("{task.description}", table_column=Column(ratio=3, no_wrap=True, overflow="ellipsis")),
+                    BarColumn(bar_width=None, table_column=Column(ratio=1)), MofNCompleteColumn(),
+                    TimeElapsedColumn(), EtaColumn(), console=console, transient=True, expand=True,
                     redirect_stderr=sys.stderr.isatty())
 
 
@@ -331,4 +336,6 @@ def _announce(console: Console, progress: Progress, pt: PlannedTrial, trial: res
         reason = trial.reason if trial.status != "ok" else trial.check.get("reason")
         print(f"burtbench: {what} {clean(pt.label())}: {one_line(reason)}", file=sys.stderr)
         return
-    progress.console.print(f"ok {pt.label()}: {trial.per_iter_s['mean'] * 1e6:.3f} µs/iteration", highlight=False)
+    # The trial's time as every table counts it (points.trial_time): one trial's point shows this number.
+    seconds = format_seconds(trial_time(asdict(trial)))
+    progress.console.print(f"ok {pt.label()}: {seconds}/iteration ({STATISTIC})", highlight=False)

@@ -1,16 +1,12 @@
 """A run from the user's request to its results: the plan, the engines made ready, the run folder
 and its lock, the manifest, the energy meter, the trials, the summary.
 
-cli.py parses the command line and reports errors; this module does the work of `burtbench run`.
+The request comes checked (harness/running/ask.py, checked by harness/commands/request.py); this module
+does the work of `burtbench run`.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
-import hashlib
-import json
-import os
-import secrets
 import sys
 import time
 from contextlib import ExitStack
@@ -20,24 +16,23 @@ from pathlib import Path
 
 from rich.console import Console
 
-from engines import all_engines, burn
+from engines import all_engines
 from engines.base import split_id
 from harness.analysis import summary
 from harness.envs import specs as envs
 from harness.envs.install import make_all
 from harness.envs.revisions import check_resumed
 from harness.errors import UsageError
-from harness.machine.valgrind import missing_valgrind
 from harness.measure import affinity, energy, tsc
-from harness.planning import preview, selection, shard
+from harness.planning import preview, shard
 from harness.planning.claim_points import NO_CLAIM_JUDGED, UNREPEATED_PROFILES, judges_any, with_claim_points
-from harness.planning.estimate import Estimator, covering_run, engine_builds
+from harness.planning.estimate import Estimator, engine_builds
 from harness.planning.plan import make_plan as plan_of
-from harness.planning.plan import narrow_for
 from harness.planning.preview import NOTHING_TO_RUN
 from harness.planning.resume import resumable_manifest, with_added
 from harness.running import orchestrator
 from harness.running import upstream as upstream_source
+from harness.running.ask import RunRequest
 from harness.running.orchestrator import pending
 from harness.running.probe import probe_floor
 from harness.running.spawn import RunOptions
@@ -45,155 +40,10 @@ from harness.store import manifest as manifest_mod
 from harness.store import results
 from harness.store.lock import RunLock
 from harness.store.results import ResultsUnwritable
-from harness.store.run_plan import DEFAULT_MAX_TRIALS, DEFAULT_PROFILE, DEFAULT_TIMING, RunPlan
-from harness.store.runs import check_out_dir, existing_run
+from harness.store.run_plan import RunPlan
 from harness.text import clean, clean_data
 from harness.units import count
-from workloads import all_workloads, load
-from workloads.base import PROFILES
-
-# What a resumed run takes from its manifest: giving any of these again is an error (--claims-budget: a
-# default, so not here).
-PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "timeout", "data_dir", "upstream", "env", "env_dir",
-                "pip_arg", "shard", "timing", "seed", "aa", "no_aa", "instructions")
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """Everything `burtbench run` was asked, checked."""
-    plan: RunPlan
-    run_dir: Path | None  # the folder of a resumed run; None: a new folder under `out`
-    out: Path
-    cpu: int
-    python: str
-    mem_limit_bytes: int | None
-    sample_private: bool
-    energy: str
-    idle_seconds: float
-    cpus: tuple[int, ...] = ()  # --cpus: the worker cores, one trial on each at once; () = `cpu` alone
-    dry_run: bool = False  # print the plan and its estimated time, run nothing
-    estimate_from: Path | None = None  # the previous run the time estimates come from; None: rough figures
-
-
-def new_plan(args) -> RunPlan:
-    """The plan of a new run from the parsed options, every value checked."""
-    profile = args.profile or DEFAULT_PROFILE
-    if profile not in PROFILES:
-        raise UsageError(f"--profile: unknown profile '{profile}'{selection.did_you_mean(profile, PROFILES)} "
-                         f"(choose {', '.join(PROFILES)})")
-    workloads = selection.resolve_workloads(args.workload, all_workloads())
-    chosen = selection.resolve_engines(args.engine, all_engines())
-    for line in selection.not_run(chosen, workloads, args.engine.strip() != "all", args.workload.strip() != "all"):
-        print(f"burtbench: note: {line}", file=sys.stderr)
-    engines = selection.with_floor(chosen, workloads, all_engines())
-    if getattr(args, "no_upstream", False):  # the authors' programs left out, their source not looked for
-        if getattr(args, "upstream", None):
-            raise UsageError("--upstream and --no-upstream: give one")
-        engines = [e for e in engines if not upstream_source.is_authors(e.id)]
-    environments = envs.plan_options(args)
-    if environments["envs"]:
-        engines = envs.variants(engines, [envs.parse_spec(text) for text in environments["envs"]],
-                                args.engine.strip() != "all")
-    aa = envs.aa_planned(args, engines)
-    if aa:
-        engines = envs.aa_copies(engines)
-    narrow = selection.parse_params(args.param, workloads)
-    usable = [w for w in workloads if any(e.runs(w) for e in engines)]
-    if not usable:
-        raise UsageError("no selected engine implements any selected workload (burtbench list shows who does what)")
-    data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
-    selection.check_data_dir(data_dir, usable)
-    upstream = str(Path(args.upstream).expanduser().resolve()) if getattr(args, "upstream", None) else None
-    check_upstream(upstream)
-    if getattr(args, "cargo_vendor", None):
-        vendor = Path(args.cargo_vendor).expanduser().resolve()
-        if not vendor.is_dir():
-            raise UsageError(f"--cargo-vendor {args.cargo_vendor}: no such folder")
-        os.environ[burn.VENDOR_ENV] = str(vendor)  # where engines/burn.py's build looks
-    if args.max_trials is not None and not args.adaptive:
-        raise UsageError("--max-trials only applies with --adaptive (add it, or drop --max-trials)")
-    max_trials = args.max_trials or DEFAULT_MAX_TRIALS
-    if args.adaptive and args.trials and max_trials < args.trials:
-        raise UsageError(f"--max-trials {max_trials} is below --trials {args.trials}")
-
-    per_point = max_trials if args.adaptive else None
-    selection.check_plan_size(sum((per_point or args.trials or w.trials[profile])
-                                  * len(w.points(narrow_for(w, narrow), profile)) * sum(e.runs(w) for e in engines)
-                                  for w in usable))
-    plan = RunPlan(profile=profile, engines=tuple(e.id for e in engines), workloads=tuple(w.name for w in usable),
-                   narrow=narrow, trials=args.trials, timeout_s=args.timeout,
-                   explicit_engines=args.engine.strip() != "all", noise_threshold=args.noise_threshold / 100,
-                   adaptive_max_trials=per_point, data_dir=data_dir,
-                   upstream=upstream, timing=args.timing or DEFAULT_TIMING, envs=tuple(environments["envs"]),
-                   env_dir=environments["env_dir"], pip_args=tuple(environments["pip_args"]),
-                   claims_budget_min=args.claims_budget, **rounds_and_counts(args, aa))
-    if args.shard:
-        if args.seed is None:  # every machine must draw the same rounds' order
-            plan = dataclasses.replace(plan, round_seed=plan_seed(plan))
-        plan = dataclasses.replace(plan, shard=shard_of(plan, args))
-    return plan
-
-
-def rounds_and_counts(args, aa: bool) -> dict:
-    """The plan's fields of paired rounds and instruction counts: the seed of the rounds' order
-    (--seed, else drawn now), whether A/A copies run (envs.aa_planned), whether instructions are counted."""
-    if args.instructions and missing_valgrind():
-        raise UsageError(f"--instructions: {missing_valgrind()}")
-    seed = secrets.randbelow(2**32) if args.seed is None else args.seed
-    return {"round_seed": seed, "aa": aa, "instructions": bool(args.instructions)}
-
-
-def plan_seed(plan: RunPlan) -> int:
-    """A seed every machine computes alike from the plan itself (the shards of one plan; else --seed)."""
-    record = {k: v for k, v in plan.to_record().items() if k not in ("round_seed", "shard")}
-    return int(hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:8], 16)
-
-
-def shard_of(plan: RunPlan, args) -> dict:
-    """--shard K/N: this shard's points. The split is balanced by estimates every machine computes
-    alike: --estimate-from's run (give every machine the same one), else the built-in figures."""
-    source = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
-    return shard.spec(make_plan(plan), args.shard, source)
-
-
-def request(args) -> RunRequest:
-    python = selection.check_python(args.python)
-    selection.check_mem_limit(args.mem_limit)
-    if args.resume:
-        run_dir = existing_run(args.resume, "--resume")
-        given = [o for o in PLAN_OPTIONS if getattr(args, o) not in ("all", [], None)]
-        if given:
-            raise UsageError("--resume runs the folder's own plan; drop "
-                             + ", ".join(f"--{o.replace('_', '-')}" for o in given))
-        manifest, plan = resumable_manifest(run_dir)
-        selection.check_data_dir(plan.data_dir, planned_workloads(plan))
-        check_upstream(plan.upstream)
-        cpu = selection.check_cpu(args.cpu if args.cpu is not None else manifest.get("cpu"))
-        cpus = ()  # the run's own cores, unless --cpu or --cpus says otherwise
-        if args.cpus or (args.cpu is None and manifest.get("cpus")):
-            cpus = selection.check_cpus(args.cpus or ",".join(map(str, manifest["cpus"])))
-    else:
-        run_dir, plan = None, new_plan(args)
-        cpu = selection.check_cpu(args.cpu)
-        cpus = selection.check_cpus(args.cpus) if args.cpus else ()
-        if not args.dry_run:
-            check_out_dir(Path(args.out))
-    if args.cpus and args.cpu is not None:
-        raise UsageError("--cpu and --cpus: give one (--cpus 3 pins every trial to core 3 too)")
-    estimate_from = existing_run(args.estimate_from, "--estimate-from") if args.estimate_from else None
-    if estimate_from is None:
-
-        estimate_from = covering_run(Path(args.out), plan)
-    return RunRequest(plan, run_dir, Path(args.out), cpus[0] if cpus else cpu, python, args.mem_limit,
-                      args.sample_private, args.energy, args.idle_seconds,
-                      cpus=tuple(cpus), dry_run=args.dry_run, estimate_from=estimate_from)
-
-
-def check_upstream(path: str | None) -> None:
-    """--upstream: the authors' BurTorch source is there (the plan keeps it; make_plan gives it to their engines)."""
-    if path is not None and not Path(path).exists():
-        raise UsageError(f"--upstream {path}: no such file or folder (a checkout or a `git archive` tarball;"
-                         f" burtbench fetch-upstream makes one)")
+from workloads import load
 
 
 def planned_workloads(plan: RunPlan) -> list:

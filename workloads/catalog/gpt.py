@@ -175,7 +175,7 @@ WORKLOAD = training.training_workload(
         point_titles={"batch": "Batch"},
         csv_name="gpt", title="Mini-GPT (46K parameters): compute per SGD step and memory by batch size",
         metrics=("step_time", "gflops", "paper_memory"), point=("batch",), figure="lines", figure_x="batch",
-        notes=("Compute = mean ± std per step; ours: std over timing blocks averaged over trials, "
+        notes=("Compute ± std per step; ours: std over timing blocks averaged over trials, "
                "paper: std over its 3,000 steps.",),
         differences=("final-layernorm", "optimiser", "learning-rate", "timed", "data", "launches", "graph-modes",
                      "timed-regions")),

@@ -121,7 +121,7 @@ WORKLOAD = training.training_workload(
         csv_name="mlp", title="MLP (makemore), batch {batch}: init, compute per SGD step, memory",
         metrics=("init", "step_time", "gflops", "paper_memory"), point=("hidden_dim", "batch"),
         split_by="batch", figure="lines", figure_x="param_count",
-        notes=("Compute = mean ± std per step; ours: std over timing blocks averaged over trials, "
+        notes=("Compute ± std per step; ours: std over timing blocks averaged over trials, "
                "paper: std over its 4,000 steps.",),
         differences=("output-head", "batch", "learning-rate", "timed", "data", "launches", "timed-regions")),
 )

@@ -25,7 +25,7 @@ WORKLOAD = Workload(
     warmup={"smoke": 5, "quick": 20, "paper": 20},
     timeout_s={"smoke": 120, "quick": 300, "paper": 1800},
     reference=reference,
-    paper=PaperTable(csv_name="tiny", title="Tiny graph (paper Fig. 1): compute time, mean ± std over trials",
+    paper=PaperTable(csv_name="tiny", title="Tiny graph (paper Fig. 1): compute time ± std over trials",
                      metrics=("time",), iterations=100_000, figure="bars", theory_bound=True,
                      differences=("tflite-fp32", "graph-modes", "timed-regions")),
 )
