@@ -48,6 +48,13 @@ def progress(run: Path, record: dict, states: dict[int, str]) -> str:
             f"{counts['failed']} failed · trials: {sum(recorded.values())} of {planned} recorded · {eta}")
 
 
+def since(record: dict) -> str:
+    """'0:02:05 after submission', the one elapsed time of --wait, `slurm status` and the outcome: from
+    slurm.json's submitted_at by the wall clock, the clock that wrote it (a follower on another machine has
+    no other start in common); a clock behind the submitter's reads no time rather than a negative one."""
+    return f"{timedelta(seconds=round(max(0.0, time.time() - record['submitted_at'])))} after submission"
+
+
 def follow(run: Path, console: Console) -> int:
     """Until the run has an outcome: 0 when merged and reported, 1 when not."""
     last = ""
@@ -61,7 +68,7 @@ def follow(run: Path, console: Console) -> int:
             continue
         line = progress(run, record, shard_states(run, record, known))
         if line != last:
-            console.print(f"{time.strftime('%H:%M:%S')} {line}", highlight=False)
+            console.print(f"{since(record)} · {line}", highlight=False)
             last = line
         if record["outcome"]:
             return outcome(run, record, console)
@@ -89,16 +96,15 @@ def outcome(run: Path, record: dict, console: Console) -> int:
     done = record["outcome"]
     for k, tail in (done.get("failed") or {}).items():
         console.print(f"[red]shard {k} failed twice[/]; its last log ends: {escape(tail)}", highlight=False)
-    took = timedelta(seconds=round(time.time() - record["submitted_at"]))
     if "merged" not in done:
-        console.print(f"[red]not merged[/]: {escape(done['reason'])} ({took} after submission)", highlight=False)
+        console.print(f"[red]not merged[/]: {escape(done['reason'])} ({since(record)})", highlight=False)
         return 1
     finish = run / "logs" / f"finish-{record['jobs'][-1]['id']}.log"
     if finish.exists():  # the follow-up job's account: a line per paper claim
         console.print(escape(finish.read_text(errors="replace").rstrip()), highlight=False)
     report = f"; report: {done['report']}/index.html" if done["report"] else ""
     console.print(f"merged: {done['trials']} trials ({done['status']}) → {done['merged']}{report} "
-                  f"({took} after submission)", highlight=False)
+                  f"({since(record)})", highlight=False)
     return 0
 
 
@@ -106,7 +112,7 @@ def status(run: Path, console: Console) -> int:
     record = rec.read(run)
     known = slurm.states(rec.job_ids(record))
     states = shard_states(run, record, known)
-    console.print(progress(run, record, states), highlight=False)
+    console.print(f"{since(record)} · {progress(run, record, states)}", highlight=False)
     for s in record["shards"]:
         k = s["index"]
         tasks = rec.attempts(record, k)

@@ -6,6 +6,7 @@ as long as the controller keeps finished jobs (MinJobAge), scontrol the partitio
 """
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
@@ -16,10 +17,18 @@ from harness.text import clean
 FAILED = ("FAILED", "TIMEOUT", "CANCELLED", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 ENDED = ("COMPLETED", *FAILED)
 CLIENT_TIMEOUT_S = 60
+# What the client commands say where this machine has no working SLURM (no slurm.conf, no configless
+# source, no controller answering): no option of ours is at fault then, so no refusal is blamed on one.
+NOT_CONFIGURED = re.compile(r"slurm\.conf|configuration (file|source)|contact slurm controller|slurmctld"
+                            r"|control machine", re.IGNORECASE)
 
 
 class SlurmError(RuntimeError):
     """A SLURM command failed; the message is one line with its own words."""
+
+
+class NotConfigured(SlurmError):
+    """The command found no cluster to talk to, whatever it was asked."""
 
 
 def require_sbatch() -> None:
@@ -36,6 +45,9 @@ def call(argv: list[str], stdin: str | None = None) -> str:
         raise SlurmError(f"{argv[0]}: no answer from the cluster's controller within {CLIENT_TIMEOUT_S} s") from None
     if done.returncode != 0:
         said = clean(" ".join((done.stderr or done.stdout).split())) or f"exit status {done.returncode}"
+        if NOT_CONFIGURED.search(said):
+            raise NotConfigured(f"SLURM is not configured on this machine, or its controller does not answer "
+                                f"({argv[0]} said: {said})")
         raise SlurmError(f"{argv[0]}: {said}")
     return done.stdout
 
@@ -43,6 +55,8 @@ def call(argv: list[str], stdin: str | None = None) -> str:
 def check_partition(name: str) -> None:
     try:
         call(["scontrol", "-o", "show", "partition", name])
+    except NotConfigured as exc:
+        raise UsageError(f"--slurm: {exc}") from None
     except SlurmError:
         raise UsageError(f"--partition {name}: the cluster has no such partition (sinfo lists them)") from None
 

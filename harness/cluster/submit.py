@@ -8,6 +8,7 @@ every task writes its shard there and the follow-up job reads them all.
 """
 from __future__ import annotations
 
+import json
 import secrets
 import shlex
 import shutil
@@ -16,13 +17,17 @@ from pathlib import Path
 
 from rich.console import Console
 
+from harness.analysis.summary import param_text
 from harness.cluster import follow, jobs, slurm
 from harness.cluster import record as rec
 from harness.errors import UsageError
 from harness.planning import shard
 from harness.planning.estimate import Estimator
+from harness.planning.preview import duration
 from harness.running import session
 from harness.running.ask import RunRequest
+from harness.text import clean
+from harness.units import count
 
 # Without --slurm N: a task per this much estimated work, at most one per point.
 SECONDS_PER_TASK = 1800.0
@@ -30,8 +35,11 @@ CHECK_POLL_S = 0.5
 
 
 def submit(req: RunRequest, console: Console) -> int:
-    """A checked request of `run --slurm` (harness/commands/request.py): its plan's shards submitted."""
+    """A checked request of `run --slurm` (harness/commands/request.py): its plan's shards submitted,
+    or with --dry-run shown."""
     asked = req.slurm
+    if req.dry_run:
+        return show(session.make_plan(req.plan), asked.tasks, req.estimate_from, console)
     shards = split(session.make_plan(req.plan), asked.tasks, req.estimate_from)
     run = session.new_run_dir(req.out, req.plan.profile).resolve()
     run.mkdir(parents=True)
@@ -62,20 +70,40 @@ def submit(req: RunRequest, console: Console) -> int:
 
 
 def split(plan: list, tasks: int, estimate_from: Path | None) -> list[dict]:
+    """The shards of the plan as slurm.json records them."""
+    return [record for record, _ in shards_of(plan, tasks, estimate_from)]
+
+
+def shards_of(plan: list, tasks: int, estimate_from: Path | None) -> list[tuple[dict, list[list]]]:
     """The shards of the plan (`tasks` of them, checked; 0: a task per SECONDS_PER_TASK of work), as every
-    task's --shard K/N computes them: the same estimates."""
+    task's --shard K/N computes them: the same estimates. Each shard's record and its points."""
     trial_s = Estimator(estimate_from, probe=None).trial_s
     points = {pt.point_key() for pt in plan}
-    count = tasks or max(1, min(len(points), round(sum(map(trial_s, plan)) / SECONDS_PER_TASK)))
+    wanted = tasks or max(1, min(len(points), round(sum(map(trial_s, plan)) / SECONDS_PER_TASK)))
     # The trials a task will run: an engine unavailable here (no GPU, a framework not installed) is
     # left out on the nodes too; building engines (the authors' programs) is the tasks' work.
     reasons = {pt.engine.id: pt.engine.unavailable_reason() for pt in plan}
     shards = []
-    for index, part in enumerate(shard.split(plan, count, trial_s), start=1):
+    for index, part in enumerate(shard.split(plan, wanted, trial_s), start=1):
         trials = [pt for pt in shard.only(plan, part) if reasons[pt.engine.id] is None]
-        shards.append({"index": index, "points": len(part), "trials": len(trials),
-                       "estimate_s": round(sum(map(trial_s, trials)), 1)})
+        shards.append(({"index": index, "points": len(part), "trials": len(trials),
+                        "estimate_s": round(sum(map(trial_s, trials)), 1)}, part))
     return shards
+
+
+def show(plan: list, tasks: int, estimate_from: Path | None, console: Console) -> int:
+    """`run --slurm --dry-run`: the shards the run would submit, each with its points and estimate."""
+    shards = shards_of(plan, tasks, estimate_from)
+    console.print(f"burtbench run --slurm --dry-run: {count(len(shards), 'shard')}, one array task each, estimated "
+                  f"from {estimate_from or 'built-in figures'}; nothing submitted", highlight=False)
+    for s, points in shards:
+        console.print(f"shard {s['index']}: {count(s['points'], 'point')}, {count(s['trials'], 'trial')}, "
+                      f"about {duration(s['estimate_s'])} (time limit {jobs.time_limit_min(s['estimate_s'])} min)",
+                      highlight=False)
+        for engine, workload, params in points:
+            shown = " ".join(f"{k}={param_text(v)}" for k, v in json.loads(params).items())
+            console.print(f"  {clean(engine)} · {workload} {clean(shown)}".rstrip(), highlight=False)
+    return 0
 
 
 def check_shared(run: Path, sbatch: list[str], console: Console) -> None:
@@ -87,6 +115,8 @@ def check_shared(run: Path, sbatch: list[str], console: Console) -> None:
         script.write_text(f"#!/bin/bash\ncat {shlex.quote(str(sent))} > {shlex.quote(str(back))}\n")
         job = slurm.sbatch(["--job-name=burtbench-check", "--ntasks=1", "--cpus-per-task=1", "--time=1",
                             "--output=/dev/null", "--chdir=/", *sbatch], str(script))
+    except slurm.NotConfigured as exc:
+        raise UsageError(f"--slurm: {exc}") from None
     except slurm.SlurmError as exc:
         raise UsageError(f"--slurm: the cluster refused a job with these options: {exc}") from None
     console.print(f"checking that the nodes see {run.parent} (job {job}, a few seconds once a core is free)",

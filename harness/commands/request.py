@@ -37,7 +37,7 @@ PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "adaptive", 
                 "claims_budget", "timeout", "data_dir", "upstream", "no_upstream", "env", "env_dir", "pip_arg", "shard",
                 "timing", "seed", "aa", "no_aa", "instructions")
 # Options of a one-core run that a task decides for itself, or that a SLURM run does otherwise.
-NOT_WITH_SLURM = ("shard", "resume", "cpu", "cpus", "dry_run")
+NOT_WITH_SLURM = ("shard", "resume", "cpu", "cpus")
 
 
 def ask_of(args: argparse.Namespace) -> RunAsk:
@@ -61,7 +61,7 @@ def check(ask: RunAsk) -> RunRequest:
     if vendor is not None and not vendor.is_dir():
         raise UsageError(f"--cargo-vendor {ask.cargo_vendor}: no such folder")
     cluster = ask.slurm if ask.slurm.tasks is not None else None
-    if cluster:
+    if cluster and not ask.dry_run:  # a dry run shows the shards and asks the cluster nothing
         slurm.require_sbatch()
         if cluster.partition:
             slurm.check_partition(cluster.partition)

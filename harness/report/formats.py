@@ -1,5 +1,8 @@
 """A Table written as Markdown, LaTeX (booktabs) and CSV, by pandas.
 
+A note that several rows share is written once under the table, numbered (tables.row_notes), and
+their Notes cells refer to it; html.py numbers them alike.
+
 Markdown and LaTeX show the formatted cells; the CSV keeps the raw numbers (SI units: seconds,
 bytes, joules, clocks) so that a reader can recompute anything.
 """
@@ -10,15 +13,20 @@ from pathlib import Path
 import pandas as pd
 
 from harness.report import cells
-from harness.report.tables import Table
+from harness.report.tables import Table, row_notes
 from harness.text import markdown_cell
 
 
 def markdown(table: Table) -> str:
     escaped = table.shown.map(markdown_cell)
     body = escaped.to_markdown(index=False, tablefmt="pipe", disable_numparse=True)
-    notes = "".join(f"\n- {markdown_cell(note)}" for note in table.notes)
-    return f"## {table.title}\n\n{table.caption}\n\n{body}\n" + (f"{notes}\n" if notes else "")
+    parts = [f"## {table.title}", table.caption, body]
+    if shared := row_notes(table.rows).shared:
+        parts.append("Notes on rows:\n\n" + "\n".join(f"- [{k}] {markdown_cell(note)}"
+                                                       for k, note in enumerate(shared, start=1)))
+    if table.notes:
+        parts.append("\n".join(f"- {markdown_cell(note)}" for note in table.notes))
+    return "\n\n".join(parts) + "\n"
 
 
 # One pass over the characters, so no replacement is escaped again.
@@ -41,8 +49,10 @@ def latex(table: Table) -> str:
     tex = shown.to_latex(index=False, escape=False, column_format="l" * len(shown.columns), position="ht",
                          caption=f"{tex_escape(table.title)}. {tex_escape(table.caption)}",
                          label=f"tab:burtbench-{table.name}")
-    if table.notes:
-        notes = "\n".join(tex_escape(note) + r"\par" for note in table.notes)
+    lines = [f"[{k}] {tex_escape(note)}" for k, note in enumerate(row_notes(table.rows).shared, start=1)]
+    lines += [tex_escape(note) for note in table.notes]
+    if lines:
+        notes = "\n".join(line + r"\par" for line in lines)
         tex = tex.replace(r"\end{table}", r"\par\smallskip" "\n" r"\begin{minipage}{\linewidth}\scriptsize" "\n"
                           + notes + "\n" r"\end{minipage}" "\n" r"\end{table}")
     return tex

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.report import authors, claim_files, claims, versions
 from harness.report.figures import Figure
-from harness.report.tables import Table
+from harness.report.tables import Table, row_notes
 from harness.store.runs import Run
 
 STYLE = """
@@ -179,16 +179,15 @@ def parts(columns: list[str]) -> tuple[list[str], list[list[str]]]:
 
 
 def footnotes(table: Table) -> tuple[list[str], list[str]]:
-    """(each row's note references, the distinct notes in order): a row's notes go under the table,
-    so that one long note does not widen the table or make its row tall."""
-    texts: list[str] = []
+    """(each row's note references, the notes in order): a row's notes go under the table, so that one
+    long note does not widen the table or make its row tall. The notes rows share first, numbered as
+    Markdown and LaTeX number them (tables.row_notes), then each row's own."""
+    split = row_notes(table.rows)
+    texts = list(split.shared)
     refs = []
-    for row in table.rows:
-        numbers = []
-        for note in row.get("notes") or []:
-            if note not in texts:
-                texts.append(note)
-            numbers.append(texts.index(note) + 1)
+    for shared, own in zip(split.refs, split.own):
+        numbers = shared + list(range(len(texts) + 1, len(texts) + 1 + len(own)))
+        texts += own
         refs.append(",".join(f"<a href='#{esc(table.name)}-note-{n}'>{n}</a>" for n in sorted(numbers)))
     return refs, texts
 

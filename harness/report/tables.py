@@ -11,6 +11,7 @@ than the paper compare fairly.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -219,5 +220,35 @@ def shown_cells(rows: list[dict], metrics: list[Metric], declaration: PaperTable
         columns[f"{m.title} ({m.unit}), ours"] = lambda row, m=m: cells.ours(m, row)
         if m.paper is not None:
             columns[f"{m.title} ({m.unit}), paper"] = lambda row, m=m: cells.theirs(m, row)
-    columns["Notes"] = lambda row: "; ".join(row["notes"])
-    return pd.DataFrame([[cell(row) for cell in columns.values()] for row in rows], columns=list(columns))
+    shown = pd.DataFrame([[cell(row) for cell in columns.values()] for row in rows], columns=list(columns))
+    shown["Notes"] = note_cells(row_notes(rows))
+    return shown
+
+
+@dataclass(frozen=True)
+class RowNotes:
+    """The rows' notes as every format writes them: the same error in 22 rows is written once."""
+    shared: list[str]  # the notes several rows have, numbered from 1 in the order they first appear
+    refs: list[list[int]]  # each row's numbers of shared notes
+    own: list[list[str]]  # each row's notes that no other row has
+
+
+# A note this short reads better in its cell than as a reference ("not in this run"), however many rows have it.
+SHORT_NOTE = 40
+
+
+def row_notes(rows: list[dict]) -> RowNotes:
+    """The one numbering of a table's row notes: Markdown, LaTeX and HTML refer to a note by it."""
+    per_row = [list(dict.fromkeys(row.get("notes") or [])) for row in rows]
+    rows_with = Counter(note for found in per_row for note in found)
+    first_seen = dict.fromkeys(note for found in per_row for note in found)
+    number = {note: k for k, note in enumerate((n for n in first_seen if rows_with[n] > 1 and len(n) > SHORT_NOTE),
+                                               start=1)}
+    return RowNotes(list(number), [[number[n] for n in found if n in number] for found in per_row],
+                    [[n for n in found if n not in number] for found in per_row])
+
+
+def note_cells(split: RowNotes) -> list[str]:
+    """Each row's Notes cell: its own notes, then 'see [1], [3]' for the shared ones under the table."""
+    return ["; ".join(own + ([f"see {', '.join(f'[{n}]' for n in refs)}"] if refs else []))
+            for own, refs in zip(split.own, split.refs)]

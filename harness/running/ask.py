@@ -80,7 +80,7 @@ class RunRequest:
     energy: str
     idle_seconds: float
     cpus: tuple[int, ...] = ()  # --cpus: the worker cores, one trial on each at once; () = `cpu` alone
-    dry_run: bool = False  # print the plan and its estimated time, run nothing
+    dry_run: bool = False  # print the plan (a SLURM run's: its shards) and its estimated time, run nothing
     estimate_from: Path | None = None  # the previous run the time estimates come from; None: rough figures
     report_dir: Path | None = None  # checked writable; None: no report
     slurm: SlurmAsk | None = None  # a SLURM run: submitted (harness/cluster/submit.py), not run here
