@@ -26,6 +26,8 @@ def spread(value: float) -> str:
 def factor(value: float | None) -> str:
     if finite(value) is None:
         return ""
+    if value >= 1e7:  # past ten million the digits are noise: an interval over two runs reaches 1e38
+        return f"×{value:.2e}"
     return f"×{value:,.0f}" if value >= 100 else f"×{value:.3g}"
 
 
