@@ -30,12 +30,11 @@ from harness.analysis.points import PointKey, group, trial_time
 from harness.analysis.stats import CONFIDENCE
 from harness.analysis.summary import format_seconds
 from harness.machine.calibrations import factor, summary
-from harness.store.run_plan import MAX_DECIDING_ROUNDS
 from harness.text import clean, markdown_cell
 
 WINDOW = 4  # rounds an interval is read over: a claim's planned trials and a deciding round
 PLANTED = 1.5  # the factor the copy's trials are scaled by, on the boundary at the same factor
-DESIGN = effect.Looks(first=effect.MIN_TRIALS, most=1 + MAX_DECIDING_ROUNDS)  # the deciding rounds' looks
+DESIGN = coverage.DESIGN  # the deciding rounds' looks
 DESIGN_ROUNDS = DESIGN.first + DESIGN.most - 1  # one planted case's rounds: the first look's, then one a look
 # The rounds a run needs for every kind of case: two windows (a floor beside an answer), one design.
 MIN_ROUNDS = max(2 * WINDOW, DESIGN_ROUNDS)

@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from harness.analysis.effect import Looks, decide, effect, looked, sequential
+from harness.analysis.effect import MIN_TRIALS, Looks, decide, effect, looked, sequential
 from harness.analysis.stats import CONFIDENCE
+from harness.store.run_plan import MAX_DECIDING_ROUNDS
 
 NOISES = ("log-normal", "t3 tails", "drift")
 SIZES = (3, 5, 8, 12)  # trials a side
@@ -23,7 +24,8 @@ SPREAD = 0.08  # a trial's log noise (8%: a busy shared core)
 DRIFT = 0.15  # a round's shift, both sides alike
 RUN_SHIFT = 0.1  # a run's shift of the factor: what reruns of one plan move
 ROWS = 5  # rows a maximum is taken over
-DESIGN = Looks(first=3, most=6)  # the deciding rounds' design: 3 planned trials, up to 5 rounds added
+# The deciding rounds' design: a claim's planned trials, then every round they may add.
+DESIGN = Looks(first=MIN_TRIALS, most=1 + MAX_DECIDING_ROUNDS)
 
 
 @dataclass(frozen=True)

@@ -45,11 +45,8 @@ def latest(results: Path, facts: dict) -> Calibrated | None:
     """The calibration of the machine `facts` describes (host.describe(), or a run manifest's "machine")
     under the results folder; None where none was made or its record cannot be read."""
     where = folder(results, facts)
-    try:
-        record = json.loads((where / RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("shares"), dict):
+    record = _record(where)
+    if not isinstance(record.get("shares"), dict):
         return None
     return Calibrated(where / PAGE, clean(str(record.get("created_at") or "at an unknown time")), summary(record))
 
@@ -58,14 +55,23 @@ def made_before(results: Path, facts: dict, moment: str | None) -> dict | None:
     """The machine's calibration record (its page's path under "page") where it was made before `moment` (a
     run's end): a run's report names the calibration that stood when it ran, the same on every re-render."""
     where = folder(results, facts)
+    record = _record(where)
     try:
-        record = json.loads((where / RECORD).read_text(encoding="utf-8"))
         made, until = datetime.fromisoformat(record["created_at"]), datetime.fromisoformat(str(moment))
-    except (OSError, ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError):
         return None
-    if not isinstance(record, dict) or made.tzinfo is None or until.tzinfo is None or made > until:
+    if made.tzinfo is None or until.tzinfo is None or made > until:
         return None
     return {**record, "page": str(where / PAGE)}
+
+
+def _record(where: Path) -> dict:
+    """The calibration record in the folder; {} where there is none or it is no JSON object."""
+    try:
+        record = json.loads((where / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def summary(record: dict) -> str:
