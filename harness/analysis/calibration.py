@@ -76,7 +76,7 @@ def _keep(sample: dict, rounds: list) -> dict:
 
 def _holds(e: effect.Effect) -> bool | None:
     """Whether the interval holds ×1; None (no case) where it gives none."""
-    return None if e.low is None or change.unbounded(e) else e.low <= 1 <= e.high
+    return None if e.low is None or effect.unbounded(e) else e.low <= 1 <= e.high
 
 
 def _answered(e: effect.Effect, floor: change.Floor | None, threshold: float) -> bool | None:

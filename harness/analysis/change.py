@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.analysis.effect import MIN_TRIALS, Effect, decide
+from harness.analysis.effect import MIN_TRIALS, Effect, decide, unbounded
 
 # Instruction counts repeat to within this share (measured: 0.03%): a smaller difference is none.
 INSTRUCTIONS_TOLERANCE = 0.005
@@ -68,16 +68,6 @@ def _span(e: Effect) -> str:
 
 def _trials(n: int) -> str:
     return f"{n} trial{'s' if n != 1 else ''} a side"
-
-
-def unbounded(e: Effect) -> str:
-    """How an interval fails to bound a ratio (it reaches 0 or ∞, or is not a number); '' where it bounds one."""
-    ends = [x for x in (e.estimate, e.low, e.high) if x is not None]
-    if any(math.isnan(x) for x in ends):
-        return "is not a number"
-    if min(ends) <= 0:
-        return "reaches 0"
-    return "reaches ∞" if math.isinf(max(ends)) else ""
 
 
 def time_answer(e: Effect, floor: Floor | None, threshold: float, without: str = "") -> Answer:

@@ -136,14 +136,23 @@ def _exp(x: float) -> float:
     return math.exp(x) if x < 709 else math.inf
 
 
+def unbounded(e: Effect) -> str:
+    """How an interval fails to bound a ratio (it reaches 0 or ∞, or is not a number); '' where it bounds one."""
+    ends = [x for x in (e.estimate, e.low, e.high) if x is not None]
+    if any(math.isnan(x) for x in ends):
+        return "is not a number"
+    if min(ends, default=1) <= 0:
+        return "reaches 0"
+    return "reaches ∞" if math.isinf(max(ends, default=1)) else ""
+
+
 def _bounded(e: Effect) -> Effect:
     """An estimate or interval that reaches 0 or ∞ (a trial at 0 s, a ratio past the float range) is no
     interval: its estimate stays, with why."""
-    ends = (e.estimate, e.low, e.high)
-    if all(x is not None and 0 < x < math.inf for x in ends) or e.low is None:
+    if e.low is None or not unbounded(e):
         return e
     return Effect(e.estimate if e.estimate and 0 < e.estimate < math.inf else None, None, None, e.n_a, e.n_b,
-                  e.paired, e.spread, "the interval reaches 0 or ∞", e.runs)
+                  e.paired, e.spread, f"the interval {unbounded(e)}", e.runs)
 
 
 def _unpaired(log_a: np.ndarray, log_b: np.ndarray, confidence: float) -> Effect:
