@@ -49,7 +49,7 @@ SKIP = {
     "--interference": "runs trials on every listed core at once, which this test's machine may not have",
     "fetch-data": "downloads from the network",
     "fetch-upstream": "clones the authors' repository from the network",
-    "--slurm": "submits jobs to a SLURM cluster (tests/test_slurm.py runs it on a one-node cluster)",
+    "--slurm": "submits jobs to a SLURM cluster (tests/test_slurm.py and test_slurm_nodes.py run it on one-node and three-node clusters)",
     "slurm status": "a run submitted with --slurm", "slurm cancel": "a run submitted with --slurm",
     "slurm finish": "a run submitted with --slurm",
     "${SLURM_": "a line of the SLURM array script: its variables are SLURM's",

@@ -120,7 +120,7 @@ def test_a_shard_failing_twice_is_reported_with_its_log_and_not_merged(cluster, 
     record = rec.read(the_run(tmp_path / "results"))
     assert [job["kind"] for job in record["jobs"]] == ["shards", "finish", "shards", "finish"]
     assert record["outcome"]["status"] == "not merged" and set(record["outcome"]["failed"]) == {"1", "2"}
-    assert "shard 1 failed twice; its last log ends:" in printed and "fake" in record["outcome"]["failed"]["1"]
+    assert "shard 1 not done after 2 attempts; its last log ends:" in printed and "fake" in record["outcome"]["failed"]["1"]
 
 
 def jobs_named() -> list[str]:

@@ -1,10 +1,13 @@
 """`run --slurm` without a cluster: a machine whose SLURM is not configured said so (a fake sbatch on
 PATH), `--slurm --dry-run` showing the shards and submitting nothing, and one elapsed time for
-`slurm status` and `--wait` (a synthetic slurm.json)."""
+`slurm status` and `--wait` (a synthetic slurm.json), and the run folder's lock across nodes."""
 from __future__ import annotations
 
 import json
 import os
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from rich.console import Console
 from harness.cluster import follow, slurm
 from harness.cluster import record as rec
 from harness.commands.cli import main
+from harness.store import lock
 
 PLAN = ["--engine", "fake/ok,fake/wrong", "--workload", "tiny,small", "--profile", "smoke", "--trials", "2"]
 UNREACHABLE = "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)"
@@ -77,6 +81,7 @@ def test_status_and_wait_say_the_same_elapsed_time(tmp_path, monkeypatch, outcom
     now = 1_700_000_000.0
     run = synthetic_run(tmp_path, now - 125.4, outcome)
     monkeypatch.setattr(slurm, "states", lambda ids: {})  # every job ended
+    monkeypatch.setattr(slurm, "nodes_left", lambda partition: 1)
     monkeypatch.setattr(follow.time, "time", lambda: now)
     said = {}
     for name, command in (("status", follow.status), ("wait", follow.follow)):
@@ -87,3 +92,34 @@ def test_status_and_wait_say_the_same_elapsed_time(tmp_path, monkeypatch, outcom
     assert said["status"][0].startswith("0:02:05 after submission · shards: 0 done")
     if outcome:
         assert said["status"][-1] == said["wait"][-1] == "not merged: shard 1 has no trials (0:02:05 after submission)"
+
+
+def test_a_lock_taken_on_another_node_holds_while_it_beats_and_is_taken_over_once_it_stands_still(
+        tmp_path, monkeypatch, capsys):
+    """Another node's process cannot be asked whether it lives: its lock's heartbeat says so."""
+    monkeypatch.setattr(lock, "STALE_S", 0.6)
+    monkeypatch.setattr(lock, "HEARTBEAT_S", 0.1)
+    held = tmp_path / lock.LOCK_FILE
+    held.write_text("1 another-node\n")  # pid 1 lives here, and means nothing for another node
+    beats = threading.Event()
+
+    def beat():  # the other node's holder: beats for 1 s, then lets go
+        for _ in range(10):
+            os.utime(held)
+            time.sleep(0.1)
+        held.unlink()
+        beats.set()
+
+    threading.Thread(target=beat, daemon=True).start()
+    with lock.RunLock(tmp_path):
+        assert beats.is_set(), "taken while the other node's lock still beat"
+        assert held.read_text().split() == [str(os.getpid()), socket.gethostname()]
+    assert "locked by pid 1 on another-node: waiting" in capsys.readouterr().err
+    held.write_text("1 lost-node\n")  # a lost node's lock: it never beats again
+    started = time.monotonic()
+    with lock.RunLock(tmp_path):
+        assert time.monotonic() - started >= 0.6
+    assert not held.exists()
+    held.write_text("1\n")  # a lock of this host (older burtbench: no host) whose pid lives
+    with pytest.raises(lock.RunLocked, match="pid 1"):
+        lock.RunLock(tmp_path).acquire()

@@ -5,7 +5,8 @@ account of the task, says whether every planned trial was recorded. A shard not 
 resubmitted once (its task resumes its folder, so no trial runs twice and none is lost), with a
 new follow-up job after it. A shard that failed twice is reported with its log's last lines; then
 the shards are merged into RUN/merged/<RUN's name>/ and the report rendered, and a partial run is refused unless
---allow-partial.
+--allow-partial. That option is asked by hand (the cluster lost every node, a shard keeps failing): it
+resubmits nothing and merges what the shards recorded, the missing points named.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from harness.errors import UsageError
 from harness.report.epilogue import after_run
 from harness.running.session import planned_keys
 from harness.store import merge, results
+from harness.units import count
 
 ATTEMPTS = 2  # a shard's first task and one resubmission
 
@@ -27,7 +29,8 @@ def finish(run: Path, console: Console, allow_partial: bool = False) -> int:
     record = rec.read(run)
     indices = [s["index"] for s in record["shards"]]
     undone = [k for k in indices if not rec.shard_done(run, k)]
-    again = [k for k in undone if len(rec.attempts(record, k)) < ATTEMPTS]
+    # --allow-partial, asked by hand: merge what the shards recorded now (the cluster may have no node left)
+    again = [] if allow_partial else [k for k in undone if len(rec.attempts(record, k)) < ATTEMPTS]
     if again:
         array = jobs.submit_shards(run, record, again)
         record["jobs"].append(array)
@@ -38,8 +41,9 @@ def finish(run: Path, console: Console, allow_partial: bool = False) -> int:
                       f"{array['id']} (resuming their folders), then job {record['jobs'][-1]['id']}", highlight=False)
         return 0
     failed = {str(k): rec.log_tail(rec.log_of(run, rec.attempts(record, k)[-1], k)) for k in undone}
-    for k, tail in failed.items():
-        console.print(f"shard {k} failed {ATTEMPTS} times; its last log ends: {tail}", highlight=False)
+    for k in undone:
+        console.print(f"shard {k} not done after {count(len(rec.attempts(record, k)), 'attempt')}; its last log "
+                      f"ends: {failed[str(k)]}", highlight=False)
     try:
         merged = merge_shards(run, [k for k in indices if rec.shard_run(run, k)], allow_partial)
     except UsageError as exc:

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from harness.cluster import record as rec
 from harness.cluster import slurm
+from harness.units import count
 
 POLL_S = 1.0
 
@@ -72,6 +73,8 @@ def follow(run: Path, console: Console) -> int:
             last = line
         if record["outcome"]:
             return outcome(run, record, console)
+        if no_node_left(run, record, console):
+            return 1
         if all(known.get(j, "COMPLETED") in slurm.ENDED for j in jobs_of(record, known)):
             fresh = rec.read(run)  # the last job wrote its outcome, or submitted more, before it ended
             if fresh["outcome"]:
@@ -86,6 +89,29 @@ def follow(run: Path, console: Console) -> int:
         time.sleep(POLL_S)
 
 
+def no_node_left(run: Path, record: dict, console: Console) -> bool:
+    """Whether the cluster lost every node the run's jobs may use, said with the shards not done and
+    how to finish them; the jobs stay queued and go on where a node comes back."""
+    partition = next((a.split("=", 1)[1] for a in record["sbatch"] if a.startswith("--partition=")), None)
+    try:
+        if slurm.nodes_left(partition):
+            return False
+    except slurm.SlurmError:  # no answer is no verdict: the follow loop asks the controller again
+        return False
+    where = f"partition {partition}" if partition else "the cluster"
+    missing = [s for s in record["shards"] if not rec.shard_done(run, s["index"])]
+    if not missing:
+        return False
+    console.print(f"[red]every node of {escape(where)} is lost[/] (sinfo: down, drained or failing); shards not done: "
+                  + ", ".join(f"{s['index']} ({rec.recorded_trials(run, s['index'])} of {count(s['trials'], 'trial')} "
+                              f"recorded)" for s in missing), highlight=False)
+    console.print(f"  their jobs stay queued and go on once a node is back: burtbench slurm status {escape(str(run))}",
+                  highlight=False)
+    console.print(f"  or merge what was recorded: burtbench slurm cancel {escape(str(run))}; burtbench slurm finish "
+                  f"{escape(str(run))} --allow-partial", highlight=False)
+    return True
+
+
 def jobs_of(record: dict, known: dict[str, str]) -> list[str]:
     """Every job and array task of the run the controller knows of (an array's tasks by their ids)."""
     ids = [j for j in known if j.split("_")[0] in rec.job_ids(record)]
@@ -95,7 +121,9 @@ def jobs_of(record: dict, known: dict[str, str]) -> list[str]:
 def outcome(run: Path, record: dict, console: Console) -> int:
     done = record["outcome"]
     for k, tail in (done.get("failed") or {}).items():
-        console.print(f"[red]shard {k} failed twice[/]; its last log ends: {escape(tail)}", highlight=False)
+        tries = sum(k in map(str, job.get("shards", ())) for job in record["jobs"])
+        console.print(f"[red]shard {escape(k)} not done after {count(tries, 'attempt')}[/]; its last log ends: "
+                      f"{escape(tail)}", highlight=False)
     if "merged" not in done:
         console.print(f"[red]not merged[/]: {escape(done['reason'])} ({since(record)})", highlight=False)
         return 1
@@ -126,6 +154,7 @@ def status(run: Path, console: Console) -> int:
                           f"{known.get(job['id'], 'ended').lower()}", highlight=False)
     if record["outcome"]:
         return outcome(run, record, console)
+    no_node_left(run, record, console)
     return 0
 
 

@@ -37,14 +37,14 @@ def shard_script(run: Path, argv: list[str], count: int) -> str:
     return f"""#!/bin/bash
 # One array task: shard $SLURM_ARRAY_TASK_ID of {count} of this plan, pinned to the last core SLURM gave it.
 # Where the shard has a run folder already (a resubmitted or requeued task), it resumes it: the
-# trials it recorded are kept and not run again.
+# trials it recorded are kept and not run again. Its lock tells whether a task on a node the
+# controller lost still writes there: the resumption waits for that task (harness/store/lock.py).
 set -u
 shards={q(str(run / 'shards'))}/"$SLURM_ARRAY_TASK_ID"
 cpu=$({q(sys.executable)} -c 'import os; print(max(os.sched_getaffinity(0)))')
 previous=$(ls -d "$shards"/*/manifest.json 2>/dev/null | tail -n 1)
+echo "shard $SLURM_ARRAY_TASK_ID on node ${{SLURMD_NODENAME:-?}}, core $cpu${{SLURM_RESTART_COUNT:+, requeued $SLURM_RESTART_COUNT time(s)}}"
 if [ -n "$previous" ]; then
-  # SLURM ended the task that held its lock before this one started.
-  rm -f "${{previous%/manifest.json}}/.lock"
   exec {cli} run --resume "${{previous%/manifest.json}}" --cpu "$cpu" --no-report
 fi
 exec {cli} run {shlex.join(argv)} --shard "$SLURM_ARRAY_TASK_ID/{count}" --cpu "$cpu" --out "$shards" --no-report
@@ -67,7 +67,8 @@ def submit_shards(run: Path, record: dict, indices: list[int]) -> dict:
     limits = {k: time_limit_min(estimates[k]) * (1 + len(rec.attempts(record, k))) for k in indices}
     job_id = slurm.sbatch([f"--job-name=burtbench-{run.name}", f"--array={','.join(map(str, indices))}",
                            "--ntasks=1", "--cpus-per-task=1", f"--time={max(limits.values())}",
-                           f"--output={run / 'logs' / 'shard-%a-%A.log'}", f"--chdir={record['chdir']}",
+                           f"--output={run / 'logs' / 'shard-%a-%A.log'}", "--open-mode=append",
+                           f"--chdir={record['chdir']}",
                            "--export=ALL", *record["sbatch"]], str(run / "shard.sh"))
     for k, minutes in limits.items():
         if minutes < max(limits.values()):

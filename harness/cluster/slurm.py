@@ -1,8 +1,8 @@
-"""SLURM's client commands, each behind one function: sbatch, squeue, scontrol, scancel.
+"""SLURM's client commands, each behind one function: sbatch, squeue, scontrol, scancel, sinfo.
 
 Only the client commands are used, never sacct (it needs the accounting database, which many
-clusters and the tests' one-node cluster lack): squeue -r -t all gives every array task's state for
-as long as the controller keeps finished jobs (MinJobAge), scontrol the partitions.
+clusters and the tests' clusters lack): squeue -r -t all gives every array task's state for as long
+as the controller keeps finished jobs (MinJobAge), scontrol the partitions, sinfo the nodes.
 """
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from harness.text import clean
 FAILED = ("FAILED", "TIMEOUT", "CANCELLED", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 ENDED = ("COMPLETED", *FAILED)
 CLIENT_TIMEOUT_S = 60
+# A node whose state (sinfo's, flags such as '*' aside) begins so takes no job: down (the controller
+# lost it), drained or draining, failing, not yet or no longer in service.
+LOST = ("down", "drain", "fail", "future", "inval", "power")
 # What the client commands say where this machine has no working SLURM (no slurm.conf, no configless
 # source, no controller answering): no option of ours is at fault then, so no refusal is blamed on one.
 NOT_CONFIGURED = re.compile(r"slurm\.conf|configuration (file|source)|contact slurm controller|slurmctld"
@@ -87,3 +90,10 @@ def states(job_ids: list[str]) -> dict[str, str]:
 def cancel(job_ids: list[str]) -> None:
     if job_ids:
         call(["scancel", *job_ids])
+
+
+def nodes_left(partition: str | None) -> int:
+    """How many nodes of the partition (of every partition where None) can still take a job."""
+    out = call(["sinfo", "-h", "-N", "-o", "%N %T", *(["--partition", partition] if partition else [])])
+    states = dict(line.split(None, 1) for line in out.splitlines() if len(line.split(None, 1)) == 2)
+    return sum(not state.startswith(LOST) for state in states.values())
