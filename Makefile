@@ -9,7 +9,7 @@ STAMP := $(VENV)/.burtbench-installed
 EXT_SOURCES := $(shell find burtorch_ext -type f \( -name '*.hpp' -o -name '*.cpp' -o -name 'CMakeLists.txt' \) 2>/dev/null)
 RUN_ARGS ?=
 
-.PHONY: setup burn browser slurm bench-linux bench-windows bench-macos test report reference-report perf perf-grid gate-engine clean
+.PHONY: setup burn browser slurm clang bench-linux bench-windows bench-macos test report reference-report perf perf-grid gate-engine clean
 
 setup: $(STAMP)
 
@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml $(EXT_SOURCES)
 burn: setup
 	-$(if $(CARGO_VENDOR),BURTBENCH_CARGO_VENDOR=$(CARGO_VENDOR)) $(BIN)/python -m engines.burn
 
-bench-linux: setup
+bench-linux: setup clang
 	$(BIN)/burtbench run --engine all --profile $(PROFILE) $(RUN_ARGS)
 
 # Windows (GNU make from cmd.exe or Git Bash; `make bench-windows PYTHON=python`): the venv keeps
@@ -51,7 +51,7 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "note: chromium could not be installed; the HTML report test will be skipped"
 
-# A real one-node SLURM cluster for tests/test_slurm.py (the tests start and stop it themselves).
+# A real SLURM cluster for tests/test_slurm.py (one node) and tests/test_slurm_nodes.py (three; the tests start and stop them).
 slurm:
 	@command -v sbatch >/dev/null 2>&1 && command -v slurmctld >/dev/null 2>&1 || \
 	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
@@ -59,7 +59,14 @@ slurm:
 	      slurmctld slurmd slurm-client >/dev/null; } || \
 	  echo "note: SLURM could not be installed; the SLURM tests will be skipped"
 
-test: setup browser slurm
+# tinygrad's CPU device compiles its kernels with clang: install Debian's where we can (root + apt).
+clang:
+	@command -v clang >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang >/dev/null; } || \
+	  echo "note: clang could not be installed; the tinygrad engines will be unavailable"
+
+test: setup browser slurm clang
 	$(BIN)/python -m pytest -q -m "not slow"
 
 perf: setup

@@ -25,6 +25,7 @@ ENGINE_MODULES = (
     "engines.autograd",
     "engines.micrograd",
     "engines.mlx",
+    "engines.tinygrad",
     "engines.none",
 )
 

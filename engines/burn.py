@@ -15,6 +15,9 @@ cargo's download cache or the registry reachable (a connection opened to it or t
 
 One thread: no `multi-threads` feature (rayon is not compiled in) and RAYON_NUM_THREADS=1 in every
 child (harness/running/spawn.py).
+
+Burn 0.20's release also times max_pool2d on its CubeCL CPU backend (workloads/claims_burn.csv); that
+backend is declared as the engine burn/cubecl/rust/cpu, which has no driver: CUBECL_CPU_MISSING says why.
 """
 from __future__ import annotations
 
@@ -52,6 +55,10 @@ REGISTRY = ("index.crates.io", 443)
 PROXY_VARIABLES = ("CARGO_HTTP_PROXY", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 PROBE_TIMEOUT_S = 3.0
 # What cargo prints when it cannot reach the crates it needs.
+# Why Burn's CubeCL CPU backend (the crate burn-cpu) has no driver here.
+CUBECL_CPU_MISSING = ("Burn's CubeCL CPU backend (burn-cpu) is not in burtbench's Burn driver: it compiles its "
+                      "kernels through MLIR/LLVM, a toolchain its build downloads, which the driver's offline build "
+                      "from vendored crates (--cargo-vendor) cannot give")
 UNREACHABLE = ("failed to get", "failed to download", "unable to update registry", "failed to query replaced source",
                "couldn't resolve host", "could not resolve host", "failed to load source for dependency",
                "attempting to make an http request, but --offline", "no matching package named",
@@ -256,8 +263,12 @@ def _build_driver() -> str | None:
 ENGINES = [
     # The driver (burn_driver/src) has its workloads compiled in; its executable's path names the build.
     # Built by cargo on first use, per Burn version and flags.
-    BuiltOnFirstUse("burn", "eager", "rust", "cpu", workloads=("tiny", "small", "mlp", "gpt"), kind="native",
-                    executable=str(executable()), condition=build_blocker, build=build_driver),
+    BuiltOnFirstUse("burn", "eager", "rust", "cpu", workloads=("tiny", "small", "mlp", "gpt", "max_pool2d"),
+                    kind="native", executable=str(executable()), condition=build_blocker, build=build_driver),
+    # Burn 0.20's release times max_pool2d on this backend too (workloads/claims_burn.csv): declared so that
+    # `list`, `doctor` and the claims say why it has no row.
+    BuiltOnFirstUse("burn", "cubecl", "rust", "cpu", workloads=("max_pool2d",), kind="native",
+                    condition=lambda: CUBECL_CPU_MISSING, build=lambda: CUBECL_CPU_MISSING),
 ]
 
 

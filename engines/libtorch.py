@@ -61,7 +61,8 @@ def torch_version() -> str | None:
 def sources_digest() -> str:
     """The driver's sources and the torch it builds against: a failure is remembered for these."""
     digest = hashlib.sha256(f"torch {torch_version()} at {torch_cmake_prefix()}".encode())
-    files = [SOURCE_DIR / "CMakeLists.txt", SOURCE_DIR / "main.cpp", *sorted(DRIVER_HEADERS.glob("*.hpp"))]
+    files = [SOURCE_DIR / "CMakeLists.txt", SOURCE_DIR / "main.cpp", *sorted(SOURCE_DIR.glob("*.hpp")),
+             *sorted(DRIVER_HEADERS.glob("*.hpp"))]
     for path in files:
         digest.update(path.name.encode())
         digest.update(path.read_bytes() if path.is_file() else b"<missing>")
@@ -165,7 +166,8 @@ def _build_driver() -> str | None:
 ENGINES = [
     # The driver (libtorch_driver/main.cpp) has its workloads compiled in.
     # Built by CMake against the installed torch's libtorch on first use.
-    BuiltOnFirstUse("libtorch", "eager", "cpp", "cpu", workloads=("tiny", "small", "energy", "save_load"),
+    BuiltOnFirstUse("libtorch", "eager", "cpp", "cpu",
+                    workloads=("tiny", "small", "energy", "save_load", "max_pool2d"),
                     kind="native", executable=str(EXECUTABLE), paper_row=("libtorch", "eager", "cpp", "cpu"),
                     condition=build_blocker, build=build_driver),
 ]

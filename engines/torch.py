@@ -4,6 +4,7 @@ Scalar graphs: every mode rebuilds the autograd graph each step and runs backwar
 and compiled modes only change how the forward is executed. FP64 leaves, one thread.
 Training (CPU modes): FP32 SGD, the models in engines/torch_models.py. Save/load of the small
 graph's activations (eager, TorchScript, and the NumPy bytes path as mode "numpy"): engines/save_load.py.
+max_pool2d (eager): engines/torch_pool.py.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _spec(mode: str, kinds: tuple, workloads: tuple = (), device: str = "cpu", c
 
 
 ENGINES = [
-    _spec("eager", ("graph", "save_load"), TRAINING, paper_row=("pytorch", "eager", "python", "cpu")),
+    _spec("eager", ("graph", "save_load", "pool"), TRAINING, paper_row=("pytorch", "eager", "python", "cpu")),
     _spec("torchscript", ("graph", "save_load"), TRAINING, paper_row=("pytorch", "graph", "torchscript", "cpu")),
     _spec("compile", ("graph",), TRAINING),
     _spec("eager", ("graph",), device="gpu", condition=nvidia_driver_missing,
@@ -114,4 +115,11 @@ def save_load_program(spec: EngineSpec, workload, params: dict, inputs: Path | N
     return save_load.torch_program(_import_single_threaded(), spec.mode, workload, params)
 
 
-BUILDERS = {"graph": graph_program, "training": training_program, "save_load": save_load_program}
+def pool_program(spec: EngineSpec, workload, params: dict, inputs: Path | None = None):
+    from engines import torch_pool
+
+    return torch_pool.PoolProgram(_import_single_threaded(), params, inputs)
+
+
+BUILDERS = {"graph": graph_program, "training": training_program, "save_load": save_load_program,
+            "pool": pool_program}

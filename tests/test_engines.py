@@ -33,8 +33,10 @@ FRAMEWORK_ENGINES = (
     "micrograd/eager/python/cpu",
     "mlx/eager/python/cpu",
     "mlx/compile/python/cpu",
+    "tinygrad/eager/python/cpu",
+    "tinygrad/jit/python/cpu",
 )
-FRAMEWORKS = ("torch", "tensorflow", "jax", "jaxlib", "autograd", "micrograd", "mlx")
+FRAMEWORKS = ("torch", "tensorflow", "jax", "jaxlib", "autograd", "micrograd", "mlx", "tinygrad")
 
 
 def run_worker(engine_id: str, workload: str, params: dict, iterations: int,

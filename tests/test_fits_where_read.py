@@ -25,7 +25,7 @@ WINDOW = 1400
 @pytest.fixture(scope="module")
 def reference():
     run = load_run(ROOT / "results" / "reference")
-    return SimpleNamespace(folder=ROOT / "reports" / "reference", status=[], versions=[], run=run,
+    return SimpleNamespace(folder=ROOT / "reports" / "reference", status=[], versions=[], release=[], run=run,
                            judged=claims.judge(run, build_tables(run)))
 
 

@@ -31,3 +31,26 @@ def test_gpt_step_flops_follow_the_declared_shapes(monkeypatch):
 
 def test_untrained_workloads_have_no_step_flops():
     assert load("tiny").step_flops is None
+
+
+def test_mlp_step_bytes_are_the_hand_count():
+    # P = 1755 + 1052 e parameters; kept per sample: the 16 x 64 embeddings, e hidden units, 27 logits.
+    parameters, kept = 1755 + 1052 * 1024, 1024 + 1024 + 27
+    moved = load("mlp").step_bytes({"hidden_dim": 1024, "batch": 1}, "fp32")
+    assert moved.read == 4 * parameters == 4_316_012  # the weights read forward
+    assert moved.updated == 4 * 2 * (parameters + kept) == 8_648_624  # read backward, written by the update; kept
+    assert moved.total / 2**20 > 12  # the "at least 12 MiB"
+    assert moved.working_set == 4 * (parameters + kept)
+    assert load("mlp").step_bytes({"hidden_dim": 1024, "batch": 1}, "fp64").total == 2 * moved.total
+
+
+def test_gpt_step_bytes_are_the_hand_count():
+    # Kept per sequence: 8 tokens x (6 blocks x 10 x 24 + ln_f's 24 + 65 logits), and 6 x 6 x 36 softmax weights.
+    kept = 8 * (6 * 240 + 24 + 65) + 6 * 6 * 36
+    assert kept == 13_528
+    moved = load("gpt").step_bytes({"batch": 64}, "fp32")
+    assert (moved.read, moved.updated, moved.working_set) == (4 * 46_337, 8 * (46_337 + 64 * kept), 4 * (46_337 + 64 * kept))
+
+
+def test_untrained_workloads_have_no_step_bytes():
+    assert load("tiny").step_bytes is None and load("small").step_bytes is None

@@ -23,10 +23,11 @@ TOLERANCE = {"fp64": 1e-12, "fp32": 1e-5}
 #   graph      a scalar function g(a, b, relu) rebuilt and differentiated every iteration (`graph`)
 #   save_load  the small graph's activations written to a file and read back every iteration
 #   training   SGD steps of a model on batches the harness prepared (`model`, `split_rows`, `prepare`)
-KINDS = ("graph", "save_load", "training")
+#   pool       2-D max pooling of a 4-D FP32 tensor the harness prepared (`prepare`), its window in the params
+KINDS = ("graph", "save_load", "training", "pool")
 # What a worker needs installed, beside the framework, to run a workload of each kind: a graph is
 # plain Python; the others read and check arrays. A managed environment (--env) gets these.
-WORKER_NEEDS = {"graph": (), "save_load": ("numpy",), "training": ("numpy",)}
+WORKER_NEEDS = {"graph": (), "save_load": ("numpy",), "training": ("numpy",), "pool": ()}
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,9 @@ class Workload:
     # step_products(params) -> (m, k, n) of one step's matrix products: the shapes at which
     # harness/machine/ceiling.py measures the best library SGEMM, the practical ceiling.
     step_products: Callable[[Mapping], list[tuple[int, int, int]]] | None = None
+    # step_bytes(params, precision) -> the least bytes one step moves and its working set (workloads/flops.py's
+    # StepBytes): with step_flops, the point's roofline bound (harness/machine/roofs.py).
+    step_bytes: Callable[[Mapping, str], object] | None = None
     paper: PaperTable | None = None
 
     def __post_init__(self):

@@ -4,12 +4,14 @@ Each row: the claim's paraphrase, where the paper states it, the metric (an id o
 metrics, "A/B" for the quotient of two, or "outputs"), the paper tables it reads (their names in
 paper_results.csv), the points (`hidden_dim=4 batch=1;64`) and the engines it compares with
 BurTorch ("*": every engine; empty: BurTorch alone), the rule, the paper's number and the
-tolerance. `authors` says whether the authors' own program answers the claim as the paper ran it
-(`same`), answers it although it differs from our workload in ways that do not change what is
-compared (`differs`: a time or memory of a model of the same size), or cannot answer it
-(`not comparable`); `authors_why` gives the reason. The report judges each claim twice, for the
-authors' program and for ours (harness/report/claims.py); the plan runs the points each claim reads
-(harness/planning/claim_points.py). Here, as data below both, so that both read one table.
+tolerance. A claim of another source (claims_burn.csv: Burn 0.20's release) names its `source` and the
+`subject` engine its factors are taken over. `authors` says whether the authors' own program
+answers the claim as the paper ran it (`same`), answers it although it differs from our workload
+in ways that do not change what is compared (`differs`: a time or memory of a model of the same
+size), or cannot answer it (`not comparable`); `authors_why` gives the reason. The report judges
+each claim twice, for the authors' program and for ours (harness/report/claims.py); the plan runs
+the points each claim reads (harness/planning/claim_points.py). Here, as data below both, so that
+both read one table.
 """
 from __future__ import annotations
 
@@ -42,6 +44,10 @@ class Claim:
     note: str
     authors: str = SAME  # how the authors' program answers it: same | differs | not comparable
     authors_why: str = ""
+    # Who makes the claim ("paper"; "release": claims_burn.csv, Burn 0.20's release notes), and, for a claim
+    # not about BurTorch, the engine each factor is taken over (the paper's claims have the two subjects).
+    source: str = "paper"
+    subject: str = ""
 
 
 def _value(text: str):
@@ -73,10 +79,22 @@ def parse_claims(text: str) -> tuple[Claim, ...]:
             engines=tuple(e for e in row["engines"].split(";") if e), rule=row["rule"],
             stated=float(row["stated"]), stated_text=row["stated_text"], stated_os=row["stated_os"] or "windows",
             tolerance=float(row["tolerance"] or 0), requires=row["requires"], source_cell=row["source_cell"],
-            note=row["note"], authors=authors, authors_why=row.get("authors_why") or ""))
+            note=row["note"], authors=authors, authors_why=row.get("authors_why") or "",
+            source=row.get("source") or "paper", subject=row.get("subject") or ""))
     return tuple(claims)
 
 
 @lru_cache(maxsize=1)
 def load_claims() -> tuple[Claim, ...]:
     return parse_claims(resources.files("workloads").joinpath("claims.csv").read_text(encoding="utf-8"))
+
+
+# Claims of other sources, judged beside the paper's by the same rules (harness/report/release_claims.py):
+# Burn 0.20's release notes on max_pool2d (workloads/catalog/max_pool2d.py). Same columns as claims.csv, plus
+# `source` and `subject`; `authors` does not apply (no BurTorch in them).
+RELEASE_CLAIMS = "claims_burn.csv"
+
+
+@lru_cache(maxsize=1)
+def load_release_claims() -> tuple[Claim, ...]:
+    return parse_claims(resources.files("workloads").joinpath(RELEASE_CLAIMS).read_text(encoding="utf-8"))

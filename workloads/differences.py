@@ -93,6 +93,15 @@ DIFFERENCES = (
                "a battery read at 1 s intervals (BatteryInfoView); OS share = 3.9 mWh/s idle drain × time",
                "a battery or RAPL counter read around each process; OS share = idle power measured before the suite × time",
                "the machine's own counters; a process shorter than the counter's update period gets no reading"),
+    # Burn 0.20's release claim (workloads/catalog/max_pool2d.py): "paper" is the release notes here.
+    Difference("threads", "threads (max_pool2d: Burn 0.20's release)",
+               "each backend on every core of the release's machine (not named), as burn-bench runs it",
+               "one thread on one pinned core, as every workload here",
+               "the suite measures one core; a ratio of backends can differ where one scales better over cores"),
+    Difference("burn-libtorch", "LibTorch (max_pool2d: Burn 0.20's release)",
+               "Burn on its LibTorch backend (burn-tch), which calls LibTorch's max_pool2d",
+               "LibTorch's max_pool2d from C++ (libtorch-bench) with the LibTorch of the installed torch wheel",
+               "Burn's LibTorch backend is not in the Burn driver; Burn adds a call's overhead to LibTorch's kernel"),
     _timed_regions(),
 )
 

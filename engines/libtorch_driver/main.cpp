@@ -5,7 +5,8 @@
 //
 //   libtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean] [--param NAME=VALUE ...]
 //
-// Workloads: tiny, small, energy (the small graph, run end to end) and save_load.
+// Workloads: tiny, small, energy (the small graph, run end to end), save_load, and max_pool2d
+// (FP32, max_pool2d.hpp).
 #include <ATen/Parallel.h>
 #include <torch/serialize.h>
 #include <torch/types.h>
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,7 @@
 #include "cli.hpp"
 #include "dispatch.hpp"
 #include "json_line.hpp"
+#include "max_pool2d.hpp"
 #include "measured_run.hpp"
 
 namespace {
@@ -217,7 +220,7 @@ class SaveLoadWorkload {
 
 template <class W>
 int burtorch::driver::runAs(const Options& options, Timing timedAs) {
-  Params params{};
+  std::array<Param, W::kDefaults.size()> params{};
   if (const auto error = burtorch::driver::resolveParams<W>(options, params)) {
     return burtorch::driver::usageError(*error);
   }
@@ -225,8 +228,19 @@ int burtorch::driver::runAs(const Options& options, Timing timedAs) {
   at::set_num_threads(1);
   at::set_num_interop_threads(1);
   try {
-    W step(params);
-    return burtorch::driver::measureAndReport(step, options, timedAs, "fp64", TORCH_VERSION);
+    // A workload that reads the shared inputs takes the options too; one that declares no precision is FP64.
+    // Returned as a prvalue: the workloads need not be movable.
+    auto make = [&]() -> W {
+      if constexpr (std::is_constructible_v<W, decltype(params), const Options&>) {
+        return W(params, options);
+      } else {
+        return W(params);
+      }
+    };
+    std::string_view precision = "fp64";
+    if constexpr (requires { W::kPrecision; }) precision = W::kPrecision;
+    W step = make();
+    return burtorch::driver::measureAndReport(step, options, timedAs, precision, TORCH_VERSION);
   } catch (const std::exception& error) {
     return burtorch::driver::runError(error.what());
   }
@@ -246,6 +260,7 @@ const std::array kWorkloads{
     Entry{"small", runGraph<SmallGraph>},
     Entry{"energy", runGraph<SmallGraph>},
     Entry{"save_load", &run<SaveLoadWorkload>},
+    Entry{"max_pool2d", &run<MaxPool2dWorkload>},
 };
 
 }  // namespace

@@ -5,7 +5,10 @@ Beside ENGINE's time at the training points: its GFLOP/s (workloads/flops.py's c
 and their share of this core's peak FP32 rate, as `burtorch-bench --peak` measures it (or
 --peak-gflops), and of the practical ceiling: the best library SGEMM at the step's own products,
 as the run measured it on its core (manifest.json's "ceiling", machine/ceiling.py), "n/a" with the
-reason where no library ran, and of our block products alone at the same shapes (%prod). For
+reason where no library ran, and of our block products alone at the same shapes (%prod). At each
+point its roofline bound (machine/roofs.py: FLOPs over the peak or bytes over the bandwidth of the level
+the working set fits in, from the run's manifest), its kind, and ENGINE's and the peer's time as a share of
+it (%roof: 100% is at the roof), "n/a" with the reason where the run measured no bandwidth. For
 another row of ours (the Python module), its time over the native driver's too (/native). `make
 perf-grid` prints both tables.
 """
@@ -18,6 +21,7 @@ from pathlib import Path
 from engines.base import BASELINE
 from engines.none import FLOOR
 from harness.analysis.points import group
+from harness.machine import roofs
 from harness.machine.peak import fp32_peak
 from harness.measure import affinity
 from harness.store.results import params_key, read_manifest, read_trials
@@ -82,6 +86,30 @@ def _products(ceiling: dict | None) -> str:
     return f"{100 * ceiling['ours_gflops'] / ceiling['gflops']:3.0f}%" if ceiling.get("ours_gflops") else "n/a"
 
 
+def roof_points(runs: list[Path]) -> dict[tuple, tuple]:
+    """(workload, params_key, engine) -> (its run's roofs or None, why none, the precision its trials ran in)."""
+    out = {}
+    for run in runs:
+        machine, why = roofs.roofs(read_manifest(run).get("native"))
+        for t in read_trials(run):
+            out[(t["workload"], params_key(t["params"]), t["engine"])] = (machine, why, t.get("precision"))
+    return out
+
+
+def roof_bound(at: tuple | None, workload: str, params: str) -> roofs.Bound | None:
+    if not at or at[0] is None:
+        return None
+    known = load(workload)
+    return roofs.bound(known, json.loads(params), at[2] or known.precision, at[0])
+
+
+def _roof(bound: roofs.Bound | None, seconds: float, at: tuple | None, workload: str) -> str:
+    """A time's share of its roofline bound, or "n/a" where the point would have one but its run has no roofs."""
+    if bound is None:
+        return "n/a" if at and at[0] is None and load(workload).step_bytes else ""
+    return f"{100 * roofs.share(bound.seconds, seconds):3.0f}%"
+
+
 def _time(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
 
@@ -98,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     table = rows([t for run in args.runs for t in read_trials(run)], args.engine)
     library = ceilings(args.runs)
+    roof_at = roof_points(args.runs)
     peak = args.peak_gflops or fp32_peak(affinity.allowed_cpus()[-1])[0]
     print(f"{args.engine} against the fastest engine of another framework (ratio = peer / ours: above 1, ours is faster)")
     print(f"GFLOP/s: a training step's products as the model counts them, for every engine (workloads/flops.py: "
@@ -106,19 +135,28 @@ def main(argv: list[str] | None = None) -> int:
     print("%lib: of the best library SGEMM at the step's products on the run's core ("
           + (", ".join(sorted({c["library"] for c in library.values() if c.get("gflops")})) or "none measured") + ")")
     print("%prod: our block products alone (burtorch-bench --products) at the same shapes, of that library SGEMM")
+    print("%roof: the point's roofline bound / the time (100% = at the roof); bound: max(FLOPs / the peak, the least "
+          "bytes a step moves / the bandwidth of the level its working set fits in), its time and kind (machine/roofs.py)")
     beside = args.engine != BASELINE  # another row of ours (the Python module) against the native driver too
     if beside:
         print(f"/native: {args.engine}'s time over {BASELINE}'s at the point (the same engine from C++)")
-    print(f"{'workload':8} {'point':32} {'ours':>10} {'GFLOP/s %peak':>13} {'%lib':>5} {'best peer':30} {'peer':>10} "
-          f"{'ratio':>6} {'RSS MiB ours/peer':>18} {'%prod':>5}" + (f" {'/native':>7}" if beside else ""))
+    print(f"{'workload':8} {'point':32} {'ours':>10} {'GFLOP/s %peak':>13} {'%lib':>5} {'%roof':>5} {'best peer':30} "
+          f"{'peer':>10} {'%roof':>5} {'ratio':>6} {'bound':>22} {'RSS MiB ours/peer':>18} {'%prod':>5}"
+          + (f" {'/native':>7}" if beside else ""))
     for workload, params, ours, peer, peer_time, ratio, rss, peer_rss, native in table:
         gflops = step_gflops(workload, params, ours)
+        at, peer_at = roof_at.get((workload, params, args.engine)), roof_at.get((workload, params, peer))
+        bound, peer_bound = roof_bound(at, workload, params), roof_bound(peer_at, workload, params)
+        shown = f"{_time(bound.seconds)} {bound.label}" if bound else ""
         print(f"{workload:8} {params:32} {_time(ours):>10} {_rate(gflops, peak):>13} "
-              f"{_library(gflops, library.get((workload, params))):>5} {peer:30} {_time(peer_time):>10} {ratio:6.2f} "
+              f"{_library(gflops, library.get((workload, params))):>5} {_roof(bound, ours, at, workload):>5} {peer:30} "
+              f"{_time(peer_time):>10} {_roof(peer_bound, peer_time, peer_at, workload):>5} {ratio:6.2f} {shown:>22} "
               f"{_mib(rss):>8} / {_mib(peer_rss):<8} {_products(library.get((workload, params))):>5}"
               + (f" {ours / native:7.2f}" if beside and native else ""))
     for reason in sorted({c["reason"] for c in library.values() if not c.get("gflops")}):
         print(f"n/a: {reason}")
+    for reason in sorted({at[1] for (workload, _, _), at in roof_at.items() if at[0] is None and load(workload).step_bytes}):
+        print(f"%roof n/a: {reason}")
     return 0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from engines import burn
-from harness.machine import calibrations
+from harness.machine import bandwidth, calibrations
 from harness.machine import host as machine
 from harness.machine.doctor_measures import Finding, measure_findings
 from harness.machine.valgrind import missing_valgrind, uncountable_isa
@@ -46,7 +46,10 @@ def diagnose(cpu: int | None = None, sys_root: str | Path = "/sys", proc_root: s
                  isolation_finding(facts, cpu), virtualization_finding(facts)]
     findings += pinned_core_findings(cpu, proc_root, watch_s, sleep)
     findings += measure_findings(perf, sys_root, proc_root)
-    findings += [valgrind_finding(), burn_finding()]
+    findings += [valgrind_finding(), burn_finding(), bandwidth.finding(cpu, sys_root)]
+    # Burn 0.20's release claim names this backend (workloads/claims_burn.csv): say why it has no row.
+    findings.append(Finding("info", "burn-cubecl", f"Burn's CubeCL CPU backend has no engine: "
+                                                   f"{burn.CUBECL_CPU_MISSING}"))
     return findings
 
 

@@ -46,6 +46,8 @@ def ours(metric: Metric, row: dict) -> str:
     if not row["in_run"]:
         return row["absent"]
     text = value_cell(row[metric.key], row[f"{metric.key}_std"], row[f"rel_{metric.key}"], metric.scale)
+    if metric.kind and row[metric.key] is not None and row.get(f"{metric.key}_kind"):
+        text += f" ({row[f'{metric.key}_kind']})"
     estimate = metric.source_field == "cpu_clocks_source" and any("estimate" in n for n in row["notes"])
     return f"≈{text}" if estimate and row[metric.key] is not None else text
 

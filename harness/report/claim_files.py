@@ -11,7 +11,7 @@ from pathlib import Path
 from engines.base import finite
 from harness.analysis.effect import CONFIDENCE, MIN_TRIALS, Looks
 from harness.analysis.points import STATISTIC
-from harness.report import claims, paper
+from harness.report import claims, paper, release_claims
 from harness.report.claims import Judged, Verdict
 from harness.store.runs import Run
 from harness.text import clean, markdown_cell
@@ -210,9 +210,13 @@ def json_record(run: Run, judged: list[Judged], status: list[str]) -> dict:
 
 
 def write(folder: Path, run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None,
-          picture: Path | None = None) -> list[Path]:
-    paths = {"claims.md": markdown(run, judged, status, calibration, picture), "claims.csv": csv_text(judged),
-             "claims.json": json.dumps(json_record(run, judged, status), indent=1, ensure_ascii=False) + "\n"}
+          picture: Path | None = None, release: tuple[list, list] = ([], [])) -> list[Path]:
+    """`release`: the report's tables and the verdicts of other sources' claims (release_claims.py), if any."""
+    record = json_record(run, judged, status) | ({"release_claims": release_claims.record(release[1])}
+                                                 if release[1] else {})
+    paths = {"claims.md": "\n".join([markdown(run, judged, status, calibration, picture),
+                                      *release_claims.markdown(*release)]),
+             "claims.csv": csv_text(judged), "claims.json": json.dumps(record, indent=1, ensure_ascii=False) + "\n"}
     for name, text in paths.items():
         (folder / name).write_text(text, encoding="utf-8")
     return [folder / name for name in paths]

@@ -193,7 +193,8 @@ def _ratio_why(claim: Claim, v: Verdict, outcome: str, rows_missing: bool, subje
     where = f" at {v.at}" if v.at else ""
     word = {"max": "largest", "min": "smallest"}.get(claim.rule, "")
     ours = f"{_short(subject)}{' (' + word + ')' if word and len(v.used) > 1 else ''} {fx(v.ours)}{interval(v)}{where}"
-    paper_number = f"the paper's {fx(v.paper)}" + ("" if v.paper_basis == "as stated" else f" ({v.paper_basis})")
+    basis = "" if v.paper_basis == "as stated" else f" ({v.paper_basis})"
+    paper_number = f"the {claim.source}'s {fx(v.paper)}{basis}"
     if outcome == REPRODUCED:
         slack = f" within {claim.tolerance:.0%}" if claim.tolerance and not _beyond(v.ours, v.paper) else ""
         text = f"{ours} reaches {paper_number}{slack} over its whole interval"
@@ -202,7 +203,7 @@ def _ratio_why(claim: Claim, v: Verdict, outcome: str, rows_missing: bool, subje
         share = math.log(v.ours) / math.log(v.paper) if v.paper not in (None, 1) else None
         how = f"{v.ours / v.paper:.0%} of it" if v.paper >= 1 else f"{share:.0%} of it on a log scale"
         return f"same direction, smaller factor: {ours} against {paper_number}, {how}"
-    better = "BurTorch" if v.ours > 1 else "the other engine"
+    better = ("BurTorch" if subject in (AUTHORS, BASELINE) else subject) if v.ours > 1 else "the other engine"
     return f"opposite direction: {ours} ({better} better), against {paper_number}"
 
 

@@ -48,18 +48,22 @@ from workloads.claims import Claim, load_claims, parse_claims
 __all__ = ["BY_KEY", "DECIDED", "NOT_COMPARABLE", "NOT_MEASURABLE", "NOT_REPRODUCED", "OS_SPECIFIC", "PARTLY",
            "REPRODUCED", "SUBJECTS", "SYMBOLS", "UNDECIDED", "VERDICTS", "Claim", "Judged", "Subject", "Verdict", "fx",
            "interval", "load_claims",
-           "parse_claims", "judge", "evaluate", "absent_subject"]
+           "parse_claims", "judge", "evaluate", "absent_subject", "absent_engine"]
 
 
 def absent_subject(run: Run, subject: Subject) -> str | None:
     """Why the run has nothing of the subject (one reason for every claim), or None."""
-    if any(t.get("engine") == subject.engine for t in run.trials):
+    return absent_engine(run, subject.engine, "the authors' code" if subject.engine == AUTHORS else subject.engine)
+
+
+def absent_engine(run: Run, engine: str, what: str) -> str | None:
+    """Why the run has no trial of `engine` (called `what`): the reason it was unavailable, or None."""
+    if any(t.get("engine") == engine for t in run.trials):
         return None
-    reason = (run.manifest.get("unavailable") or {}).get(subject.engine)
-    what = "the authors' code" if subject.engine == AUTHORS else f"{subject.engine}"
+    reason = (run.manifest.get("unavailable") or {}).get(engine)
     if reason:
         return f"{what} is not available ({reason})"
-    return f"missing: {what} ({subject.engine}) is not in this run"
+    return f"missing: {what} ({engine}) is not in this run"
 
 
 def verdict_for(claim: Claim, subject: Subject, run: Run, tables: list[Table], points: dict,

@@ -206,6 +206,7 @@ def summary_lines(rendered, width: int = WIDTH) -> list[str]:
                   f"  {escape(versions.ratio(row, 'time'))}" for row in table.rows]
     lines += [""] if rendered.versions else []
     lines += claim_lines(rendered.judged, rendered.run, folder, width)
+    lines += release_lines(rendered.release)
     speeds = speed_lines(rendered.run)
     if speeds:
         lines += ["", f"[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step, "
@@ -214,6 +215,18 @@ def summary_lines(rendered, width: int = WIDTH) -> list[str]:
     lines += not_run_lines(rendered.run, width)
     lines += ["", f"claims:  {escape(str(folder / 'claims.md'))}",
               f"report:  {escape((folder / 'index.html').as_uri())}"]
+    return lines
+
+
+def release_lines(verdicts: list) -> list[str]:
+    """Other sources' claims (Burn 0.20's release, harness/report/release_claims.py), a line each."""
+    if not verdicts:
+        return []
+    lines = ["", "[bold]Burn 0.20's release claims[/] (their section of claims.md says why):"]
+    for v in verdicts:
+        value = f" {claims.fx(v.ours)}{claims.interval(v)}" if v.ours is not None else ""
+        lines.append(f"  {escape(v.claim.id):<28} release {escape(v.claim.stated_text):<26} "
+                     f"{claims.SYMBOLS[v.verdict]} {v.verdict}{escape(value)}")
     return lines
 
 

@@ -24,9 +24,11 @@ from harness.units import MIB, MIB_LABEL
 FAILED_COLOR = "#d62728"
 # Both BurTorch rows stand out: their own colours and markers, thicker lines, drawn on top.
 BURTORCH_STYLES = {BASELINE: ("#000000", "*"), AUTHORS: ("#e6550d", "D")}
-# Every other engine: one colour and marker of its own, the same in every figure (its place in the registry).
+# Every other engine: one colour and marker of its own, the same in every figure (its place in the registry);
+# the palette holds more colours than the registry has engines, so no two share one.
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#e7298a", "#66a61e",
-           "#a6761d", "#2166ac", "#b2182b", "#5aae61", "#fdae61", "#4d4d4d", "#c51b7d", "#35978f", "#762a83")
+           "#a6761d", "#2166ac", "#b2182b", "#5aae61", "#fdae61", "#4d4d4d", "#c51b7d", "#35978f", "#762a83",
+           "#ff7f00", "#1b9e77", "#6a3d9a", "#b15928")
 MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">", "h", "p", "d", "8")
 
 

@@ -13,6 +13,7 @@ from typing import Callable
 from engines.base import BASELINE
 from engines.none import FLOOR
 from harness.analysis.points import POINT_STATISTIC, STATISTIC, Point
+from harness.machine import roofs
 from harness.store.results import params_key
 from harness.units import MIB, MIB_LABEL
 from workloads import load
@@ -42,6 +43,8 @@ class Metric:
     note: str | None = None
     # Shown with its factor over BurTorch's at the same point; a rate already reads as one.
     relative: bool = True
+    # A word shown after our value, kept in the table's `<key>_kind` field (the roofline bound's kind).
+    kind: Callable[[Point], str | None] | None = None
 
 
 PER_ITERATION_NOTE = (f"Times are per iteration: ours = the {POINT_STATISTIC} of each trial's time, the {STATISTIC} "
@@ -118,6 +121,39 @@ def products_share(ceilings: list[dict]) -> Metric:
                        "apart from the rest of a step (graph, activations, update); on our native row.")
 
 
+def point_bound(point: Point, machine: roofs.Roofs | None) -> roofs.Bound | None:
+    """The point's roofline bound in the precision its trials computed in; none for the floor row."""
+    if machine is None or point.engine == FLOOR:
+        return None
+    try:
+        workload = load(point.workload)
+    except KeyError:  # a plug-in workload this process does not know
+        return None
+    precision = next((t["precision"] for t in point.trials if t.get("precision")), workload.precision)
+    return roofs.bound(workload, point.params, precision, machine)
+
+
+def roofline_share(native: dict | None) -> Metric:
+    """The point's roofline bound as a share of its time (machine/roofs.py), with the bound's kind; n/a with
+    the reason where the run measured no bandwidth."""
+    machine, why = roofs.roofs(native)
+
+    def share(point: Point) -> float | None:
+        bound = point_bound(point, machine)
+        return roofs.share(bound and bound.seconds, point.time_mean())
+
+    def kind(point: Point) -> str | None:
+        bound = point_bound(point, machine)
+        return bound.label if bound else None
+
+    how = f"measured: {machine.source}" if machine else f"n/a: {why}"
+    return Metric("roofline_share", "Share of roofline", "%", 100.0, share, relative=False, kind=kind,
+                  note="Share of roofline = the point's roofline bound / its time (100%: at the roof), the bound "
+                       "= max(FLOPs / the core's FP32 peak, the least bytes a step moves (workloads/flops.py) / the "
+                       "bandwidth of the cache level its working set fits in); its kind, compute or memory and the "
+                       f"level, beside it ({how}).")
+
+
 METRICS = {
     "time": Metric("time_per_iter_s", "Time / iteration", "µs", 1e6, Point.time_mean, Point.time_std_over_trials,
                    paper="compute_time_s", paper_per_iteration=True, paper_rel="relative_to_burtorch",
@@ -176,14 +212,16 @@ RESIDENT_BESIDE = Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / 
 
 def resolve(ids: tuple[str, ...], os_name: str, native: dict | None = None,
             ceilings: list | None = None) -> list[Metric]:
-    """The metrics of a table on a run's OS, in order; GFLOP/s with their share of the core's peak
-    where the run measured it (manifest.json's "native"), and of the library ceiling ("ceiling")."""
+    """The metrics of a table on a run's OS, in order; GFLOP/s with their share of the core's peak and
+    the time's share of the roofline bound where the run measured the peak (manifest.json's "native"; the
+    bound n/a where it has no bandwidth), and of the library ceiling ("ceiling")."""
     metrics = []
     for metric_id in ids:
         if metric_id == "gflops":
             metrics.append(METRICS[metric_id])
             if (native or {}).get("peak_gflops_fp32"):
                 metrics.append(peak_share(native["peak_gflops_fp32"], native["peak_source"]))
+                metrics.append(roofline_share(native))
             if ceilings:
                 metrics.append(library_share(ceilings))
                 if any("ours_gflops" in c for c in ceilings):

@@ -5,7 +5,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.report import authors, claim_files, claims, figures, forest, formats, html, readme, tables, versions
+from harness.report import (authors, claim_files, claims, figures, forest, formats, html, readme, release_claims,
+                            roofline, tables, versions)
 from harness.machine import calibrations
 from harness.report.run import status_notes
 from harness.store.runs import load_run
@@ -27,6 +28,7 @@ class Rendered:
     judged: list  # harness.report.claims.Judged: each claim with both subjects' verdicts
     status: list[str]  # the run did not finish, trials failed
     versions: list  # harness.report.versions.VersionTable, where the run has several environments
+    release: list  # other sources' claims' verdicts (release_claims.py)
 
 
 def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
@@ -40,7 +42,7 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     built = tables.build_tables(run)
     for table in built:
         formats.write_table(table, folder / "tables")
-    drawn = figures.draw_all(built, run.os, folder / "figures")
+    drawn = figures.draw_all(built, run.os, folder / "figures") + roofline.draw_all(run, folder / "figures")
     # Several environments of one framework (--env): their versions side by side.
     by_version = versions.build(run)
     for table in by_version:
@@ -51,9 +53,10 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     calibration = calibrations.made_before(Path(run_dir).parent, run.manifest.get("machine") or {},
                                            run.manifest.get("finished_at") or run.manifest.get("created_at"))
     picture = forest.draw(judged, folder / FOREST, f"{claim_files.machine_text(run)}: run {run.run_id}")
-    claim_files.write(folder, run, judged, status, calibration, picture)
+    release = release_claims.judge(run, built)
+    claim_files.write(folder, run, judged, status, calibration, picture, (built, release))
     authors.write_page(run, folder)
     readme.write(run, [*by_version, *built], drawn, judged, status, folder)
     html.write_index(run, built, drawn, folder, judged, status, by_version,
                      claim_files.sureness(run, judged, calibration), picture)
-    return Rendered(folder, run, built, judged, status, by_version)
+    return Rendered(folder, run, built, judged, status, by_version, release)

@@ -101,7 +101,7 @@ def workload_table(run: Run, workload: Workload, declaration: PaperTable, points
 
 
 def metric_fields(metric: Metric) -> list[str]:
-    names = [metric.key, f"{metric.key}_std", f"rel_{metric.key}"]
+    names = [metric.key, f"{metric.key}_std", f"rel_{metric.key}", *([f"{metric.key}_kind"] if metric.kind else [])]
     if metric.paper is not None:
         names += [f"paper_{metric.key}", f"paper_{metric.key}_std", f"paper_rel_{metric.key}"]
     return names
@@ -113,6 +113,9 @@ def point_of(params: dict, names: tuple[str, ...]) -> dict:
 
 
 def our_frame(points: list[Point], metrics: list[Metric], point_names: tuple[str, ...]) -> pd.DataFrame:
+    # A measure no point has, with no trial field to say why (the roofline share of a run without bandwidth),
+    # is explained once, by its note under the table, not on every row.
+    explained = [m for m in metrics if m.source_field or any(m.ours(p) is not None for p in points)]
     records = []
     for order, p in enumerate(points):
         check_ok, worst = p.check()
@@ -121,10 +124,12 @@ def our_frame(points: list[Point], metrics: list[Metric], point_names: tuple[str
                   "iterations": p.iterations(), "check_ok": check_ok, "check_status": p.check_status(),
                   "max_rel_err": worst,
                   "our_param_count": p.param_count(), "point_notes": p.notes(),
-                  "measure_notes": notes.measure_notes(metrics, p), "our_order": order}
+                  "measure_notes": notes.measure_notes(explained, p), "our_order": order}
         for m in metrics:
             record[m.key] = m.ours(p)
             record[f"{m.key}_std"] = m.ours_std(p) if m.ours_std else None
+            if m.kind:
+                record[f"{m.key}_kind"] = m.kind(p)
         records.append(record)
     return pd.DataFrame.from_records(records)
 

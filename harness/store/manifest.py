@@ -18,7 +18,7 @@ from pathlib import Path
 
 from engines.base import find_executable
 from harness import __version__
-from harness.machine import ceiling, doctor
+from harness.machine import bandwidth, ceiling, doctor
 from harness.machine import host as machine
 from harness.machine import peak
 from harness.measure import tsc
@@ -86,7 +86,8 @@ def git_commit() -> str | None:
 
 def native_build_info(cpu: int, workloads: tuple[str, ...], python: str = sys.executable) -> dict | None:
     """Compiler and flags the native driver reports about itself, if it is installed, and where the
-    plan trains a model of matrix products, the measured core's peak FP32 rate (machine/peak.py).
+    plan trains a model of matrix products, the measured core's peak FP32 rate (machine/peak.py) and its
+    memory bandwidth at each level (machine/bandwidth.py): the point's roofs (machine/roofs.py).
     Beside it, the Python module's own account (burtorch.build_info() under the workers' interpreter)
     and whether it names the driver's build: the same kernels, ISA, block products and compiler."""
 
@@ -105,6 +106,8 @@ def native_build_info(cpu: int, workloads: tuple[str, ...], python: str = sys.ex
     known = all_workloads()
     if any(known[name].step_flops for name in workloads if name in known):
         info["peak_gflops_fp32"], info["peak_source"] = peak.fp32_peak(cpu)
+    if any(known[name].step_bytes for name in workloads if name in known):
+        info["bandwidth"] = bandwidth.measure(cpu)
     return info
 
 

@@ -97,6 +97,21 @@ def step_products(params: Mapping) -> list[tuple[int, int, int]]:
     return flops.linear_products(param_shapes(), int(params["batch"]) * BLOCK_SIZE)
 
 
+def kept_activations(params: Mapping) -> int:
+    """Values backward needs from forward, over the batch: per token and block, ln1's output (the input of
+    wq, wk, wv), q, k and v, the heads' concatenation (proj's input), ln2's output (ff1's input) and the
+    ReLU's output (ff2's input), 10 d; per sequence, block and head the softmax's weights over the visible
+    pairs; per token ln_f's output (the head's input) and the logits."""
+    pairs = BLOCK_SIZE * (BLOCK_SIZE + 1) // 2
+    per_sequence = BLOCK_SIZE * (LAYERS * 10 * D_MODEL + D_MODEL + VOCAB) + LAYERS * HEADS * pairs
+    return int(params["batch"]) * per_sequence
+
+
+def step_bytes(params: Mapping, precision: str) -> flops.StepBytes:
+    """The least one SGD step moves at a point, in `precision` (workloads/flops.py's rule)."""
+    return flops.step_bytes(param_count(), kept_activations(params), precision)
+
+
 def samples(corpus_text: str) -> np.ndarray:
     """Every window of 9 consecutive token ids: inputs are the first 8, targets the last 8."""
     return np.lib.stride_tricks.sliding_window_view(data.encode(corpus_text, data.TEXT_ALPHABET), BLOCK_SIZE + 1)
@@ -171,6 +186,7 @@ WORKLOAD = training.training_workload(
     split_rows=split_rows,
     step_flops=step_flops,
     step_products=step_products,
+    step_bytes=step_bytes,
     paper=PaperTable(
         point_titles={"batch": "Batch"},
         csv_name="gpt", title="Mini-GPT (46K parameters): compute per SGD step and memory by batch size",

@@ -52,6 +52,17 @@ def step_products(params: Mapping) -> list[tuple[int, int, int]]:
     return flops.linear_products(param_shapes(int(params["hidden_dim"])), int(params["batch"]))
 
 
+def kept_activations(params: Mapping) -> int:
+    """Values backward needs from forward, over the batch: w1's input (the 16 embeddings), the hidden
+    units (tanh's output and w2's input) and the logits (the softmax's input)."""
+    return int(params["batch"]) * (CONTEXT * EMBEDDING + int(params["hidden_dim"]) + VOCAB)
+
+
+def step_bytes(params: Mapping, precision: str) -> flops.StepBytes:
+    """The least one SGD step moves at a point, in `precision` (workloads/flops.py's rule)."""
+    return flops.step_bytes(param_count(int(params["hidden_dim"])), kept_activations(params), precision)
+
+
 def samples(corpus_text: str) -> np.ndarray:
     """Every (context, target) sample of the names, one per row: 16 context ids, then the target id.
 
@@ -116,6 +127,7 @@ WORKLOAD = training.training_workload(
     split_rows=split_rows,
     step_flops=step_flops,
     step_products=step_products,
+    step_bytes=step_bytes,
     paper=PaperTable(
         name="mlp_b{batch}", point_titles={"hidden_dim": "Hidden e"},
         csv_name="mlp", title="MLP (makemore), batch {batch}: init, compute per SGD step, memory",

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "bandwidth.hpp"
 #include "burtorch/burtorch.hpp"
 #include "cli.hpp"
 #include "dispatch.hpp"
@@ -64,11 +65,14 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::string_view(argv[1]) == "--peak") return printPeak();
   const std::string version = "burtorch " BURTORCH_VERSION " (" + burtorch::buildDescription() + ")";
   if (argc == 3 && std::string_view(argv[1]) == "--products") return printProducts(argv[2], version);
+  if (argc == 3 && std::string_view(argv[1]) == "--bandwidth") return printBandwidth(argv[2]);
   return runDriver(argc, argv,
                    "usage: burtorch-bench WORKLOAD --iterations N [--warmup W] [--blocks K] [--timing paper|lean]\n"
                    "                      [--param NAME=VALUE ...] [--inputs DIR]\n"
                    "       burtorch-bench --peak   (this core's peak FP32 multiply-add rate, one JSON line)\n"
                    "       burtorch-bench --products MxKxN[,MxKxN...]   (our FP32 block products timed at these shapes)\n"
+                   "       burtorch-bench --bandwidth BYTES[,BYTES...]   (this core's read and read-modify-write bandwidth\n"
+                   "                      with working sets of these sizes, one JSON line)\n"
                    "Runs WORKLOAD on the BurTorch C++ engine and prints one JSON line (see harness/running/worker.py).\n"
                    "--timing paper (default): tiny, small, energy and save_load step as the authors' programs do\n"
                    "(leaves made every step; save_load memory-maps its file, not on Windows); lean: ours. The line's\n"

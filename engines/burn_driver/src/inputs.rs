@@ -40,8 +40,8 @@ impl Config {
 
 const HEADER: u64 = 48;
 
-/// One .bin array, open for reading elements at any position.
-struct ArrayFile {
+/// One .bin array, open for reading elements at any position (the training inputs and pool.rs's input).
+pub(crate) struct ArrayFile {
     file: File,
     shape: [u64; 4],
     element: u64,
@@ -49,7 +49,7 @@ struct ArrayFile {
 
 impl ArrayFile {
     /// Opens `path` and checks its header (magic, dtype code, dimensions) and its size against it.
-    fn open(path: &Path, dtype: u32, ndim: u32) -> Result<ArrayFile, String> {
+    pub(crate) fn open(path: &Path, dtype: u32, ndim: u32) -> Result<ArrayFile, String> {
         let shown = path.display();
         let mut file = File::open(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
         let mut header = [0u8; HEADER as usize];
@@ -71,12 +71,16 @@ impl ArrayFile {
         Ok(ArrayFile { file, shape, element })
     }
 
+    pub(crate) fn shape(&self) -> [u64; 4] {
+        self.shape
+    }
+
     fn elements(&self) -> u64 {
         self.shape.iter().product()
     }
 
     /// `out.len() / element size` elements from element `first` of the flat payload.
-    fn read(&mut self, first: u64, out: &mut [u8]) -> std::io::Result<()> {
+    pub(crate) fn read(&mut self, first: u64, out: &mut [u8]) -> std::io::Result<()> {
         self.file.seek(SeekFrom::Start(HEADER + first * self.element))?;
         self.file.read_exact(out)
     }

@@ -1,11 +1,13 @@
 //! burn-bench: the Burn framework's native driver. Runs one workload on Burn's ndarray backend under
-//! its autodiff decorator, on one thread, and prints ONE JSON line on stdout, the protocol of
-//! harness/running/worker.py and burtorch-bench, so the harness treats it as burn/eager/rust/cpu.
+//! its autodiff decorator (max_pool2d: the forward alone, on ndarray without it), on one thread, and
+//! prints ONE JSON line on stdout, the protocol of harness/running/worker.py and burtorch-bench, so
+//! the harness treats it as burn/eager/rust/cpu.
 mod cli;
 mod graphs;
 mod inputs;
 mod measure;
 mod models;
+mod pool;
 mod process;
 mod training;
 
@@ -18,10 +20,11 @@ const USAGE: &str = "usage: burn-bench WORKLOAD --iterations N [--warmup W] [--b
                   [--param NAME=VALUE ...] [--inputs DIR]
 Runs WORKLOAD on Burn (burn-ndarray under burn-autodiff, one thread) and prints one JSON line
 (see harness/running/worker.py). tiny and small are FP64 scalar graphs of one-element tensors;
-mlp and gpt train in FP32 on the shared-inputs folder DIR that the workload's prepare() wrote.
+mlp and gpt train in FP32 on the shared-inputs folder DIR that the workload's prepare() wrote;
+max_pool2d pools the FP32 input in DIR, forward only, on burn-ndarray alone.
 Burn has no loop of the authors' programs: --timing paper runs ours too, and the line's timed_as
 says lean (workloads/timed_regions.csv).
-workloads: tiny, small, mlp, gpt
+workloads: tiny, small, mlp, gpt, max_pool2d
 ";
 
 /// Burn as Cargo.toml pins it (exactly, every crate in Cargo.lock): each trial's framework_version.
@@ -49,7 +52,11 @@ fn open(options: &cli::Options) -> Result<Box<dyn Workload>, (String, i32)> {
             let params = cli::resolve(options, &models::GPT_DEFAULTS).map_err(usage)?;
             Box::new(Trainer::<Gpt>::open(Gpt::from_inputs, inputs, &params, steps).map_err(fail)?)
         }
-        other => return Err(usage(format!("unknown workload '{other}' (have: tiny, small, mlp, gpt)"))),
+        "max_pool2d" => {
+            let params = cli::resolve(options, &pool::DEFAULTS).map_err(usage)?;
+            Box::new(pool::MaxPool2d::open(inputs, &params).map_err(fail)?)
+        }
+        other => return Err(usage(format!("unknown workload '{other}' (have: tiny, small, mlp, gpt, max_pool2d)"))),
     };
     Ok(workload)
 }

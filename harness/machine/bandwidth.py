@@ -1,0 +1,159 @@
+"""This core's memory roofs: read and read-modify-write bandwidth at each cache level and at DRAM.
+
+`burtorch-bench --bandwidth` (src/driver/bandwidth.hpp) sweeps one buffer per working set on the
+pinned core: a read sweep (bytes read per second) and an in-place update (bytes read plus bytes
+written per second, as an SGD update moves them). The working sets come from the core's own cache
+sizes (Linux: /sys/devices/system/cpu/cpuN/cache/index*/): half of the first level, so that the
+buffer stays there beside the stack; at each other level half of it or four times the level below,
+whichever is less: past the level below and at the scale a step's data has (a virtual machine may list
+a last level far larger than one core reaches at its speed); and twice the last level (at least
+MIN_DRAM) for DRAM, which no cache keeps. Where the machine does not say its cache sizes, ASSUMED stands in and
+the record says so. Timings are kept per CPU model and working sets (CACHE_FILE beside the ceiling's),
+so the probe runs once per machine; a run's manifest keeps the record (its "native" "bandwidth").
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+from engines.base import find_executable
+from harness.machine import host
+from harness.machine.ceiling import cache_dir
+from harness.machine.doctor_measures import Finding
+from harness.measure import affinity
+from harness.units import MIB
+
+CACHE_FILE = "bandwidth.json"
+DRIVER = "burtorch-bench"
+KIB = 1024
+# Cache sizes of a common core of today, where the machine does not say its own.
+ASSUMED = {"L1": 32 * KIB, "L2": 1 * MIB, "L3": 32 * MIB}
+MIN_DRAM = 64 * MIB
+DRAM = "DRAM"
+
+
+def cache_sizes(cpu: int, sys_root: str | Path = "/sys") -> tuple[dict[str, int], str]:
+    """{"L1": bytes, "L2": ..., "L3": ...} of the data (or unified) caches core `cpu` uses, and where they
+    were read; ASSUMED and why where they cannot be read."""
+    folder = Path(sys_root) / host.CPU_DIR / f"cpu{cpu}" / "cache"
+    sizes = {}
+    try:
+        for index in sorted(folder.glob("index*")):
+            kind = (index / "type").read_text().strip()
+            if kind in ("Data", "Unified"):
+                sizes[f"L{int((index / 'level').read_text())}"] = parse_size((index / "size").read_text())
+    except (OSError, ValueError) as exc:
+        return dict(ASSUMED), f"assumed sizes: {folder} unreadable ({exc})"
+    if not sizes:
+        return dict(ASSUMED), f"assumed sizes: no data cache listed under {folder}"
+    return dict(sorted(sizes.items())), f"{folder}/index*/size"
+
+
+def parse_size(text: str) -> int:
+    """sysfs' "48K", "2048K", "32M" or a plain byte count -> bytes; ValueError on anything else."""
+    text = text.strip()
+    unit = {"K": KIB, "M": MIB, "G": 1024 * MIB}.get(text[-1:].upper(), 1)
+    value = int(text[:-1] if unit > 1 else text)
+    if value <= 0:
+        raise ValueError(f"cache size {text!r}")
+    return value * unit
+
+
+def working_sets(sizes: dict[str, int]) -> dict[str, int]:
+    """The probe's working set at each level (sizes in the order of the levels), as the module's docstring says."""
+    sets, below = {}, None
+    for level, size in sizes.items():
+        sets[level] = size // 2 if below is None else min(size // 2, 4 * below)
+        below = size
+    return {**sets, DRAM: max(2 * max(sizes.values()), MIN_DRAM)}
+
+
+def probe(sizes: list[int], cpu: int, driver: str | None = None) -> tuple[dict | None, str]:
+    """The driver's line for these working sets, pinned to `cpu`: (its rates, how), or (None, why not)."""
+    driver = driver or find_executable(DRIVER)
+    if driver is None:
+        return None, f"no {DRIVER}: build the project (make setup) to measure the memory bandwidth"
+    try:
+        with affinity.pinned_spawning(cpu):
+            out = subprocess.run([driver, "--bandwidth", ",".join(map(str, sizes))], capture_output=True, text=True,
+                                 timeout=300, check=True)
+        line = json.loads(out.stdout)
+        rates = {"read": [float(r) for r in line["read_bytes_per_s"]], "rmw": [float(r) for r in line["rmw_bytes_per_s"]]}
+        if any(len(r) != len(sizes) or not all(math.isfinite(x) and x > 0 for x in r) for r in rates.values()):
+            raise ValueError("not one positive rate of each kind per working set")
+    except subprocess.CalledProcessError as exc:
+        return None, f"{DRIVER} --bandwidth failed: {(exc.stderr.strip().splitlines() or [f'exit {exc.returncode}'])[-1]}"
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError) as exc:
+        return None, f"{DRIVER} --bandwidth failed: {exc}"
+    return rates, f"{DRIVER} --bandwidth on core {cpu}"
+
+
+def measure(cpu: int, sys_root: str | Path = "/sys", cache: Path | None = None, driver: str | None = None) -> dict:
+    """The record a manifest keeps: {"levels": [{"level", "size_bytes" (None for DRAM), "working_set_bytes",
+    "read_bytes_per_s", "rmw_bytes_per_s"}, ...], "sizes_source", "source"}; "levels": None and the
+    "reason" where the probe cannot run. Taken from the cache where this CPU model measured these working sets."""
+    sizes, sizes_source = cache_sizes(cpu, sys_root)
+    sets = working_sets(sizes)
+    cache = cache or cache_dir() / CACHE_FILE
+    try:
+        kept = json.loads(cache.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    model = host.describe().get("cpu_model") or "unknown CPU"
+    key = ",".join(f"{level}={size}" for level, size in sets.items())
+    found = kept.get(model, {}).get(key)
+    if found is None:
+        rates, how = probe(list(sets.values()), cpu, driver)
+        if rates is None:
+            return {"levels": None, "reason": how, "sizes_source": sizes_source}
+        found = {"read": rates["read"], "rmw": rates["rmw"], "source": how,
+                 "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        kept.setdefault(model, {})[key] = found
+        try:
+            _write(cache, kept)
+        except OSError:
+            pass  # the cache saves the next run's time; this run has its figures
+    levels = [{"level": level, "size_bytes": sizes.get(level), "working_set_bytes": size,
+               "read_bytes_per_s": read, "rmw_bytes_per_s": rmw}
+              for (level, size), read, rmw in zip(sets.items(), found["read"], found["rmw"])]
+    return {"levels": levels, "sizes_source": sizes_source,
+            "source": f"{found['source']}, measured {found['measured_at']}"}
+
+
+def _write(path: Path, data: dict) -> None:
+    """Whole or not at all: a probe cut short leaves the previous cache."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(partial, path)
+
+
+def size_text(size: int | None) -> str:
+    if size is None:
+        return "—"
+    return f"{size / MIB:g} MiB" if size >= MIB else f"{size / KIB:g} KiB"
+
+
+def table(record: dict) -> list[str]:
+    """The record as lines: a level per line, its size, the working set and both rates in GB/s."""
+    lines = [f"{'level':6} {'size':>11} {'working set':>12} {'read GB/s':>10} {'rmw GB/s':>10}"]
+    for level in record.get("levels") or []:
+        lines.append(f"{level['level']:6} {size_text(level['size_bytes']):>11} {size_text(level['working_set_bytes']):>12} "
+                     f"{level['read_bytes_per_s'] / 1e9:10.1f} {level['rmw_bytes_per_s'] / 1e9:10.1f}")
+    return lines
+
+
+def finding(cpu: int, sys_root: str | Path = "/sys") -> Finding:
+    """doctor's line: the roofs of core `cpu` (measured once per CPU model), or why there are none."""
+    record = measure(cpu, sys_root)
+    if record["levels"] is None:
+        return Finding("info", "bandwidth", f"memory bandwidth not measured: {record['reason']}",
+                       "make setup builds burtorch-bench")
+    rates = "; ".join(f"{lv['level']} (set {size_text(lv['working_set_bytes'])}) {lv['read_bytes_per_s'] / 1e9:.0f}/"
+                      f"{lv['rmw_bytes_per_s'] / 1e9:.0f}" for lv in record["levels"])
+    return Finding("ok", "bandwidth", f"read/read-modify-write GB/s on cpu{cpu}: {rates} ({record['source']}; "
+                                      f"cache sizes: {record['sizes_source']})")

@@ -1,0 +1,89 @@
+"""Claims of another source than the paper, judged on a run as the paper's are: Burn 0.20's release notes on
+max_pool2d (workloads/claims_burn.csv, workloads/catalog/max_pool2d.py).
+
+Each claim is a factor of two engines: its `engines` over its `subject` at the same point (above 1: the subject
+faster), with its interval over trials and its verdict by the paper's claims' rule (claim_rules.ratio_verdict,
+one subject instead of BurTorch's two). An engine the run lacks makes the claim not measurable here, with the
+reason the run recorded (an engine that cannot be built here says why). The release gives absolute times too;
+they come from another machine on all its cores, so they are shown beside this run's and not judged.
+"""
+from __future__ import annotations
+
+from harness.report import claim_rules
+from harness.report.claims import NOT_MEASURABLE, SYMBOLS, Verdict, absent_engine, fx, interval
+from harness.report.tables import Table
+from harness.store.runs import Run
+from harness.text import markdown_cell
+from workloads.claims import Claim, load_release_claims
+
+# The release's own figures (ms), for the times beside this run's: engine -> (the release's name, its median).
+RELEASE_TIMES = {"burn/cubecl/rust/cpu": ("CubeCL CPU", 4.66), "libtorch/eager/cpp/cpu": ("LibTorch", 16.96),
+                 "burn/eager/rust/cpu": ("ndarray", 851.3), "torch/eager/python/cpu": ("PyTorch eager", None)}
+SOURCE = "Burn 0.20's release notes (burn.dev/blog/release-0.20.0)"
+
+
+def judge(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None) -> list[Verdict]:
+    """One verdict per claim, over the claim's own subject; none where the run has no trial of its tables."""
+    claims = load_release_claims() if claims is None else claims
+    measured = {t.declaration.csv_name for t in tables if any(r["in_run"] for r in t.rows)}
+    verdicts = []
+    for claim in (c for c in claims if measured & set(c.tables)):
+        absent = [why for why in (absent_engine(run, e, RELEASE_TIMES.get(e, (e,))[0])
+                                  for e in (claim.subject, *claim.engines)) if why]
+        verdicts.append(Verdict(claim, NOT_MEASURABLE, why="; ".join(absent)) if absent
+                        else claim_rules.ratio_verdict(claim, claim.subject, run, tables))
+    return verdicts
+
+
+def times(tables: list[Table], verdicts: list[Verdict]) -> list[str]:
+    """The release's times beside this run's, a Markdown table (shown, not judged)."""
+    names = {name for v in verdicts for name in v.claim.tables}
+    rows = [r for t in tables if t.declaration.csv_name in names for r in t.rows if r["in_run"]]
+    lines = ["| Engine | Backend | The release (ms, all cores) | This run (ms, one thread) |",
+             "|---|---|---|---|"]
+    for engine, (name, ms) in RELEASE_TIMES.items():
+        ours = next((r.get("time_per_iter_s") for r in rows if r["engine"] == engine), None)
+        lines.append(f"| {engine} | {name} | {'not in the release' if ms is None else f'{ms:g}'} | "
+                     f"{'not measured' if ours is None else f'{ours * 1e3:,.1f}'} |")
+    return lines
+
+
+def markdown(tables: list[Table], verdicts: list[Verdict]) -> list[str]:
+    """The claims page's section: a table of verdicts, the times, then how each verdict was computed."""
+    if not verdicts:
+        return []
+    lines = ["## Burn 0.20's release claims", "",
+             f"Source: {SOURCE}, CubeCL CPU section: max_pool2d of a (2, 32, 512, 512) FP32 input. Each factor is "
+             "the claim's other engine over its subject at the same point, with its interval, held to the release's "
+             "number as the paper's claims are held to the paper's. The release ran every backend on all the cores "
+             "of its machine; this run, one thread on one core (workloads/differences.py: `threads`).", "",
+             "| Claim | Release | Verdict |", "|---|---|---|"]
+    for v in verdicts:
+        cells = [f"{v.claim.claim} (`{v.claim.id}`)", v.claim.stated_text, _cell(v)]
+        lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
+    lines += ["", "Times (shown, not judged: the release's come from another machine on all its cores):", "",
+              *times(tables, verdicts), ""]
+    for v in verdicts:
+        c = v.claim
+        lines += [f"### `{c.id}`: {SYMBOLS[v.verdict]} {v.verdict}", "", f"- Claim: {c.claim} ({c.where}). {c.note}",
+                  f"- Rule: {c.rule} of `{c.metric}` over {', '.join(c.tables)}: {', '.join(c.engines)} over "
+                  f"{c.subject}; tolerance {c.tolerance:.0%}.",
+                  f"- Verdict: {v.verdict}" + (f", {fx(v.ours)}{interval(v)}" if v.ours is not None else "")
+                  + (f": {v.why}" if v.why else "") + "."]
+        if v.trials:
+            lines.append(f"  - From {v.trials[0]} trials of {c.subject} and {v.trials[1]} of the other engine "
+                         f"({v.method}).")
+        lines.append("")
+    return lines
+
+
+def _cell(v: Verdict) -> str:
+    if v.verdict == NOT_MEASURABLE:
+        return f"{SYMBOLS[v.verdict]} **{v.verdict}**: {v.why}"
+    trials = f" ({v.trials[0]} / {v.trials[1]} trials)" if v.trials else ""
+    return f"{SYMBOLS[v.verdict]} **{v.verdict}**: {fx(v.ours)}{interval(v)}{trials}"
+
+
+def record(verdicts: list[Verdict]) -> list[dict]:
+    """claims.json's `release_claims`: each verdict, its subject the claim's own engine."""
+    return [{**v.as_dict(), "subject": None, "subject_engine": v.claim.subject, "source": SOURCE} for v in verdicts]
