@@ -135,7 +135,28 @@ bool checkDescend(const KernelChoice& choice, std::size_t m, std::size_t n, std:
   return ok;
 }
 
-constexpr std::array<std::array<std::size_t, 3>, 6> kShapes{{{1, 1, 1}, {7, 33, 17}, {13, 70, 300}, {64, 40, 520}, {100, 24, 96}, {9, 1100, 8}}};
+// One row of A or one k (thin_products.hpp): a row of C in registers, streamed, narrower than a
+// register, and outer products.
+constexpr std::array<std::array<std::size_t, 3>, 6> kThinShapes{{{1, 40, 520}, {1, 300, 70}, {1, 17, 9}, {1, 5, 700}, {70, 300, 1}, {9, 17, 1}}};
+
+template <class T>
+bool thinSameBits(const KernelChoice& choice, std::size_t m, std::size_t n, std::size_t k) {
+  using W = WriteBack<T>;
+  const Operands<T> x(m, n, k);
+  const StridedRows<T> aRows{const_cast<T*>(x.a.data()), k}, bRows{const_cast<T*>(x.b.data()), n};
+  bool ok = true;
+  for (const auto kind : {W::kStore, W::kAdd}) {
+    std::vector<T> thin(m * n, T(0.5)), blocked(m * n, T(0.5));
+    gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromRows<StridedRows<T>>{bRows, n}, StridedRows<T>{thin.data(), n}, W{kind});
+    // C's rows as another type of rows: the blocked product's tiles.
+    gemm<T>(choice, m, n, k, AFromRows<StridedRows<T>>{aRows, m}, BFromRows<StridedRows<T>>{bRows, n}, InRuns<T>{blocked.data(), n, n}, W{kind});
+    ok = ok && thin == blocked;
+  }
+  return ok;
+}
+
+constexpr std::array<std::array<std::size_t, 3>, 6 + kThinShapes.size()> kShapes{
+    {{1, 1, 1}, {7, 33, 17}, {13, 70, 300}, {64, 40, 520}, {100, 24, 96}, {9, 1100, 8}, kThinShapes[0], kThinShapes[1], kThinShapes[2], kThinShapes[3], kThinShapes[4], kThinShapes[5]}};
 
 // check.operator()<T>(choice, m, n, k) in float and double at every choice and shape; those where it
 // fails printed.
@@ -167,4 +188,13 @@ TEST_CASE("gemm: the default choice is the running CPU's") {
   const KernelChoice& c = kernelChoice();
   const KernelChoice want = chooseKernel(readCpuInfo());
   CHECK(c.registerBits == want.registerBits && c.kBytes == want.kBytes && c.mPanels == want.mPanels && c.nColumns == want.nColumns);
+}
+
+TEST_CASE("gemm: one row of A or one k (the thin products) gives the blocked product's bits, stored or added") {
+  for (const KernelChoice& choice : everyChoice())
+    for (const auto& [m, n, k] : kThinShapes) {
+      const bool ok = thinSameBits<float>(choice, m, n, k) && thinSameBits<double>(choice, m, n, k);
+      if (!ok) std::printf("    %s at %zu x %zu x %zu\n", describe(choice).c_str(), m, n, k);
+      CHECK(ok);
+    }
 }

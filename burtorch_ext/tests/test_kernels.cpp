@@ -69,6 +69,26 @@ void checkKernels() {
       kernels::axpyManyPair(pairFirst.data(), pairSecond.data(), a, b, rows, count, n);
       CHECK(pairFirst == first);
       CHECK(pairSecond == second);
+      // The input's gradient and the rows' SGD step in one pass: axpyMany()'s bits into y, and each
+      // row w - step (a x) as an axpy into its zero gradient, then sgdStepAndZeroGrad, leave it.
+      const T step = T(0.125);
+      std::vector<T> weights(count * n), old(count * n), stepped(count * n), fused = z, unfused = z;
+      T* fusedRows[kernels::kManyRows];
+      for (std::size_t r = 0; r < count; ++r) {
+        for (std::size_t k = 0; k < n; ++k) {
+          const std::size_t at = r * n + k;
+          weights[at] = old[at] = T(0.3) - T(0.02) * static_cast<T>(k + r);
+          T gradient = 0;
+          gradient += a[r] * x[k];
+          stepped[at] = weights[at] - step * gradient;
+        }
+        fusedRows[r] = weights.data() + r * n;
+        rows[r] = old.data() + r * n;
+      }
+      kernels::axpyMany(unfused.data(), a, rows, count, n);
+      kernels::axpyManyAndDescend(fused.data(), a, fusedRows, count, x.data(), step, n);
+      CHECK(fused == unfused);
+      CHECK(weights == stepped);
     }
   }
 }
@@ -78,7 +98,7 @@ void checkKernels() {
 // register width and panel edge (m, n, k not multiples of the tile or the blocks).
 }  // namespace
 
-TEST_CASE("kernels: dot, dotRows, axpy, axpyMany and axpyManyPair agree with plain loops at every length up to 70") {
+TEST_CASE("kernels: dot, dotRows, axpy, axpyMany, axpyManyPair and axpyManyAndDescend agree with plain loops at every length up to 70") {
   checkKernels<float>();
   checkKernels<double>();
 }

@@ -1,5 +1,6 @@
 // The driver's training and I/O workloads: the MLP and GPT models and their trainer, the
 // shared-inputs reader, save/load, and the mapping of CPU-clock counters to result fields.
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -138,42 +139,47 @@ TEST_CASE("MLP and GPT: every parameter's gradient against finite differences (F
   pool.rewind(Mark{});
 }
 
-TEST_CASE("trainer: a step is SGD on the batch's mean gradient, returns the mean loss, frees each graph") {
-  auto& pool = Pool<double>::local();
-  constexpr std::size_t kBatch = 3;
-  // One graph per sample, the batch in two graphs (2 + 1 samples), and the whole batch as one.
-  for (const std::size_t samplesPerGraph : {1, 2, 3}) {
-    pool.rewind(Mark{});
-    Trainer<Gpt<double>> trainer(kSmallGpt, kBatch, 0.25, samplesPerGraph);
-    const NodeRange<double> params = trainer.parameters();
-    randomize(params, 9);
-    const std::size_t width = kSmallGpt.sampleWidth();
-    const std::vector<std::uint8_t> rows = sampleRows(kBatch, width, kSmallGpt.vocab, 10);
-    const Mark mark = pool.mark();
-
-    double lossSum = 0;
-    for (std::size_t s = 0; s < kBatch; ++s) {
-      pool.rewind(mark);
-      const Value<double> loss = trainer.model().losses(rows.data() + s * width, 1)[0];
-      lossSum += loss.data();
-      backward(loss);
-    }
-    pool.rewind(mark);
-    std::vector<double> expected;
-    for (std::size_t k = 0; k < params.size(); ++k) expected.push_back(params[k].data() - 0.25 * params[k].grad() / kBatch);
-    zeroGrad(params);
-
-    const std::size_t capacity = pool.capacity();
-    CHECK_CLOSE(trainer.step(rows.data()), lossSum / kBatch, 1e-14);
-    bool updated = true, zeroed = true;
-    for (std::size_t k = 0; k < params.size(); ++k) {
-      updated = updated && check::close(params[k].data(), expected[k], 1e-13, 1e-15);
-      zeroed = zeroed && params[k].grad() == 0.0;
-    }
-    CHECK(updated && zeroed);
-    CHECK(pool.size() == mark.nodes && pool.capacity() == capacity);
-  }
+// One step of `batch` samples in graphs of samplesPerGraph against the same SGD step computed from
+// one backward per sample: the loss and every parameter within FP64 rounding, every gradient zero.
+template <class Model>
+bool stepsAsPerSample(const typename Model::Shape& shape, std::size_t batch, std::size_t samplesPerGraph) {
+  using T = double;
+  auto& pool = Pool<T>::local();
   pool.rewind(Mark{});
+  Trainer<Model> trainer(shape, batch, 0.25, samplesPerGraph);
+  const NodeRange<T> params = trainer.parameters();
+  randomize(params, 9);
+  const std::size_t width = shape.sampleWidth();
+  const std::vector<std::uint8_t> rows = sampleRows(batch, width, shape.vocab, 10);
+  const Mark mark = pool.mark();
+
+  double lossSum = 0;
+  for (std::size_t s = 0; s < batch; ++s) {
+    pool.rewind(mark);
+    const Value<T> loss = trainer.model().losses(rows.data() + s * width, 1)[0];
+    lossSum += loss.data();
+    backward(loss);
+  }
+  pool.rewind(mark);
+  std::vector<T> expected;
+  for (std::size_t k = 0; k < params.size(); ++k) expected.push_back(params[k].data() - 0.25 * params[k].grad() / static_cast<T>(batch));
+  zeroGrad(params);
+
+  const std::size_t capacity = pool.capacity();
+  bool ok = check::close(trainer.step(rows.data()), lossSum / static_cast<T>(batch), 1e-14, 1e-15);
+  for (std::size_t k = 0; k < params.size(); ++k) ok = ok && check::close(params[k].data(), expected[k], 1e-13, 1e-15) && params[k].grad() == 0.0;
+  ok = ok && pool.size() == mark.nodes && pool.capacity() == capacity;
+  pool.rewind(Mark{});
+  return ok;
+}
+
+TEST_CASE("trainer: a step is SGD on the batch's mean gradient, returns the mean loss, frees each graph") {
+  // One graph per sample, the batch in two graphs (2 + 1 samples), and the whole batch as one; a
+  // batch of one sample takes its layers' steps in the sweep (linearTokenStepBackward).
+  for (const auto& [batch, samplesPerGraph] : {std::array<std::size_t, 2>{3, 1}, {3, 2}, {3, 3}, {1, 1}}) {
+    CHECK(stepsAsPerSample<Gpt<double>>(kSmallGpt, batch, samplesPerGraph));
+    CHECK(stepsAsPerSample<Mlp<double>>(kSmallMlp, batch, samplesPerGraph));
+  }
 }
 
 TEST_CASE("inputs: a folder is read back; a broken one is refused with the reason") {

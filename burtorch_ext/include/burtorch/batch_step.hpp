@@ -3,8 +3,9 @@
 // backpropagated into the parameters' gradients and dropped (the pool rewound to the mark after
 // the parameters) before the next. Then every parameter takes the step
 //   p <- p - learning_rate * (sum of the samples' gradients) / batch,
-// the gradient of the batch's mean loss; the weights of layers computed as blocks take it in the
-// last graph's backward sweep (optim.hpp's SgdInBackward), the rest after it. Graphs of fewer
+// the gradient of the batch's mean loss; the weights of layers computed as blocks, and of every
+// layer of a batch of one sample, take it in the last graph's backward sweep (optim.hpp's
+// SgdInBackward), the rest after it. Graphs of fewer
 // samples sum the gradients in another order: FP32 results then differ in the last digits, so
 // whoever builds the same model must split a batch alike to get the same bits (samplesPerGraph).
 #pragma once

@@ -24,6 +24,7 @@
 #include "burtorch/cpu.hpp"
 #include "burtorch/micro_kernel.hpp"
 #include "burtorch/simd.hpp"
+#include "burtorch/thin_products.hpp"
 
 namespace burtorch::kernels {
 
@@ -215,6 +216,12 @@ inline constexpr bool kAInPlace = false;
 template <class T>
 inline constexpr bool kAInPlace<AInPlace<T>> = true;
 
+// Whether B and C are rows of row-major matrices, which the thin products read (thin_products.hpp).
+template <class T, class PackB, class CRows>
+inline constexpr bool kRowMajor = false;
+template <class T>
+inline constexpr bool kRowMajor<T, BFromRows<StridedRows<T>>, StridedRows<T>> = true;
+
 // The blocks of a product in registers of `lanes` values of T, from the kernel choice.
 struct Blocks {
   std::size_t kc;  // k per block
@@ -363,6 +370,8 @@ void gemm(const KernelChoice& choice, std::size_t m, std::size_t n, std::size_t 
     return;
   }
   detail::withLanes<T>(choice.registerBits, [&](auto lanes) {
+    if constexpr (kRowMajor<T, PackB, CRows> && !kAInPlace<PackA>)
+      if (detail::thinProduct<T, lanes>(blocksFor<T, lanes>(choice).kc, m, n, k, packA, packB.rows, cRows, write)) return;
     detail::blockedGemm<T, lanes>(blocksFor<T, lanes>(choice), m, n, k, packA, packB, cRows, write);
   });
 }
@@ -372,16 +381,5 @@ template <class T, class PackA, class PackB, class CRows>
 void gemm(std::size_t m, std::size_t n, std::size_t k, const PackA& packA, const PackB& packB, const CRows& cRows, bool overwrite) noexcept {
   gemm<T>(kernelChoice(), m, n, k, packA, packB, cRows, WriteBack<T>{overwrite ? WriteBack<T>::kStore : WriteBack<T>::kAdd});
 }
-
-// Rows of a row-major matrix: row r at base + r * stride.
-template <class T>
-struct StridedRows {
-  T* base;
-  std::size_t stride;
-  BURTORCH_INLINE T* segment(std::size_t r, std::size_t k, std::size_t& len) const noexcept {
-    len = static_cast<std::size_t>(-1);
-    return base + r * stride + k;
-  }
-};
 
 }  // namespace burtorch::kernels

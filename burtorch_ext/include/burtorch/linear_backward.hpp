@@ -9,6 +9,7 @@
 #include "burtorch/inner_product.hpp"
 #include "burtorch/linear_block_backward.hpp"
 #include "burtorch/linear_rows.hpp"
+#include "burtorch/optim.hpp"
 #include "burtorch/sweep.hpp"
 
 namespace burtorch {
@@ -162,6 +163,40 @@ BURTORCH_INLINE void linearDenseBackward(Sweep<T>& s, const LinearRecord& layer,
   linearDenseWeightsBackward(s, layer, tokens, input, byRow);
   linearDenseInputsBackward(s, layer, tokens, input, byToken);
 }
+
+// One token whose input is in runs, every row reached, in a step's last sweep (optim.hpp's
+// SgdInBackward, the weights' gradients zero): the input's gradient and the weights' step in one
+// pass over the weights (kernels::axpyManyAndDescend), their gradients left zero. The MLP's b = 1
+// step then reads its hidden weights twice and writes them once, as a step must at least. The
+// terms of the input's gradient come as in linearDenseBackward: rows from the last down.
+template <class T>
+BURTORCH_INLINE void linearTokenStepBackward(Sweep<T>& s, const LinearRecord& layer, const Index* lists, T step) noexcept {
+  const std::size_t rows = layer.rows, n = layer.n;
+  const InputRows<T> values{const_cast<T*>(s.v), s.links, lists}, grads{s.g, s.links, lists};
+  T a[kernels::kManyRows];  // a[c]: row rows - 1 - u - c's gradient before the activation
+  T* w[kernels::kManyRows];
+  for (std::size_t u = 0; u < rows; u += kernels::kManyRows) {
+    const std::size_t count = std::min(rows - u, kernels::kManyRows);
+    for (std::size_t c = 0; c < count; ++c) {
+      const Index y = layer.output(0, rows - 1 - u - c);
+      a[c] = activationGradient(layer.activation, s.v[y], s.g[y]);
+      if (layer.hasBias()) s.addToLeafOrNode(layer.firstBias + static_cast<Index>(rows - 1 - u - c), a[c]);
+    }
+    for (std::size_t k = 0; k < n;) {
+      std::size_t len, sameLen;  // the values and the gradients lie alike
+      T* const g = grads.segment(0, k, len);
+      const T* const x = values.segment(0, k, sameLen);
+      len = std::min(len, n - k);
+      for (std::size_t c = 0; c < count; ++c) w[c] = const_cast<T*>(s.v) + layer.weights(rows - 1 - u - c) + k;
+      kernels::axpyManyAndDescend(g, a, w, count, x, step, len);
+      if (u == 0) s.reach(static_cast<Index>(g - s.g), len);
+      k += len;
+    }
+  }
+  s.reach(layer.firstWeight, rows * n);
+  SgdInBackward<T>::local().stepped({layer.firstWeight, static_cast<Index>(rows * n)});
+}
+
 // Some token's input is not a run: operand by operand, row by row.
 template <class T, class Live, class AffineGrad>
 BURTORCH_INLINE void linearListedBackward(Sweep<T>& s, const LinearRecord& layer, const Index* inputLists, std::size_t tokens, Live live, AffineGrad affineGrad) noexcept {
@@ -194,7 +229,9 @@ BURTORCH_OUTLINE Resume linearRowBackward(bool* reached, Index low, Index floor,
   for (std::size_t t = 0; t < tokens; ++t) everyInputARun = everyInputARun && isOneRun(s.links[inputLists[t]]);
   // memchr: a vectorised scan of the flags (a bool is one byte, 0 or 1).
   const bool everyOutput = i == layer.output(tokens - 1, layer.rows - 1) && std::memchr(s.reached + layer.firstOutput, 0, i - layer.firstOutput) == nullptr;
-  if (everyOutput && tokens >= kBlockTokens && everyInputInRuns(s.links, inputLists, tokens)) linearBlockBackward(s, layer, inputLists, tokens);
+  const bool stepHere = everyOutput && tokens == 1 && SgdInBackward<T>::local().isOpen() && SgdInBackward<T>::local().gradientsAreZero();
+  if (stepHere && everyInputInRuns(s.links, inputLists, 1)) linearTokenStepBackward(s, layer, inputLists, SgdInBackward<T>::local().step());
+  else if (everyOutput && tokens >= kBlockTokens && everyInputInRuns(s.links, inputLists, tokens)) linearBlockBackward(s, layer, inputLists, tokens);
   else if (everyInputARun && everyOutput) linearDenseBackward(s, layer, tokens, input, affineGrad);
   else if (everyInputARun) linearRunsBackward(s, layer, tokens, input, live, affineGrad);
   else linearListedBackward(s, layer, inputLists, tokens, live, affineGrad);

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <span>
 #include <type_traits>
-#include <vector>
 
 #include "burtorch/activation.hpp"
 #include "burtorch/gemm.hpp"
 #include "burtorch/inner_product.hpp"
+#include "burtorch/scratch.hpp"
 #include "burtorch/tanh_block.hpp"
 
 namespace burtorch {
@@ -99,11 +99,10 @@ void linearBlock(const LinearRecord& layer, std::size_t tokens, const Index* lis
   const kernels::StridedRows<T> w{v + layer.firstWeight, n}, y{v + layer.firstOutput, rows};
   if (rows * n >= kWeightsInPlace) {
     // Y^T = W X^T, W read where it lies (gemm.hpp's AInPlace), into a buffer, then Y from it.
-    static thread_local std::vector<T> transposed;  // grows to the largest block, then stays
-    if (transposed.size() < rows * tokens) transposed.resize(rows * tokens);
+    T* const transposed = kernels::scratch<T>(rows * tokens);
     kernels::gemm<T>(rows, tokens, n, kernels::AInPlace<T>{v + layer.firstWeight, n, rows}, kernels::BFromColumns<InputRows<T>>{x, tokens},
-                     kernels::StridedRows<T>{transposed.data(), tokens}, true);
-    kernels::transpose(transposed.data(), rows, tokens, v + layer.firstOutput);
+                     kernels::StridedRows<T>{transposed, tokens}, true);
+    kernels::transpose(transposed, rows, tokens, v + layer.firstOutput);
   } else {
     kernels::gemm<T>(tokens, rows, n, kernels::AFromRows<InputRows<T>>{x, tokens}, kernels::BFromColumns<kernels::StridedRows<T>>{w, rows}, y, true);
   }
@@ -114,30 +113,40 @@ void linearBlock(const LinearRecord& layer, std::size_t tokens, const Index* lis
   activateMany(layer.activation, v + layer.firstOutput, tokens * rows);
 }
 
-// One token's outputs: the values exactly as innerProduct(WithBias) and the activation's
-// operator compute them.
+// One token's outputs: the values exactly as innerProduct(WithBias) computes them, then the
+// activation's operator; in FP32, tanh for all the rows at once (tanh_block.hpp, within 1e-6
+// relative of the operator's), as linearBlock takes it.
 template <class T>
 void linearToken(const LinearRecord& layer, Index list, Index y0) noexcept {
   Pool<T>& pool = Pool<T>::local();
   T* v = pool.values();
   const std::size_t n = layer.n, rows = layer.rows;
   const Index w0 = layer.firstWeight;
+  const bool tanhLater = std::is_same_v<T, float> && layer.activation == Activation::Tanh;
   const auto row = [&](std::size_t j, T data) {
     if (layer.hasBias()) data += v[layer.firstBias + j];
-    v[y0 + j] = activated(layer.activation, data);
+    v[y0 + j] = tanhLater ? data : activated(layer.activation, data);
+  };
+  // A few rows at a time over contiguous values: the rows share the loads of x.
+  const auto contiguous = [&](const T* x) {
+    for (std::size_t j = 0; j < rows; j += kernels::kDotRows) {
+      const std::size_t count = std::min(rows - j, kernels::kDotRows);
+      T dots[kernels::kDotRows];
+      kernels::dotRows(x, v + w0 + j * n, n, count, dots);
+      for (std::size_t c = 0; c < count; ++c) row(j + c, dots[c]);
+    }
   };
   visitList(pool.links(), list, [&](auto xAt) {
     if constexpr (std::is_same_v<decltype(xAt), RangeAt>) {
-      for (std::size_t j = 0; j < rows; j += kernels::kDotRows) {
-        const std::size_t count = std::min(rows - j, kernels::kDotRows);
-        T dots[kernels::kDotRows];
-        kernels::dotRows(v + xAt.first, v + w0 + j * n, n, count, dots);
-        for (std::size_t c = 0; c < count; ++c) row(j + c, dots[c]);
-      }
+      contiguous(v + xAt.first);
+    } else if constexpr (std::is_same_v<decltype(xAt), RunsAt>) {
+      contiguous(gathered(v, xAt, n));  // as dotOf over runs
     } else {
       for (std::size_t j = 0; j < rows; ++j) row(j, dotOf<T>(v, xAt, RangeAt{w0 + static_cast<Index>(j * n)}, n));
     }
   });
+  if constexpr (std::is_same_v<T, float>)
+    if (tanhLater) kernels::tanhMany(v + y0, rows);
 }
 
 // out[t rows + j] = activation(w_j . x_t (+ b_j)) for each token t, with x_t = inputOf(t): every

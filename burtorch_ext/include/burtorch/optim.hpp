@@ -25,8 +25,9 @@ void sgdStepAndZeroGrad(NodeRange<T> params, ScalarOf<T> step) noexcept {
 }
 
 // The same step taken by the backward sweep itself, where a layer's product of its weights'
-// gradients (linear_block_backward.hpp) writes them: the weights are updated and the gradients
-// zeroed while both are in cache, not in a pass of their own over megabytes after the sweep.
+// gradients (linear_block_backward.hpp) writes them, or where a layer over one token computes its
+// input's gradient (linear_backward.hpp: the weights' gradients never written at all): the
+// weights are updated while in cache, not in a pass of their own over megabytes after the sweep.
 // Same bits as sgdStepAndZeroGrad after the sweep. Whoever opens it promises that nothing the
 // sweep visits after a layer adds to that layer's weights' gradients (no weight shared with a
 // later node), as in a step's last graph of the MLP or the GPT; then stepRest() steps the
