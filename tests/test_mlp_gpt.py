@@ -89,11 +89,17 @@ def prepared(tmp_path_factory):
 @pytest.mark.parametrize("workload,params", SMOKE_POINTS, ids=[w for w, _ in SMOKE_POINTS])
 @pytest.mark.parametrize("engine_id", TRAINING_ENGINES)
 def test_engine_trains_like_the_fp64_reference(engine_id, workload, params, prepared):
+    trains_like_the_reference(engine_id, workload, params, prepared[workload])
+
+
+def trains_like_the_reference(engine_id: str, workload: str, params: dict, inputs: Path) -> None:
+    """A few smoke steps of `engine_id` from the prepared `inputs`: an FP32 row, one timing sample per step,
+    the workload's parameter count, and three losses each its own step's, as the FP64 reference has them."""
     reason = all_engines()[engine_id].unavailable_reason()
     if reason:
         pytest.skip(reason)
     w = load(workload)
-    done = run_worker(engine_id, workload, params, w.iterations["smoke"], w.warmup["smoke"], prepared[workload])
+    done = run_worker(engine_id, workload, params, w.iterations["smoke"], w.warmup["smoke"], inputs)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["status"] == "ok", result
@@ -101,7 +107,7 @@ def test_engine_trains_like_the_fp64_reference(engine_id, workload, params, prep
     assert len(result["samples_s"]) == w.iterations["smoke"], "one timing sample per step"
     assert result["param_count"] == (mlp.param_count(4) if workload == "mlp" else gpt.param_count())
     assert sorted(result["outputs"]) == ["loss_0", "loss_1", "loss_2"]
-    check = w.check(params, result["outputs"], "fp32", prepared[workload])
+    check = w.check(params, result["outputs"], "fp32", inputs)
     assert check.ok, check.as_dict()
 
 

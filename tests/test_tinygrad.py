@@ -6,19 +6,13 @@ for the GPT on 2 shared cores, so the GPT cases are slow ones.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from engines import all_engines
 from engines import tinygrad as tinygrad_engines
-from tests.tests_support import worker_argv
+from tests.test_mlp_gpt import trains_like_the_reference
 from workloads import load
-from workloads.catalog import gpt, mlp
 
-ROOT = Path(__file__).resolve().parents[1]
 ROWS = ("tinygrad/eager/python/cpu", "tinygrad/jit/python/cpu")
 POINTS = (("mlp", {"hidden_dim": 4, "batch": 1}), pytest.param("gpt", {"batch": 2}, marks=pytest.mark.slow))
 
@@ -46,19 +40,7 @@ def test_both_rows_run_every_workload_of_the_issue():
 @pytest.mark.parametrize("workload,params", POINTS, ids=["mlp", "gpt"])
 @pytest.mark.parametrize("engine_id", ROWS)
 def test_row_trains_like_the_fp64_reference(engine_id, workload, params, tmp_path):
-    reason = all_engines()[engine_id].unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    w = load(workload)
-    iterations, warmup = w.iterations["smoke"], w.warmup["smoke"]
-    w.prepare(params, warmup + iterations, tmp_path, None)
-    command = worker_argv(engine_id, workload, params, "--iterations", str(iterations), "--warmup", str(warmup),
-                          "--blocks", str(iterations), "--inputs", str(tmp_path))
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout)
-    assert result["status"] == "ok", result
-    assert result["param_count"] == (mlp.param_count(4) if workload == "mlp" else gpt.param_count())
     # Three losses, each its own step's (TinyJit's replays), from the start the builder's two steps set back.
-    check = w.check(params, result["outputs"], "fp32", tmp_path)
-    assert sorted(result["outputs"]) == ["loss_0", "loss_1", "loss_2"] and check.ok, check.as_dict()
+    w = load(workload)
+    w.prepare(params, w.warmup["smoke"] + w.iterations["smoke"], tmp_path, None)
+    trains_like_the_reference(engine_id, workload, params, tmp_path)
