@@ -152,7 +152,7 @@ def _bounded(e: Effect) -> Effect:
     if e.low is None or not unbounded(e):
         return e
     return Effect(e.estimate if e.estimate and 0 < e.estimate < math.inf else None, None, None, e.n_a, e.n_b,
-                  e.paired, e.spread, f"the interval {unbounded(e)}", e.runs)
+                  e.paired, e.spread, "the interval reaches 0 or ∞", e.runs)
 
 
 def _unpaired(log_a: np.ndarray, log_b: np.ndarray, confidence: float) -> Effect:
