@@ -17,7 +17,7 @@ from tests_support import check_outcome, fault_engines_env
 
 from harness.commands.cli import main
 
-RUN_EXAMPLES, REPORT_EXAMPLES, COMPARE_EXAMPLES, FETCH_EXAMPLES = 90, 40, 50, 30
+RUN_EXAMPLES, REPORT_EXAMPLES, COMPARE_EXAMPLES, FETCH_EXAMPLES = 50, 40, 50, 30
 FUZZ = settings(deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)

@@ -31,6 +31,10 @@ TRAINING_ENGINES = (
     "mlx/eager/python/cpu",
     "mlx/compile/python/cpu",
 )
+# Rows whose GPT case spends 20-30 s compiling, checked in the default suite on the MLP (and on the GPT by
+# every trial of a run): their GPT cases are slow ones.
+COMPILED_AT_LENGTH = ("torch/torchscript/python/cpu", "torch/compile/python/cpu", "jax/eager/python/cpu",
+                      "jax/jit/python/cpu")
 # The smallest point of each grid, and a GPT batch above 1 so that batching itself is checked.
 SMOKE_POINTS = (("mlp", {"hidden_dim": 4, "batch": 1}), ("gpt", {"batch": 2}))
 PAPER_PARAM_COUNTS = {4: 5_963, 16: 18_587, 32: 35_419, 64: 69_083, 128: 136_411, 512: 540_379, 1024: 1_079_003}
@@ -86,8 +90,9 @@ def prepared(tmp_path_factory):
     return folders
 
 
-@pytest.mark.parametrize("workload,params", SMOKE_POINTS, ids=[w for w, _ in SMOKE_POINTS])
-@pytest.mark.parametrize("engine_id", TRAINING_ENGINES)
+@pytest.mark.parametrize("engine_id,workload,params", [
+    pytest.param(e, w, p, id=f"{e}-{w}", marks=[pytest.mark.slow] if w == "gpt" and e in COMPILED_AT_LENGTH else [])
+    for e in TRAINING_ENGINES for w, p in SMOKE_POINTS])
 def test_engine_trains_like_the_fp64_reference(engine_id, workload, params, prepared):
     trains_like_the_reference(engine_id, workload, params, prepared[workload])
 
