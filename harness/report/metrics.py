@@ -137,13 +137,20 @@ def roofline_share(native: dict | None) -> Metric:
     """The point's roofline bound as a share of its time (machine/roofs.py), with the bound's kind; n/a with
     the reason where the run measured no bandwidth."""
     machine, why = roofs.roofs(native)
+    bounds: dict[tuple, roofs.Bound | None] = {}  # a point's bound, computed once for its share and its kind
+
+    def bound_of(point: Point) -> roofs.Bound | None:
+        key = (point.engine, point.workload, params_key(point.params))
+        if key not in bounds:
+            bounds[key] = point_bound(point, machine)
+        return bounds[key]
 
     def share(point: Point) -> float | None:
-        bound = point_bound(point, machine)
+        bound = bound_of(point)
         return roofs.share(bound and bound.seconds, point.time_mean())
 
     def kind(point: Point) -> str | None:
-        bound = point_bound(point, machine)
+        bound = bound_of(point)
         return bound.label if bound else None
 
     how = f"measured: {machine.source}" if machine else f"n/a: {why}"
