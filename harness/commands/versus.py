@@ -86,12 +86,12 @@ def _products(ceiling: dict | None) -> str:
     return f"{100 * ceiling['ours_gflops'] / ceiling['gflops']:3.0f}%" if ceiling.get("ours_gflops") else "n/a"
 
 
-def roof_points(runs: list[Path]) -> dict[tuple, tuple]:
+def roof_points(trials_of: dict[Path, list[dict]]) -> dict[tuple, tuple]:
     """(workload, params_key, engine) -> (its run's roofs or None, why none, the precision its trials ran in)."""
     out = {}
-    for run in runs:
+    for run, trials in trials_of.items():
         machine, why = roofs.roofs(read_manifest(run).get("native"))
-        for t in read_trials(run):
+        for t in trials:
             out[(t["workload"], params_key(t["params"]), t["engine"])] = (machine, why, t.get("precision"))
     return out
 
@@ -124,9 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="burtorch/eager/cpp/cpu")
     parser.add_argument("--peak-gflops", type=float, help="this core's peak FP32 GFLOP/s (default: burtorch-bench --peak)")
     args = parser.parse_args(argv)
-    table = rows([t for run in args.runs for t in read_trials(run)], args.engine)
+    trials_of = {run: read_trials(run) for run in args.runs}
+    table = rows([t for trials in trials_of.values() for t in trials], args.engine)
     library = ceilings(args.runs)
-    roof_at = roof_points(args.runs)
+    roof_at = roof_points(trials_of)
     peak = args.peak_gflops or fp32_peak(affinity.allowed_cpus()[-1])[0]
     print(f"{args.engine} against the fastest engine of another framework (ratio = peer / ours: above 1, ours is faster)")
     print(f"GFLOP/s: a training step's products as the model counts them, for every engine (workloads/flops.py: "
