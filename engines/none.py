@@ -6,7 +6,7 @@ what part of each Python row is the worker itself and what part is the framework
 from engines.base import EngineSpec
 
 FLOOR = "none/empty/python/cpu"
-# Metric ids (harness/report/metrics.py) that report a peak memory: a workload whose paper table
+# Metric ids (harness/analysis/metrics.py) that report a peak memory: a workload whose paper table
 # shows one gets the floor row.
 MEMORY_METRICS = ("paper_memory", "peak_private", "peak_resident", "peak_virtual")
 

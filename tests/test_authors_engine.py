@@ -18,7 +18,7 @@ from harness.analysis.points import group
 from harness.commands.cli import main
 from harness.planning.selection import resolve_engines
 from harness.report.render import render
-from harness.report.tables import build_tables
+from harness.analysis.tables import build_tables
 from harness.store import results
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 from harness.store.runs import load_run

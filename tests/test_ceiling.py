@@ -14,7 +14,7 @@ import pytest
 from harness.commands import versus
 from harness.machine import ceiling
 from harness.measure import affinity
-from harness.report.tables import build_tables
+from harness.analysis.tables import build_tables
 from harness.store.runs import load_run
 from workloads import load
 

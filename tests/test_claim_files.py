@@ -15,7 +15,7 @@ from test_report import make_trial, write_run
 from tests_support import chromium
 
 from harness.errors import EXIT_NOT_ALL_RUN
-from harness.report import claims
+from harness.judging import claims
 from harness.report.render import render_report
 
 ROOT = Path(__file__).resolve().parents[1]

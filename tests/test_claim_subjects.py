@@ -1,5 +1,5 @@
 """Each claim judged for two subjects (the authors' BurTorch and ours), the claims' points in the plan,
-and where the authors' source comes from for a run (harness/report/claims.py, workloads/claims.csv,
+and where the authors' source comes from for a run (harness/judging/claims.py, workloads/claims.csv,
 harness/planning/claim_points.py, harness/running/upstream.py)."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from test_report import make_trial, write_run
 from engines.base import AUTHORS, BASELINE
 from harness.analysis.effect import MIN_TRIALS
 from harness.planning.claim_points import SKIPPED_POINT
-from harness.report import claims
-from harness.report.tables import build_tables
+from harness.judging import claims
+from harness.analysis.tables import build_tables
 from harness.store.runs import load_run
 from workloads.claims import NOT_COMPARABLE, load_claims
 

@@ -1,4 +1,4 @@
-"""The paper's claims checked on a run (harness/report/claims.py, claims.csv): golden tests of each
+"""The paper's claims checked on a run (harness/judging/claims.py, claims.csv): golden tests of each
 rule on synthetic runs, the claims table itself, the end of `burtbench run`, and the HTML page.
 
 Each rule gets a run that reproduces the claim, one that falls short, one with the opposite
@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from test_report import make_trial, write_run
 
-from harness.report import claims, paper
-from harness.report.metrics import METRICS
-from harness.report.tables import build_tables
+from harness.judging import claims
+from harness.analysis import paper
+from harness.analysis.metrics import METRICS
+from harness.analysis.tables import build_tables
 from harness.store.results import Trial
 from harness.store.runs import load_run
 
@@ -337,7 +338,7 @@ def test_the_issue_s_claims_are_all_there():
 
 
 def test_stated_numbers_match_the_papers_printed_cells():
-    cells = list(csv.DictReader(open(ROOT / "harness" / "report" / "paper_results.csv", encoding="utf-8")))
+    cells = list(csv.DictReader(open(ROOT / "harness" / "analysis" / "paper_results.csv", encoding="utf-8")))
     checked = 0
     for c in claims.load_claims():
         if not c.source_cell:
@@ -352,6 +353,6 @@ def test_stated_numbers_match_the_papers_printed_cells():
 def test_claim_modules_name_no_workload():
     from workloads import names
 
-    for module in ("claims.py", "epilogue.py", "readme.py", "run.py"):
-        text = (ROOT / "harness" / "report" / module).read_text(encoding="utf-8")
+    for module in ("judging/claims.py", "judging/rules.py", "report/epilogue.py", "report/readme.py", "report/run.py"):
+        text = (ROOT / "harness" / module).read_text(encoding="utf-8")
         assert not any(f'"{n}"' in text or f"'{n}'" in text for n in names()), module

@@ -1,5 +1,5 @@
-"""Rounds for undecided claims within --claims-budget (harness/report/deciding.py), and claims pooled
-across runs and machines (harness/report/pooled.py, `burtbench claims`)."""
+"""Rounds for undecided claims within --claims-budget (harness/judging/deciding.py), and claims pooled
+across runs and machines (harness/judging/pooled.py, `burtbench claims`)."""
 from __future__ import annotations
 
 import json
@@ -13,8 +13,9 @@ from test_report import make_trial, write_run
 
 from engines import all_engines
 from harness.planning.plan import PlannedTrial
+from harness.judging import pooled as judging_pooled
 from harness.report import pooled
-from harness.report.deciding import Deciding
+from harness.judging.deciding import Deciding
 from harness.store.runs import load_run
 from workloads import load
 
@@ -84,14 +85,14 @@ def gpt_run(folder: Path, first_round: int, spread: float, cpu: str = "Synthetic
     return run
 
 
-def ours(machine: pooled.Machine, claim: str):
+def ours(machine: judging_pooled.Machine, claim: str):
     return next(j.ours for j in machine.judged if j.claim.id == claim)
 
 
 def test_runs_of_one_machine_pool_into_a_narrower_interval(tmp_path):
     runs = [str(gpt_run(tmp_path / f"r{i}", 0, 0.1, created_at=f"2026-11-2{i}")) for i in range(3)]
-    (one,) = pooled.judge_machines(runs[:1])
-    (three,) = pooled.judge_machines(runs)
+    (one,) = judging_pooled.judge_machines(runs[:1])
+    (three,) = judging_pooled.judge_machines(runs)
     single, pool = ours(one, "abstract-gpt-time"), ours(three, "abstract-gpt-time")
     assert pool.trials == (9, 9) and single.trials == (3, 3)
     assert (pool.high / pool.low) ** 2 < single.high / single.low  # in log terms, at least twice as narrow
@@ -103,7 +104,7 @@ def test_runs_of_one_machine_pool_into_a_narrower_interval(tmp_path):
 def test_runs_of_two_machines_make_two_columns_and_a_holds_line(tmp_path):
     intel = gpt_run(tmp_path / "intel", 0, 0.01, cpu="Intel(R) Xeon(R) Processor", created_at="a")
     amd = gpt_run(tmp_path / "amd", 0, 0.01, cpu="AMD EPYC", created_at="b")
-    machines = pooled.judge_machines([str(intel), str(amd)])
+    machines = judging_pooled.judge_machines([str(intel), str(amd)])
     assert [m.name for m in machines] == ["Intel Xeon Processor", "AMD EPYC"]
     text = "\n".join(pooled.lines(machines))
     assert "ours: holds on 2 of 2 machines (Intel Xeon Processor ✓ ×19.9 [19.3, 20.6] 3/3 at gpt batch=1: torch/eager/python/cpu; AMD EPYC ✓ ×19.9" in text
@@ -133,7 +134,7 @@ def test_reruns_of_one_machine_say_how_far_they_moved_and_which_intervals_miss(t
     slower = [{**t, "per_iter_s": {k: v * 1.5 for k, v in t["per_iter_s"].items()}}
               if t["engine"] == "burtorch/eager/cpp/cpu" and t.get("per_iter_s") else t for t in trials]
     (second / "trials.jsonl").write_text("".join(json.dumps(t) + "\n" for t in slower))
-    (machine,) = pooled.judge_machines([str(first), str(second)])
+    (machine,) = judging_pooled.judge_machines([str(first), str(second)])
     assert machine.reruns.pairs == [("r1", "r2")]
     assert "abstract-gpt-time (ours)" in machine.reruns.apart
     assert max(machine.reruns.moves) == pytest.approx(1.5, rel=0.01)

@@ -91,8 +91,8 @@ def spread_trials(engine: str, seconds: float, spread: float, n: int) -> list:
 
 
 def judged_gpt(tmp_path, bt: list, pt: list):
-    from harness.report import claims
-    from harness.report.tables import build_tables
+    from harness.judging import claims
+    from harness.analysis.tables import build_tables
     from harness.store.runs import load_run
     from test_claims import LINUX, claim
     from test_report import write_run

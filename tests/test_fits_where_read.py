@@ -13,8 +13,9 @@ import pytest
 from rich.console import Console
 from tests_support import chromium
 
-from harness.report import claims, epilogue, html, versions
-from harness.report.tables import build_tables
+from harness.judging import claims
+from harness.report import epilogue, html, versions
+from harness.analysis.tables import build_tables
 from harness.running import orchestrator
 from harness.store.runs import load_run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.report import formats, html
-from harness.report.tables import Table, note_cells, row_notes
+from harness.analysis.tables import Table, note_cells, row_notes
 from workloads.base import PaperTable
 
 ERROR = "\n".join(f"line {k} of a build error that every engine of the toolchain hit alike" for k in range(1, 7))

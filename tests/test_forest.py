@@ -12,8 +12,9 @@ from test_claims import LINUX, PT, exact_run, mlp_trials, repeated
 from test_report import make_trial, write_run
 
 from engines.base import AUTHORS, BASELINE
-from harness.report import claims, forest
-from harness.report.tables import build_tables
+from harness.judging import claims
+from harness.report import forest
+from harness.analysis.tables import build_tables
 from harness.store.runs import load_run
 
 MB = 2**20

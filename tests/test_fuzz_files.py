@@ -140,7 +140,7 @@ def test_resume_of_damaged_files_is_exact_or_refused(a_run, tmp_path_factory, ca
 
 @pytest.mark.parametrize("odd", ["x", [1], {"max": "fast"}, {"max": [1]}, {"max": True}, {"current": float("inf")}])
 def test_machine_facts_of_the_wrong_type_give_the_report_no_clock_rather_than_a_crash(odd):
-    from harness.report.notes import clock_of
+    from harness.analysis.notes import clock_of
 
     assert clock_of({"machine": {"cpu_mhz": odd}, "tsc": odd}) == (None, "no CPU frequency in the manifest")
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "engines", "workloads")
 # Top to bottom: each imports only from the layers after it. The modules at harness/'s root
 # (errors, units, the version) are the floor every layer may stand on.
-LAYERS = ("harness.commands", "harness.cluster", "harness.report", "harness.running", "harness.planning", "harness.envs",
+LAYERS = ("harness.commands", "harness.cluster", "harness.report", "harness.judging", "harness.running", "harness.planning", "harness.envs",
           "harness.analysis", "harness.store", "harness.machine", "harness.measure", "harness", "engines",
           "workloads")
 
@@ -126,3 +126,11 @@ def test_no_source_file_is_over_400_lines():
     sources = [p for p in ROOT.glob("*/**/*") if p.suffix in (".py", ".hpp", ".cpp")
                and p.relative_to(ROOT).parts[0] in (*PACKAGES, "burtorch_ext", "tests", "benchmarks")]
     assert {str(p.relative_to(ROOT)): n for p in sources if (n := len(p.read_text().splitlines())) > 400} == {}
+
+
+def test_judging_never_reaches_up_into_the_report():
+    """Verdicts are reached below the pages that show them: a judging module that imports report/ would let
+    a renderer decide what a claim's verdict is."""
+    edges = graph()
+    assert [f"{s} -> {t}" for s, targets in edges.items() if layer(s) == "harness.judging"
+            for t in targets if layer(t) == "harness.report"] == []

@@ -12,8 +12,9 @@ from test_doctor import by_topic, run_doctor
 from test_report import make_trial, write_run
 
 from engines import all_engines, burn
+from harness.judging import release
 from harness.report import claim_files, release_claims
-from harness.report.tables import build_tables
+from harness.analysis.tables import build_tables
 from harness.store.runs import load_run
 from workloads import inputs as shared
 from workloads import load
@@ -117,7 +118,7 @@ def judged(tmp_path, times_s: dict, **manifest):
               for engine, seconds in times_s.items()]
     run = load_run(write_run(tmp_path / "run", LINUX, repeated(trials), **manifest))
     tables = build_tables(run)
-    return tables, {v.claim.id: v for v in release_claims.judge(run, tables)}
+    return tables, {v.claim.id: v for v in release.judge(run, tables)}
 
 
 def test_the_release_claims_are_read_with_their_source_and_subject():
@@ -160,6 +161,6 @@ def test_a_run_without_the_workload_has_no_release_section(tmp_path):
     trials = [make_trial(TORCH, "tiny", {"a": -41.0, "b": 2.0}, 0, 1e-4)]
     run = load_run(write_run(tmp_path / "run", LINUX, trials))
     tables = build_tables(run)
-    assert release_claims.judge(run, tables) == []
+    assert release.judge(run, tables) == []
     claim_files.write(tmp_path, run, [], [], release=(tables, []))
     assert "release" not in (tmp_path / "claims.md").read_text()

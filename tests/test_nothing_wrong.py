@@ -22,8 +22,9 @@ from harness.analysis.summary import format_seconds, summary_table
 from harness.cluster import slurm
 from harness.commands.cli import main
 from harness.envs import revisions
-from harness.report import cells, epilogue
-from harness.report.tables import build_tables
+from harness.analysis import cells
+from harness.report import epilogue
+from harness.analysis.tables import build_tables
 from harness.store import results
 from harness.store.runs import load_run
 

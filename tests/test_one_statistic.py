@@ -16,7 +16,8 @@ from harness.analysis import summary
 from harness.analysis.compare import compare_runs, format_comparison
 from harness.analysis.points import POINT_STATISTIC, STATISTIC
 from harness.planning.plan import PlannedTrial
-from harness.report import epilogue, tables, versions
+from harness.report import epilogue, versions
+from harness.analysis import tables
 from harness.running import orchestrator
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 from harness.store.runs import load_run

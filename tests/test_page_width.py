@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from tests_support import chromium
 
-from harness.report import claims, html
-from harness.report.tables import build_tables
+from harness.judging import claims
+from harness.report import html
+from harness.analysis.tables import build_tables
 from harness.store.runs import load_run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,11 +24,12 @@ STALE = "reports/reference/ is stale: run `make reference-report` (burtbench rep
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory) -> Path:
+    from harness.judging.pooled import judge_machines
     from harness.report import pooled
 
     folder = render(ROOT / "results" / "reference", tmp_path_factory.mktemp("reports"))
     runs = [str(ROOT / "results" / "reference"), *sorted(str(p) for p in (ROOT / "results" / "machines").iterdir())]
-    pooled.write(folder, pooled.judge_machines(runs))
+    pooled.write(folder, judge_machines(runs))
     return folder
 
 

@@ -16,11 +16,11 @@ import pytest
 from tests_support import chromium
 
 from harness.report.render import render
-from harness.report.tables import build_tables
+from harness.analysis.tables import build_tables
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 from harness.store.runs import load_run
 
-PAPER_CSV = Path(__file__).resolve().parents[1] / "harness" / "report" / "paper_results.csv"
+PAPER_CSV = Path(__file__).resolve().parents[1] / "harness" / "analysis" / "paper_results.csv"
 MB = 2**20
 
 

@@ -8,7 +8,7 @@ from test_report import (graph_trials, linux_report, make_trial, paper_value, ro
                          windows_trials, write_run)
 
 from harness.report.render import render
-from harness.report.tables import build_tables
+from harness.analysis.tables import build_tables
 from harness.store.runs import load_run
 
 # ----------------------------------------------------------------------------- figures and the page

@@ -19,7 +19,7 @@ from test_report import write_run
 
 from harness.commands.cli import main
 from harness.planning import resume
-from harness.report import deciding
+from harness.judging import deciding
 from harness.running import orchestrator, runner, session
 from harness.store import added, results
 from harness.store.results import params_key

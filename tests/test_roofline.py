@@ -14,7 +14,7 @@ from harness.commands import versus
 from harness.machine import roofs
 from harness.report import roofline
 from harness.report.figures import engine_style
-from harness.report.tables import build_tables
+from harness.analysis.tables import build_tables
 from harness.store.runs import load_run
 from workloads import load
 

@@ -1,7 +1,7 @@
 """The "In theory, registers only" bound: operation counts of the graphs and the arithmetic on them."""
 import pytest
 
-from harness.report import notes
+from harness.analysis import notes
 from workloads import theory
 from workloads.catalog import small, tiny
 

@@ -11,7 +11,7 @@ from engines import all_engines
 from engines.base import find_executable
 from harness.commands.cli import main
 from harness.planning.plan import PlannedTrial
-from harness.report import paper
+from harness.analysis import paper
 from harness.running.runner import child_command
 from harness.running.spawn import RunOptions
 from harness.store import results

@@ -10,7 +10,7 @@ import pytest
 
 from harness.analysis.compare import compare_runs
 from harness.errors import UsageError
-from harness.report.tables import build_tables
+from harness.analysis.tables import build_tables
 from harness.store.results import Trial
 from harness.store.run_plan import DEFAULT_TIMING, TIMINGS
 from harness.store.runs import load_run

@@ -17,6 +17,8 @@ from test_report import make_trial, write_run
 from harness.analysis.compare import compare_runs
 from harness.commands.cli import main
 from harness.errors import UsageError
+from harness.judging import claims
+from harness.judging import pooled as judging_pooled
 from harness.report import pooled
 from harness.store import manifest, merge, results
 from harness.store.results import params_key
@@ -51,13 +53,13 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     return {"S1": s1, "S2": s2, "M": m}
 
 
-def judge(runs: dict[str, Path], names) -> pooled.Machine:
-    (machine,) = pooled.judge_machines([str(runs[n]) for n in names])
+def judge(runs: dict[str, Path], names) -> judging_pooled.Machine:
+    (machine,) = judging_pooled.judge_machines([str(runs[n]) for n in names])
     return machine
 
 
-def verdicts(machine: pooled.Machine) -> list[dict]:
-    return [{s.key: getattr(j, s.key).as_dict() for s in pooled.claims.SUBJECTS} for j in machine.judged]
+def verdicts(machine: judging_pooled.Machine) -> list[dict]:
+    return [{s.key: getattr(j, s.key).as_dict() for s in claims.SUBJECTS} for j in machine.judged]
 
 
 def test_a_trial_records_the_run_that_measured_it_and_a_merge_keeps_it(runs):
@@ -145,13 +147,13 @@ def build_run(folder: Path, torch: str, cpu: str = "Synthetic CPU 9000") -> str:
     return str(run)
 
 
-def holds(machines: list[pooled.Machine], claim: str) -> str:
+def holds(machines: list[judging_pooled.Machine], claim: str) -> str:
     index = next(i for i, j in enumerate(machines[0].judged) if j.claim.id == claim)
-    return pooled.holds_line(next(s for s in pooled.claims.SUBJECTS if s.key == "ours"), machines, index)
+    return pooled.holds_line(next(s for s in claims.SUBJECTS if s.key == "ours"), machines, index)
 
 
 def test_machines_that_differ_in_a_frameworks_build_are_named_and_noted(tmp_path):
-    machines = pooled.judge_machines([build_run(tmp_path / "cuda", "2.11.0+cu130"),
+    machines = judging_pooled.judge_machines([build_run(tmp_path / "cuda", "2.11.0+cu130"),
                                       build_run(tmp_path / "cpu", "2.11.0+cpu", cpu="AMD EPYC")])
     assert [m.name for m in machines] == ["Synthetic CPU 9000 (torch 2.11.0+cu130)", "AMD EPYC (torch 2.11.0+cpu)"]
     time, memory = holds(machines, "abstract-gpt-time"), holds(machines, "abstract-gpt-memory")
@@ -164,7 +166,7 @@ def test_machines_that_differ_in_a_frameworks_build_are_named_and_noted(tmp_path
 
 
 def test_one_build_on_every_machine_adds_no_note(tmp_path):
-    machines = pooled.judge_machines([build_run(tmp_path / "a", "2.11.0+cpu"),
+    machines = judging_pooled.judge_machines([build_run(tmp_path / "a", "2.11.0+cpu"),
                                       build_run(tmp_path / "b", "2.13.0+cpu", cpu="AMD EPYC")])
     assert [m.name for m in machines] == ["Synthetic CPU 9000", "AMD EPYC"]
     assert "build" not in holds(machines, "abstract-gpt-memory")

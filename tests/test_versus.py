@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.commands import versus
 from harness.machine import peak
 from harness.measure import affinity
-from harness.report.tables import build_tables
+from harness.analysis.tables import build_tables
 from harness.store import manifest
 from harness.store.runs import load_run
 

@@ -49,7 +49,7 @@ class Check:
 class PaperTable:
     """Where the paper reports a workload, and how the report rebuilds its table and figure.
 
-    Metric ids name the measures of harness/report/metrics.py; the report pairs our rows with the
+    Metric ids name the measures of harness/analysis/metrics.py; the report pairs our rows with the
     paper's (paper_results.csv) at the same point and engine.
     """
     csv_name: str  # the workload's name in paper_results.csv

@@ -9,7 +9,7 @@ tolerance. A claim of another source (claims_burn.csv: Burn 0.20's release) name
 answers the claim as the paper ran it (`same`), answers it although it differs from our workload
 in ways that do not change what is compared (`differs`: a time or memory of a model of the same
 size), or cannot answer it (`not comparable`); `authors_why` gives the reason. The report judges
-each claim twice, for the authors' program and for ours (harness/report/claims.py); the plan runs
+each claim twice, for the authors' program and for ours (harness/judging/claims.py); the plan runs
 the points each claim reads (harness/planning/claim_points.py). Here, as data below both, so that
 both read one table.
 """

@@ -253,12 +253,13 @@ def cmd_compare(args, console: Console) -> int:
 def cmd_claims(args, console: Console) -> int:
     from rich.markup import escape
 
+    from harness.judging.pooled import judge_machines
     from harness.report import pooled
 
     runs = [str(existing_run(r, "RUN_DIR")) for r in args.runs]
     if args.report_dir:  # refused before any verdict is printed
         check_out_dir(Path(args.report_dir), "reports folder", "--report-dir")
-    machines = pooled.judge_machines(runs)
+    machines = judge_machines(runs)
     for line in pooled.lines(machines):
         console.print(escape(line), highlight=False)
     if args.report_dir:
@@ -316,7 +317,7 @@ def cmd_merge(args, console: Console) -> int:
 
 def cmd_run(args, console: Console) -> int:
     from harness.commands.request import ask_of, check
-    from harness.report.deciding import Deciding
+    from harness.judging.deciding import Deciding
     from harness.report.epilogue import after_run, asked_not_run
     from harness.running import session
 

@@ -12,7 +12,7 @@ and the claim's own engines. Two things join the plan:
 A claim the profile cannot answer (a whole-process total at fewer iterations than the paper's) adds
 nothing, nor does one the run's engines cannot judge: it needs a subject in no environment (a versions
 run's variants of BurTorch are not the subjects) and, unless it reads BurTorch alone, an engine it
-compares with, in no environment either, as the report reads them (harness/report/claim_rows.py). --trials N is the user's count and is kept; a run narrowed with --param runs the points
+compares with, in no environment either, as the report reads them (harness/judging/rows.py). --trials N is the user's count and is kept; a run narrowed with --param runs the points
 asked for, with the claims' repetitions at those of them a claim reads.
 """
 from __future__ import annotations

@@ -11,8 +11,10 @@ from pathlib import Path
 from engines.base import finite
 from harness.analysis.effect import CONFIDENCE, MIN_TRIALS, Looks
 from harness.analysis.points import STATISTIC
-from harness.report import claims, paper, release_claims
-from harness.report.claims import Judged, Verdict
+from harness.judging import claims
+from harness.analysis import paper
+from harness.report import release_claims
+from harness.judging.claims import Judged, Verdict
 from harness.store.runs import Run
 from harness.text import clean, markdown_cell
 

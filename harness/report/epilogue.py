@@ -22,7 +22,8 @@ from harness.planning.claim_points import UNREPEATED_PROFILES
 from harness.analysis.labels import short_ids
 from harness.analysis.points import FAILED, POINT_STATISTIC, STATISTIC, in_order, run_points
 from harness.analysis.summary import format_seconds, shown_params
-from harness.report import claim_files, claims, versions
+from harness.report import claim_files, versions
+from harness.judging import claims
 from harness.report.render import render_report
 from harness.running.orchestrator import one_line
 from harness.store.runs import load_run

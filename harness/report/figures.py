@@ -16,9 +16,9 @@ from pathlib import Path
 from engines import all_engines
 from engines.base import AUTHORS, BASELINE, split_id
 from engines.none import FLOOR
-from harness.report.cells import factor
-from harness.report.metrics import METRICS, PAPER_MEMORY
-from harness.report.tables import Table
+from harness.analysis.cells import factor
+from harness.analysis.metrics import METRICS, PAPER_MEMORY
+from harness.analysis.tables import Table
 from harness.units import MIB, MIB_LABEL
 
 FAILED_COLOR = "#d62728"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.report.figures import BURTORCH_STYLES, _pyplot
-from harness.report.verdicts import (BY_KEY, DECIDED, NOT_REPRODUCED, PARTLY, REPRODUCED, SUBJECTS, SYMBOLS,
+from harness.judging.verdicts import (BY_KEY, DECIDED, NOT_REPRODUCED, PARTLY, REPRODUCED, SUBJECTS, SYMBOLS,
                                      UNDECIDED, VERDICTS, Verdict, fx, interval, regions)
 from harness.text import clean
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.report import cells
-from harness.report.tables import Table, row_notes
+from harness.analysis import cells
+from harness.analysis.tables import Table, row_notes
 from harness.text import markdown_cell
 
 

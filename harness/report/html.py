@@ -10,9 +10,10 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from harness.report import authors, claim_files, claims, versions
+from harness.report import authors, claim_files, versions
+from harness.judging import claims
 from harness.report.figures import Figure
-from harness.report.tables import Table, row_notes
+from harness.analysis.tables import Table, row_notes
 from harness.store.runs import Run
 
 STYLE = """

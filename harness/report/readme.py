@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.report import claim_files, formats
 from harness.report.figures import Figure
-from harness.report.tables import Table
+from harness.analysis.tables import Table
 from harness.store.runs import Run
 from harness.text import markdown_cell
 

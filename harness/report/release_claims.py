@@ -1,38 +1,11 @@
-"""Claims of another source than the paper, judged on a run as the paper's are: Burn 0.20's release notes on
-max_pool2d (workloads/claims_burn.csv, workloads/catalog/max_pool2d.py).
-
-Each claim is a factor of two engines: its `engines` over its `subject` at the same point (above 1: the subject
-faster), with its interval over trials and its verdict by the paper's claims' rule (claim_rules.ratio_verdict,
-one subject instead of BurTorch's two). An engine the run lacks makes the claim not measurable here, with the
-reason the run recorded (an engine that cannot be built here says why). The release gives absolute times too;
-they come from another machine on all its cores, so they are shown beside this run's and not judged.
-"""
+"""Other sources' claims on the claims page (their verdicts: harness/judging/release.py): a section of claims.md,
+the release's own times beside this run's (shown, not judged), and their entries of claims.json."""
 from __future__ import annotations
 
-from harness.report import claim_rules
-from harness.report.claims import NOT_MEASURABLE, SYMBOLS, Verdict, absent_engine, fx, interval
-from harness.report.tables import Table
-from harness.store.runs import Run
+from harness.analysis.tables import Table
+from harness.judging.claims import NOT_MEASURABLE, SYMBOLS, Verdict, fx, interval
+from harness.judging.release import RELEASE_TIMES, SOURCE
 from harness.text import markdown_cell
-from workloads.claims import Claim, load_release_claims
-
-# The release's own figures (ms), for the times beside this run's: engine -> (the release's name, its median).
-RELEASE_TIMES = {"burn/cubecl/rust/cpu": ("CubeCL CPU", 4.66), "libtorch/eager/cpp/cpu": ("LibTorch", 16.96),
-                 "burn/eager/rust/cpu": ("ndarray", 851.3), "torch/eager/python/cpu": ("PyTorch eager", None)}
-SOURCE = "Burn 0.20's release notes (burn.dev/blog/release-0.20.0)"
-
-
-def judge(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None) -> list[Verdict]:
-    """One verdict per claim, over the claim's own subject; none where the run has no trial of its tables."""
-    claims = load_release_claims() if claims is None else claims
-    measured = {t.declaration.csv_name for t in tables if any(r["in_run"] for r in t.rows)}
-    verdicts = []
-    for claim in (c for c in claims if measured & set(c.tables)):
-        absent = [why for why in (absent_engine(run, e, RELEASE_TIMES.get(e, (e,))[0])
-                                  for e in (claim.subject, *claim.engines)) if why]
-        verdicts.append(Verdict(claim, NOT_MEASURABLE, why="; ".join(absent)) if absent
-                        else claim_rules.ratio_verdict(claim, claim.subject, run, tables))
-    return verdicts
 
 
 def times(tables: list[Table], verdicts: list[Verdict]) -> list[str]:

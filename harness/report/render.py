@@ -5,9 +5,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.report import (authors, claim_files, claims, figures, forest, formats, html, readme, release_claims,
-                            roofline, tables, versions)
+from harness.analysis import tables
+from harness.judging import claims, release
 from harness.machine import calibrations
+from harness.report import authors, claim_files, figures, forest, formats, html, readme, roofline, versions
 from harness.report.run import status_notes
 from harness.store.runs import load_run
 
@@ -25,10 +26,10 @@ class Rendered:
     folder: Path
     run: object  # harness.store.runs.Run
     tables: list
-    judged: list  # harness.report.claims.Judged: each claim with both subjects' verdicts
+    judged: list  # harness.judging.claims.Judged: each claim with both subjects' verdicts
     status: list[str]  # the run did not finish, trials failed
     versions: list  # harness.report.versions.VersionTable, where the run has several environments
-    release: list  # other sources' claims' verdicts (release_claims.py)
+    release: list  # other sources' claims' verdicts (harness/judging/release.py)
 
 
 def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
@@ -53,10 +54,10 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     calibration = calibrations.made_before(Path(run_dir).parent, run.manifest.get("machine") or {},
                                            run.manifest.get("finished_at") or run.manifest.get("created_at"))
     picture = forest.draw(judged, folder / FOREST, f"{claim_files.machine_text(run)}: run {run.run_id}")
-    release = release_claims.judge(run, built)
-    claim_files.write(folder, run, judged, status, calibration, picture, (built, release))
+    other = release.judge(run, built)
+    claim_files.write(folder, run, judged, status, calibration, picture, (built, other))
     authors.write_page(run, folder)
     readme.write(run, [*by_version, *built], drawn, judged, status, folder)
     html.write_index(run, built, drawn, folder, judged, status, by_version,
                      claim_files.sureness(run, judged, calibration), picture)
-    return Rendered(folder, run, built, judged, status, by_version, release)
+    return Rendered(folder, run, built, judged, status, by_version, other)

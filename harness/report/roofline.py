@@ -16,7 +16,7 @@ import numpy as np
 from harness.analysis.points import in_order, run_points
 from harness.machine import roofs
 from harness.report.figures import Figure, _emphasis, _pyplot, _save, engine_style
-from harness.report.metrics import point_bound
+from harness.analysis.metrics import point_bound
 from workloads import all_workloads
 
 # One colour per level, the same in every figure; the compute roof in black.

@@ -82,7 +82,7 @@ def _int_or_none(text: str) -> int | None:
 @lru_cache(maxsize=1)
 def load_rows() -> tuple[PaperRow, ...]:
     """Every paper row, cells grouped, in the order the paper prints them."""
-    text = resources.files("harness.report").joinpath("paper_results.csv").read_text(encoding="utf-8")
+    text = resources.files("harness.analysis").joinpath("paper_results.csv").read_text(encoding="utf-8")
     grouped: dict[tuple, dict] = {}
     for cell in csv.DictReader(io.StringIO(text)):
         row_key = (cell["table"], cell["os"], cell["workload"], cell["framework"], cell["mode"],

@@ -19,8 +19,8 @@ import pandas as pd
 from engines.base import BASELINE
 from harness.analysis.points import FAILED, Point, in_order, run_points
 from harness.analysis.summary import param_text
-from harness.report import cells, notes, paper
-from harness.report.metrics import INSTRUCTIONS, Metric, memory_note, resolve
+from harness.analysis import cells, notes, paper
+from harness.analysis.metrics import INSTRUCTIONS, Metric, memory_note, resolve
 from harness.store.results import params_key
 from harness.store.runs import Run
 from workloads import all_workloads, differences

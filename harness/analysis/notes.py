@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from harness.analysis.points import Point
-from harness.report import paper
-from harness.report.metrics import Metric
+from harness.analysis import paper
+from harness.analysis.metrics import Metric
 from workloads import theory
 from workloads.timed_regions import regions
 

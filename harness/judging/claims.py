@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from engines.base import AUTHORS
 from harness.analysis.points import run_points
-from harness.report import claim_rules
-from harness.report.tables import Table
-from harness.report.verdicts import (BY_KEY, DECIDED, NOT_COMPARABLE, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC,
+from harness.judging import rules as claim_rules
+from harness.analysis.tables import Table
+from harness.judging.verdicts import (BY_KEY, DECIDED, NOT_COMPARABLE, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC,
                                      PARTLY, REPRODUCED, SUBJECTS, SYMBOLS, UNDECIDED, VERDICTS, Judged, Subject,
                                      Verdict, fx, interval)
 from harness.store.runs import Run

@@ -8,13 +8,13 @@ import math
 from engines import all_engines
 from engines.base import AUTHORS, BASELINE
 from harness.analysis import effect as effects
-from harness.report import paper
+from harness.analysis import paper
 from harness.analysis.effect import Looks
-from harness.report.claim_rows import (Factor, Row, added_rounds, claim_tables, matches, metric_keys, point_text,
+from harness.judging.rows import (Factor, Row, added_rounds, claim_tables, matches, metric_keys, point_text,
                                        ratio_rows, trial_samples)
-from harness.report.metrics import resolve
-from harness.report.tables import Table
-from harness.report.verdicts import (NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, SUBJECTS,
+from harness.analysis.metrics import resolve
+from harness.analysis.tables import Table
+from harness.judging.verdicts import (NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, SUBJECTS,
                                      UNDECIDED, Verdict, fx, interval, regions)
 from harness.store.results import params_key
 from harness.store.runs import Run

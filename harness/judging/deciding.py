@@ -22,8 +22,8 @@ from pathlib import Path
 from harness.analysis.points import measure
 from harness.planning.plan import PlannedTrial
 from harness.planning.resume import deciding_spent
-from harness.report import claims
-from harness.report.tables import build_tables
+from harness.judging import claims
+from harness.analysis.tables import build_tables
 from harness.store.results import params_key
 from harness.store.runs import load_run
 

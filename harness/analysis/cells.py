@@ -5,7 +5,7 @@ from functools import lru_cache
 
 from engines import all_engines
 from harness.analysis.points import number as finite
-from harness.report.metrics import Metric
+from harness.analysis.metrics import Metric
 from harness.store.results import params_key
 
 

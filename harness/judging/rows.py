@@ -11,8 +11,8 @@ from engines.base import BASELINE
 from harness.analysis import effect as effects
 from harness.analysis.effect import Effect, Looks
 from harness.analysis.points import Point, run_points
-from harness.report.metrics import Metric, resolve
-from harness.report.tables import Table
+from harness.analysis.metrics import Metric, resolve
+from harness.analysis.tables import Table
 from harness.store.runs import Run, run_of
 from workloads.claims import Claim
 

@@ -12,8 +12,8 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from harness.report import claims
-from harness.report.tables import build_tables
+from harness.judging import claims
+from harness.analysis.tables import build_tables
 from harness.store.runs import Run
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from engines.base import AUTHORS, BASELINE
 from harness.analysis.points import STATISTIC
-from harness.report import cells
+from harness.analysis import cells
 from workloads.claims import Claim
 
 REPRODUCED, PARTLY, NOT_REPRODUCED = "reproduced", "partly", "not reproduced"
