@@ -1,4 +1,5 @@
-"""Every child that is not a trial (a build's cargo or CMake, an installer, git) dies with the command that
+"""Every child that is not a trial (a build's cargo or CMake, an installer, git, a machine probe, a library's
+timing child) dies with the command that
 started it. It starts in a process group of its own, so that a kill reaches what it started too (cargo's
 rustc, make's compilers); a SIGTERM, SIGINT or SIGHUP to the command, or the child's timeout, kills that
 group, and a signal then ends the command with one line saying what it was doing. (A trial's child:
@@ -21,11 +22,13 @@ class _Stopped(BaseException):
         self.signum = signum
 
 
-def run(cmd: list[str], doing: str, timeout: float | None, **popen) -> subprocess.CompletedProcess:
-    """subprocess.run's call and answer (TimeoutExpired past `timeout`); `doing` says what the child is for,
-    as in "building Burn's driver (cargo)"."""
+def run(cmd: list[str], doing: str, timeout: float | None, input=None, **popen) -> subprocess.CompletedProcess:
+    """subprocess.run's call and answer (TimeoutExpired past `timeout`; `input` written to its stdin); `doing`
+    says what the child is for, as in "building Burn's driver (cargo)"."""
     if popen.pop("capture_output", False):
         popen.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if input is not None:
+        popen["stdin"] = subprocess.PIPE
     group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
     proc = subprocess.Popen(cmd, **group, **popen)
     previous = {}
@@ -36,7 +39,7 @@ def run(cmd: list[str], doing: str, timeout: float | None, **popen) -> subproces
 
         previous = {sig: signal.signal(sig, stop) for sig in STOPPING}
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
         proc.communicate()

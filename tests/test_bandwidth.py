@@ -101,9 +101,9 @@ def test_doctor_says_the_roofs_or_why_there_are_none(tmp_path, monkeypatch):
 
 def test_the_built_driver_measures_positive_finite_rates_and_refuses_bad_sizes():
     """A real probe at three small working sets: plausible, not ordered (a VM's levels need not be)."""
-    from test_burtorch_build import built_executable
+    from test_burtorch_build import driver_path
 
-    driver = str(built_executable("burtorch-bench"))
+    driver = str(driver_path())
     rates, how = bandwidth.probe([16 * KIB, 256 * KIB, 4 * MIB], affinity.allowed_cpus()[-1], driver)
     assert how.startswith("burtorch-bench --bandwidth on core ")
     for rate in rates["read"] + rates["rmw"]:

@@ -36,12 +36,18 @@ def _configure(build: Path, extra_env: dict | None = None, extra_args: tuple = (
     return subprocess.run(args, capture_output=True, text=True, env=env)
 
 
+def configured_tree() -> Path:
+    """build/burtorch-tests/, configured (not built)."""
+    if not (BUILD / "CMakeCache.txt").exists():
+        done = _configure(BUILD, extra_args=("-DBURTORCH_NATIVE=OFF",))  # portable whatever the environment says
+        assert done.returncode == 0, done.stdout + done.stderr
+    return BUILD
+
+
 @functools.lru_cache(maxsize=None)
 def build_targets(*targets: str) -> Path:
     """Builds the named CMake targets in build/burtorch-tests/ and returns that folder."""
-    if not (BUILD / "CMakeCache.txt").exists():
-        configured = _configure(BUILD, extra_args=("-DBURTORCH_NATIVE=OFF",))  # portable whatever the environment says
-        assert configured.returncode == 0, configured.stdout + configured.stderr
+    configured_tree()
     nice = ["nice"] if shutil.which("nice") else []  # the machine is shared: build politely
     built = subprocess.run([*nice, "cmake", "--build", str(BUILD), "-j2", "--config", "Release", "--target", *targets],
                            capture_output=True, text=True)
@@ -78,6 +84,17 @@ def import_burtorch():
         return importlib.import_module("burtorch")
 
 
+def test_standalone_build_makes_the_tests_and_declares_driver_and_module():
+    """The C++ tests built without pip; the driver and module only declared: `make setup` (run before `make
+    test`) compiles them from the same CMakeLists.txt, and test_burtorch_driver and test_burtorch_module run them."""
+    assert built_executable("burtorch-tests").is_file()
+    build = configured_tree()
+    rules = next(p.read_text() for p in (build / "build.ninja", build / "CMakeFiles" / "Makefile2") if p.is_file())
+    assert "CMakeFiles/burtorch-bench.dir/" in rules and "CMakeFiles/burtorch.dir/" in rules
+
+
+# Compiles the driver and the module a second time (minutes on two cores) beside the ones `make setup` built.
+@pytest.mark.slow
 def test_standalone_build_makes_driver_tests_and_module():
     build = build_targets("burtorch-bench", "burtorch-tests", "burtorch")
     assert built_executable("burtorch-bench").is_file()
@@ -99,7 +116,7 @@ def _compile_flags(build: Path) -> str:
 
 
 def test_release_flags_portable_unless_native_is_asked(tmp_path):
-    flags = _compile_flags(build_targets("burtorch-bench"))
+    flags = _compile_flags(configured_tree())
     assert "-O3" in flags and "-fno-exceptions" in flags and "-fno-rtti" in flags
     assert "-flto" in flags
     assert "-march=native" not in flags

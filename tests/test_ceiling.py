@@ -52,7 +52,7 @@ def test_the_ceiling_is_the_fastest_library_over_the_steps_products_and_is_cache
     assert [name for name, _ in fixed_times] == ["slow", "fast"]
     again = ceiling.measure([MLP, GPT], 1, libraries, cache)
     assert again == [mlp, gpt] and len(fixed_times) == 2, "a second run measures no library shape it has seen"
-    assert list(json.loads(cache.read_text())) == [ceiling.host.describe().get("cpu_model") or "unknown CPU"]
+    assert list(json.loads(cache.read_text())["models"]) == [ceiling.host.describe().get("cpu_model") or "unknown CPU"]
 
 
 def test_without_a_library_the_ceiling_is_none_with_the_reason(fixed_times, tmp_path):

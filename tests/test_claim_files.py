@@ -14,7 +14,6 @@ from test_claims import LINUX, TINY, exact_run, gpt_trials, mlp_trials, repeated
 from test_report import make_trial, write_run
 from tests_support import chromium
 
-from harness.errors import EXIT_NOT_ALL_RUN
 from harness.judging import claims
 from harness.report.render import render_report
 
@@ -83,12 +82,14 @@ def test_summary_lines(interrupted):
     rendered = interrupted
     text = "\n".join(summary_lines(rendered))
     assert "This run is interrupted" in text
-    assert "abstract-gpt-time" in text and "[yellow]≈[/] ×16 [16, 16] 3/3" in text and "paper ×20" in text
+    assert "abstract-gpt-time" in text and "[yellow]≈[/] ×16 [16, 16] 3/3" in text
+    # The paper's own words for its number, and the boundary its tolerance sets.
+    assert "paper up to ×20 (✓ where the interval reaches ×18: 10% short of it)" in text
     assert "tiny" in text and "burtorch/eager/cpp[/] 1 µs" in text
     assert (rendered.folder / "index.html").resolve().as_uri() in text
     judged = [j for j in rendered.judged if any(v.verdict in ("reproduced", "partly", "not reproduced", "undecided")
                                                for v in j.verdicts())]
-    assert 0 < len([line for line in summary_lines(rendered) if " │ authors " in line]) == len(judged)
+    assert 0 < len([line for line in summary_lines(rendered) if line.startswith("      authors ")]) == len(judged)
     assert "more not judged here: see claims.md" in " ".join(text.split())  # wrapped to the terminal's width
 
 
@@ -104,10 +105,10 @@ def test_run_renders_the_report_and_prints_the_claims(tmp_path, monkeypatch):
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     proc = burtbench("run", "--workload", "tiny", "--engine", "burtorch,micrograd", "--profile", "smoke",
                      "--out", str(tmp_path / "results"), cwd=tmp_path, env=env)
-    # Without the authors' source (offline), their engine named by 'burtorch' did not run: said at the end.
-    missing = "without the authors' programs" in proc.stderr
-    assert proc.returncode == (EXIT_NOT_ALL_RUN if missing else 0), proc.stderr[-3000:]
-    assert ("Asked for, not run" in proc.stdout) == missing
+    # Without the authors' source (offline), their engine, matched only by the prefix 'burtorch' whose other engines
+    # ran, is skipped as one of `all` would be: said on stderr, and it fails nothing (#58).
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Asked for, not run" not in proc.stdout
     (run_dir,) = (tmp_path / "results").iterdir()
     folder = tmp_path / "reports" / run_dir.name
     assert (folder / "index.html").is_file() and (folder / "claims.md").is_file()
@@ -168,22 +169,22 @@ def test_an_interrupted_run_still_gets_its_report_marked_so(fake_engines, tmp_pa
     assert "This run is interrupted" in out and "The paper's claims" in out
 
 
-def test_claims_md_names_its_design_its_family_and_the_calibration_that_stood_when_it_ran(tmp_path):
+def test_claims_md_names_its_design_its_family_and_the_noise_it_was_judged_with(tmp_path):
     """A run's claims page says at what level its intervals were computed over its looks, how many decided
-    verdicts may be wrong by chance, and how far reruns here move a factor: from the machine's calibration made
-    before the run, never one made after it (a re-render says the same)."""
-    run = full_run(tmp_path, finished_at="2026-11-27T12:00:00+00:00")
-    machine = json.loads((run / "manifest.json").read_text())["machine"]
-    from harness.machine import calibrations
-    where = calibrations.folder(run.parent, machine)
-    where.mkdir(parents=True)
-    record = {"created_at": "2026-11-27T11:00:00+00:00", "shares": {},
-              "rerun_spread": {"median": 1.04, "largest": 1.31}}
-    (where / "calibration.json").write_text(json.dumps(record))
+    verdicts are expected to be wrong by chance, and what the machine adds beyond the run's rounds: the
+    calibration that stood when the run began (recorded in its manifest; a re-render says the same), or that
+    it was assumed and why."""
+    from harness.analysis.noise import Noise
+    measured = Noise((0.2,), 0.04, 4.0, "measured by `burtbench calibrate` of 2026-11-27T11:00 (calibration.md)")
+    run = full_run(tmp_path, finished_at="2026-11-27T12:00:00+00:00", noise=measured.record())
     text = (render_report(run, tmp_path / "reports").folder / "claims.md").read_text()
-    assert "Intervals: 95% over up to 6 looks: the first (3 trials) at 96%" in text
-    assert "may be wrong by chance" in text
-    assert "reruns on this machine moved an engine's time by ×/÷1.04 (median) and up to ×/÷1.31" in text
-    (where / "calibration.json").write_text(json.dumps({**record, "created_at": "2026-11-27T13:00:00+00:00"}))
-    later = (render_report(run, tmp_path / "again").folder / "claims.md").read_text()
-    assert "was not measured here before this run (`burtbench calibrate` measures it)" in later
+    assert "Intervals: 95% over up to 2 looks: the first (the planned trials) at 96%" in text
+    assert "planned trials per point in this run: 3" in text
+    assert "expected to be wrong by chance" in text and "an expectation, not a bound on the family" in text
+    assert "a run-to-run component of ×/÷1.041 (1 sd) and rounds correlated 0.20 at lag 1, measured by " \
+           "`burtbench calibrate` of 2026-11-27T11:00" in text
+    again = (render_report(run, tmp_path / "again").folder / "claims.md").read_text()
+    assert "measured by `burtbench calibrate` of 2026-11-27T11:00" in again
+    older = full_run(tmp_path / "old", finished_at="2026-11-27T12:00:00+00:00", noise=None)
+    assert "assumed (the run recorded no calibration of its machine)" in \
+        (render_report(older, tmp_path / "older").folder / "claims.md").read_text()

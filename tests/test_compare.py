@@ -151,11 +151,17 @@ def test_single_trials_give_a_ratio_and_no_verdict(tmp_path):
     result = compare_runs(a, b)
     only = result["rows"][0]
     assert only["time_ci"] is None and only["answer"] == "undecided"
-    said = "undecided: 1 trial a side (3 give an interval) (no A/A floor: two separate runs)"
+    # Undecided, the ratio is still stated in the answer.
+    said = (f"undecided: B/A {only['time_ratio']:.3g}, 1 trial a side (3 give an interval) "
+            "(no A/A floor: two separate runs)")
     assert only["answer_text"] == said
     assert only["time_ratio"] == pytest.approx(only["time_b"] / only["time_a"])
-    # Undecided, the ratio is still shown beside the answer.
-    assert f"| {only['time_ratio']:.3f}, {said} |" in format_comparison(result, "md")
+    assert f"| {said} |" in format_comparison(result, "md")
+    # The terminal leads with the decided answers: none here, and it counts the rest with what decides them.
+    table = format_comparison(result, "table")
+    assert "no row decided" in table and said not in table
+    assert ("0 of 1 rows decided; the rest: 1 undecided; rerun both runs with --trials 3: 1 of them need that many "
+            "or fewer") in table
     assert exit_status(result, 1) == 1
     assert regression_lines(result, 1) == ["cannot judge 1 of 1 rows: fewer than 3 trials a side give no interval "
                                            "(rerun with --trials 3 or more)"]

@@ -38,22 +38,23 @@ def printed(lines: list[str], width: int) -> list[str]:
     return buffer.getvalue().splitlines()
 
 
-@pytest.mark.parametrize("width", [80, 100, 120])
+@pytest.mark.parametrize("width", [40, 80, 100, 120])
 def test_closing_lines_wrap_and_are_never_cut(reference, width):
     lines = printed(epilogue.summary_lines(reference, width), width)
     assert not any("…" in line for line in lines)
     assert max(map(len, lines)) <= width
     judged = [j for j in reference.judged if epilogue.judgeable(j)]
-    claim_lines = [line for line in lines if line.startswith(tuple(f"  {j.claim.id} " for j in judged))]
+    claim_lines = [k for k, line in enumerate(lines) if line.startswith(tuple(f"  {j.claim.id} " for j in judged))]
     assert len(claim_lines) == len(judged)  # each claim's line is whole: none was wrapped by the terminal
-    for j in judged:  # every verdict's whole text is there, its pieces on the claim's lines
+    for j in judged:  # every verdict's whole text is there, its pieces under the claim's line
         for v in j.verdicts():
             head, value = epilogue._subject_text(v)
             assert (head + value).split()[-1] in "\n".join(lines)
-    if width >= 100:  # both subjects side by side, each verdict wrapped in its own column where it is long
-        assert all(" │ authors " in line and " │ ours " in line for line in claim_lines)
+    under = [lines[k + 1] if lines[k + 1].startswith("      ") else lines[k + 2] for k in claim_lines]
+    if width >= 80:  # both subjects side by side under the claim, each wrapped in its own column where long
+        assert all(line.startswith("      authors ") and " │ ours " in line for line in under)
     else:  # too narrow for two columns: a line per subject under its claim's
-        assert sum(line.startswith("    ours ") for line in lines) == len(judged)
+        assert sum(line.startswith("      ours ") for line in lines) == len(judged)
 
 
 def test_the_progress_bar_keeps_its_numbers_beside_a_long_trial_name():

@@ -120,5 +120,5 @@ def test_the_floor_has_no_factor_params_read_as_written_and_engines_keep_their_o
 def test_compare_shows_the_ratio_beside_an_undecided_answer(tmp_path):
     a = write_run(tmp_path / "a", [trial(OURS, 0, 1e-6)])
     b = write_run(tmp_path / "b", [trial(OURS, 0, 1.5e-6)])
-    text = format_comparison(compare_runs(a, b), "table")
-    assert "1.500, undecided" in " ".join(text.split())
+    text = format_comparison(compare_runs(a, b), "md")
+    assert "undecided: B/A 1.5, 1 trial a side" in text

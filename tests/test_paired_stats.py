@@ -47,7 +47,9 @@ def test_a_known_ratio_is_found_and_paired_beats_unpaired():
     assert (unpaired.high - unpaired.low) > 5 * (found.high - found.low)
     answer = change.change_answer(found, change.Floor(1.02, "x"), THRESHOLD)
     assert answer.kind == "slower" and answer.decided_by == "time"
-    assert answer.text == f"slower by {(found.estimate - 1) * 100:.1f}% [{found.low:.3f}, {found.high:.3f}]"
+    # B/A with its interval and the floor it was held to, in every answer.
+    assert answer.text == (f"slower by {(found.estimate - 1) * 100:.1f}%: B/A {found.estimate:.3f} "
+                           f"[{found.low:.3f}, {found.high:.3f}], beyond the floor ×/÷1.02 (A/A of x)")
     assert change.change_answer(unpaired, None, THRESHOLD).kind == "undecided"
 
 
@@ -73,7 +75,8 @@ def test_a_floor_wider_than_the_change_asked_about_is_undecided_never_the_same()
 
 def test_one_round_and_a_boundary_are_undecided_with_what_decides_them():
     one = change.change_answer(effect.effect({0: 1e-4}, {0: 2e-4}), None, THRESHOLD)
-    assert one.text == "undecided: 1 trial a side (3 give an interval)" and one.more == 2
+    assert one.text.startswith("undecided: B/A ") and one.text.endswith(", 1 trial a side (3 give an interval)")
+    assert one.more == 2 and one.trials == 3
     near = change.change_answer(effect.effect(*drifting_rounds(1.04, 4, seed=6, noise=0.03)), None, THRESHOLD)
     assert near.kind == "undecided" and "spans" in near.text
 
@@ -148,8 +151,9 @@ def test_the_versions_table_shows_what_its_ratio_is_made_of(version_run):
     assert new["time_ratio"] == pytest.approx(new["time_per_iter_s"] / old["time_per_iter_s"], rel=1e-9)
     assert new["time_ratio"] == pytest.approx(0.9, rel=0.01)
     assert 1 < new["noise_floor"] < 1.02 and new["floor_pair"] == NEW  # the A/A copy of 1.9.1
-    assert new["verdict"] == (f"faster by {(1 - new['time_ratio']) * 100:.1f}% "
-                              f"[{new['time_ci_low']:.3f}, {new['time_ci_high']:.3f}]")
+    assert new["verdict"] == (f"faster by {(1 - new['time_ratio']) * 100:.1f}%: B/A {new['time_ratio']:.3f} "
+                              f"[{new['time_ci_low']:.3f}, {new['time_ci_high']:.3f}], beyond the floor "
+                              f"×/÷{new['noise_floor']:.3g} (A/A of {NEW})")
     assert new["decided_by"] == "time"
     assert new["instr_ratio"] == pytest.approx(1_953_988 / 1_743_293)
     shown = table.shown.iloc[1]
@@ -178,8 +182,8 @@ def test_every_surface_gives_the_same_answer(version_run, tmp_path, monkeypatch)
     assert result["paired"] and row["answer_text"] == answer
     assert row["floor"] == table.rows[1]["noise_floor"]
     assert row["time_ratio"] == pytest.approx(row["time_b"] / row["time_a"], rel=1e-9)
-    closing = "\n".join(summary_lines(render_report(version_run, tmp_path / "reports")))
-    assert answer in closing
+    closing = " ".join("\n".join(summary_lines(render_report(version_run, tmp_path / "reports"))).split())
+    assert answer in closing  # wrapped at spaces on the terminal
     text = format_comparison(result, "table")
     assert all(len(line) <= 120 for line in text.splitlines())
     assert answer.split(" [")[0] in text
@@ -199,7 +203,7 @@ def test_without_copies_every_surface_says_no_a_a_floor(tmp_path, monkeypatch):
     assert answer.startswith("faster by") and answer.endswith(" (no A/A floor: --no-aa)")
     assert table.shown.iloc[1]["Noise floor (A/A)"] == "not measured"
     assert compare_runs(run, run, OLD, NEW)["rows"][0]["answer_text"] == answer
-    assert answer in "\n".join(summary_lines(render_report(run, tmp_path / "reports")))
+    assert answer in " ".join("\n".join(summary_lines(render_report(run, tmp_path / "reports"))).split())
     other = write_run(tmp_path / "other", [*skewed_trials(OLD, 4.0e-4, seed=3), *skewed_trials(NEW, 3.6e-4, seed=4)])
     apart = compare_runs(run, other)
     assert not apart["paired"] and len(apart["rows"]) == 2

@@ -26,7 +26,7 @@ from harness.store.results import params_key
 
 PLAN = ["--engine", "fake/ok", "--workload", "tiny,small", "--profile", "quick", "--trials", "2", "--no-report"]
 PLANNED = 6  # fake/ok on tiny and small, the floor row on small, 2 trials each
-ROUNDS = 5  # RunPlan.most_looks - 1: the most deciding rounds a point takes
+ROUNDS = 1  # the one batch a point takes (its design's later look), here of one round
 WHY = "deciding a claim that stays undecided"
 
 
@@ -35,7 +35,7 @@ class Killed(BaseException):
 
 
 class Undecided(deciding.Deciding):
-    """Always one round short at the plan's point of two engines (small): rounds until the looks are spent."""
+    """Always one round short at the plan's point of two engines (small): its batch, then its look is spent."""
 
     def undecided(self, run):
         engines = tuple(dict.fromkeys(pt.engine.id for pt in self.plan if pt.workload.name == "small"))
@@ -167,7 +167,7 @@ def test_adaptive_trials_killed_half_run_are_run_by_the_resume(events, tmp_path,
 def deciding_at(tmp_path, spent: float, budget_s: float, ended: bool = False) -> list:
     """The deciding rounds of a run whose added.jsonl says a round was added with `spent` seconds of the
     budget spent (`ended`: then the rounds ended)."""
-    run_dir = write_run(tmp_path / "run", LINUX, [t for k in range(3) for t in gpt_round(k, 0.15)])
+    run_dir = write_run(tmp_path / "run", LINUX, [t for k in range(3) for t in gpt_round(k, 0.05)])
     plan = [planned(e, k) for k in range(3) for e in (BT, PT)]
     added.append(run_dir, [{"engine": BT, "workload": "gpt", "params": {"batch": 1}, "trial": 9, "why": WHY,
                             "with_init": False}], spent)
@@ -177,9 +177,9 @@ def deciding_at(tmp_path, spent: float, budget_s: float, ended: bool = False) ->
 
 
 def test_a_resumed_run_decides_with_the_budget_its_rounds_left(tmp_path):
-    # A round costs 6 s (its trials' own times): it fits 10 s less 2 spent, not 10 s less 5.
-    assert len(deciding_at(tmp_path / "a", 2.0, 10.0)) == 2
-    assert deciding_at(tmp_path / "b", 5.0, 10.0) == []
+    # A round costs 6 s (its trials' own times), the batch of 4 rounds 24 s: it fits 30 s less 2 spent, not less 8.
+    assert len(deciding_at(tmp_path / "a", 2.0, 30.0)) == 8
+    assert deciding_at(tmp_path / "b", 8.0, 30.0) == []
     assert deciding_at(tmp_path / "c", 2.0, 600.0, ended=True) == []  # the rounds had ended: a resume adds none
 
 

@@ -1,10 +1,10 @@
 """A resume restores exactly the plan's trials, whatever cut or damage the results file took.
 
-One real run of 4 trials (fake engines) gives the complete file. Every byte offset of it is then
-cut (all of them, not a sample), and the last line damaged in every way below; for each, the
-resume's own steps run — mend the tail, find what is pending, append those trials (their lines
-from the complete run stand in for running them again) — and the file must then hold each
-planned trial exactly once. A few cuts are also resumed for real, through the CLI.
+One real run of 4 trials (fake engines) gives the complete file. It is then cut at every offset of its
+first line and around every line's end (at every byte offset with `-m slow`), and the last line damaged
+in every way below; for each, the resume's own steps run — mend the tail, find what is pending, append
+those trials (their lines from the complete run stand in for running them again) — and the file must then
+hold each planned trial exactly once. A few cuts are also resumed for real, through the CLI.
 """
 from __future__ import annotations
 
@@ -68,15 +68,33 @@ def test_the_complete_run_has_every_planned_trial_once(complete_run):
     assert sorted(keys_of(complete_run)) == sorted(tuple(map(str, p.key())) for p in plan)
 
 
-def test_every_cut_offset_resumes_to_exactly_the_plan(complete_run, tmp_path, monkeypatch):
+def cut_resumes_to_the_plan(complete_run, tmp_path, monkeypatch, offsets) -> None:
     monkeypatch.setattr(os, "fsync", lambda fd: None)  # durability is not what this test is about: speed is
     data, _, by_key, plan, work = setup(complete_run, tmp_path)
     expected = sorted(tuple(map(str, p.key())) for p in plan)
     trials = work / results.TRIALS_FILE
-    for offset in range(len(data) + 1):
+    for offset in offsets(data):
         trials.write_bytes(data[:offset])
         simulate_resume(work, plan, by_key)
         assert sorted(keys_of(work)) == expected, f"cut at byte {offset} of {len(data)}"
+
+
+def every_kind_of_cut(data: bytes) -> list[int]:
+    """Every offset of the first line (the lines share one layout: a cut in each field, each key, each
+    value), and two bytes either side of every line's end (a line whole, torn by a byte, the next begun)."""
+    ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+    near = {o for end in ends for o in range(end - 2, end + 3) if 0 <= o <= len(data)}
+    return sorted(set(range(ends[0] + 1)) | near)
+
+
+def test_every_kind_of_cut_resumes_to_exactly_the_plan(complete_run, tmp_path, monkeypatch):
+    cut_resumes_to_the_plan(complete_run, tmp_path, monkeypatch, every_kind_of_cut)
+
+
+# Every byte offset of the file (about 90 s here): each is one of the kinds the test above cuts.
+@pytest.mark.slow
+def test_every_cut_offset_resumes_to_exactly_the_plan(complete_run, tmp_path, monkeypatch):
+    cut_resumes_to_the_plan(complete_run, tmp_path, monkeypatch, lambda data: range(len(data) + 1))
 
 
 DAMAGES = {

@@ -102,10 +102,10 @@ def test_short_ids_keep_what_differs():
 
 def test_list_shows_every_engine_id_whole_at_120_columns():
     from engines import all_engines
-    from harness.commands import cli
+    from harness.commands import info
 
     console = Console(file=io.StringIO(), width=WIDTH, force_terminal=False, color_system=None)
-    assert cli.cmd_list(None, console) == 0
+    assert info.cmd_list(None, console) == 0
     text = console.file.getvalue()
     assert max(map(len, text.splitlines())) <= WIDTH
     assert set(all_engines()) <= set(cells(text, 0))

@@ -89,12 +89,34 @@ def load_claims() -> tuple[Claim, ...]:
     return parse_claims(resources.files("workloads").joinpath("claims.csv").read_text(encoding="utf-8"))
 
 
-# Claims of other sources, judged beside the paper's by the same rules (harness/report/release_claims.py):
-# Burn 0.20's release notes on max_pool2d (workloads/catalog/max_pool2d.py). Same columns as claims.csv, plus
-# `source` and `subject`; `authors` does not apply (no BurTorch in them).
+# Claims of other sources, judged beside the paper's by the same rules (harness/judging/release.py): Burn 0.20's
+# release notes on max_pool2d (workloads/catalog/max_pool2d.py). Same columns as claims.csv, plus `source` and
+# `subject`; `authors` does not apply (no BurTorch in them). The release's own times are declared once,
+# release_times.csv (engine, its backend's name, the release's median in ms, empty where the release has none):
+# each claim's stated factor is its engine's time over its subject's.
 RELEASE_CLAIMS = "claims_burn.csv"
+RELEASE_TIMES = "release_times.csv"
+RELEASE_SOURCE = "Burn 0.20's release notes (burn.dev/blog/release-0.20.0)"
+
+
+@lru_cache(maxsize=1)
+def load_release_times() -> dict[str, tuple[str, float | None]]:
+    """{engine: (the release's name of its backend, the release's median time in ms, or None)}."""
+    text = resources.files("workloads").joinpath(RELEASE_TIMES).read_text(encoding="utf-8")
+    return {row["engine"]: (row["backend"], float(row["median_ms"]) if row["median_ms"] else None)
+            for row in csv.DictReader(io.StringIO(text))}
 
 
 @lru_cache(maxsize=1)
 def load_release_claims() -> tuple[Claim, ...]:
-    return parse_claims(resources.files("workloads").joinpath(RELEASE_CLAIMS).read_text(encoding="utf-8"))
+    text = resources.files("workloads").joinpath(RELEASE_CLAIMS).read_text(encoding="utf-8")
+    times = load_release_times()
+    rows = []
+    for row in csv.DictReader(io.StringIO(text)):
+        (_, slow), (_, fast) = times[row["engines"]], times[row["subject"]]
+        rows.append({**row, "stated": f"{slow / fast!r}", "stated_text": f"×{slow / fast:.3g} ({slow:g} / {fast:g} ms)"})
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else [])
+    writer.writeheader()
+    writer.writerows(rows)
+    return parse_claims(out.getvalue())

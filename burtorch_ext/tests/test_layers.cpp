@@ -224,6 +224,30 @@ TEST_CASE("LayerNorm: gradients when the root reaches only some outputs, through
   Pool<double>::local().rewind(Mark{});
 }
 
+// Rows in one run of nodes (a block of tokens): one record and one backward for every row.
+TEST_CASE("LayerNorm over a block of rows: gradients of all, one and two outputs") {
+  auto& pool = Pool<double>::local();
+  pool.rewind(Mark{});
+  LayerNorm<double> norm(4);
+  Rng rng(31);
+  std::vector<double> gamma(4), beta(4);
+  for (double& g : gamma) g = rng.uniform(0.5, 1.5);
+  for (double& b : beta) b = rng.uniform(-0.5, 0.5);
+  CHECK(norm.load(gamma, beta));
+  const NodeRange<double> in = inputLeaves(3 * 4, 9);
+  const NodeRange<double> all = span(0, in.first + in.count);
+  const auto normed = [&] {
+    std::vector<V> x, out(12);
+    for (std::size_t k = 0; k < 12; ++k) x.push_back(tanh(in[k]));  // one run of nodes
+    norm.forwardRows(x, std::span<V>(out));
+    return out;
+  };
+  EXPECT_NODE_GRADIENTS("every row", all, [&] { return weightedSum(normed()); });
+  EXPECT_NODE_GRADIENTS("output 5", all, [&] { return normed()[5]; });
+  EXPECT_NODE_GRADIENTS("outputs 2, 9", all, [&] { const auto y = normed(); return y[2] * 0.7 + y[9]; });
+  pool.rewind(Mark{});
+}
+
 TEST_CASE("LayerNorm: the values of the scalar graph, bit for bit") {
   auto& pool = Pool<float>::local();
   pool.rewind(Mark{});

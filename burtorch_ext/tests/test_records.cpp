@@ -45,10 +45,31 @@ void layerNormRecordHoldsItsOutputs() {
   const Args args = pool.args()[y[3].index()];
   CHECK(args.b == 1);  // after x's list: an odd word, where a double is not 8-byte aligned
   const auto r = readRecord<LayerNormRecord<T>>(pool.links() + args.b);
-  CHECK(r.n == 7 && r.firstGain == norm.gamma().first && r.firstBias == norm.beta().first && r.firstOutput == y[0].index());
+  CHECK(r.n == 7 && r.rows == 1 && r.firstGain == norm.gamma().first && r.firstBias == norm.beta().first && r.firstOutput == y[0].index());
+  const auto [mean, scale] = LayerNormRecord<T>::stats(pool.links() + args.b, 0);
   for (std::size_t k = 0; k < 7; ++k) {
-    const T xhat = (x[k].data() - r.mean) * r.scale;
+    const T xhat = (x[k].data() - mean) * scale;
     CHECK(sameBits(xhat * norm.gamma()[k].data() + norm.beta()[k].data(), y[k].data()));
+  }
+  pool.rewind(Mark{});
+}
+
+// Rows in one run of nodes: one record for the block, each row's outputs as forward() makes them.
+template <class T>
+void layerNormBlockHoldsItsRows() {
+  auto& pool = Pool<T>::local();
+  pool.rewind(Mark{});
+  const LayerNorm<T> norm(5);
+  const NodeRange<T> x = sines<T>(3 * 5, 0.7);
+  std::vector<Value<T>> xs(15), rows(15), one(5);
+  for (std::size_t k = 0; k < 15; ++k) xs[k] = x[k];
+  norm.forwardRows(xs, std::span<Value<T>>(rows));
+  const Index* record = pool.links() + pool.args()[rows[14].index()].b;
+  const auto r = readRecord<LayerNormRecord<T>>(record);
+  CHECK(r.n == 5 && r.rows == 3 && r.firstOutput == rows[0].index() && rows[14].index() == rows[0].index() + 14);
+  for (std::size_t row = 0; row < 3; ++row) {
+    norm.forward(std::span<const Value<T>>(xs).subspan(row * 5, 5), std::span<Value<T>>(one));
+    for (std::size_t k = 0; k < 5; ++k) CHECK(sameBits(one[k].data(), rows[row * 5 + k].data()));
   }
   pool.rewind(Mark{});
 }
@@ -59,31 +80,35 @@ void attentionRecordHoldsItsHeads() {
   pool.rewind(Mark{});
   Rng rng(5);
   CausalSelfAttention<T> attention(6, 2, false, true, rng);
-  const NodeRange<T> x = sines<T>(3 * 6, 0.1);
+  const NodeRange<T> x = sines<T>(2 * 3 * 6, 0.1);  // two sequences of 3 tokens
   std::vector<Value<T>> xs(x.count), y(x.count);
   for (std::size_t k = 0; k < x.count; ++k) xs[k] = x[k];
   attention.forward(xs, 3, std::span<Value<T>>(y));
   const std::vector<Index> rows = nodesOf<T>(Op::AttentionRow);
-  CHECK(rows.size() == 3 * 6);
-  for (std::size_t n = 0; n < rows.size(); n += 3) {  // one head of one query per 3 outputs
-    const Index* record = pool.links() + pool.args()[rows[n]].a;
-    const auto head = readRecord<AttentionRecord<T>>(record);
-    CHECK(head.keys == n / 6 + 1 && head.headSize == 3 && head.firstOutput == rows[n]);
-    CHECK(sameBits(head.scale, T(1) / std::sqrt(T(3))));
-    CHECK(pool.ops()[head.query] == Op::LinearRow);
-    T total = 0;
-    for (std::size_t u = 0; u < head.keys; ++u) {
-      CHECK(pool.ops()[head.keyHeads(record)[u]] == Op::LinearRow && pool.ops()[head.valueHeads(record)[u]] == Op::LinearRow);
-      total += head.weight(record, u);
-    }
-    CHECK_CLOSE(total, 1.0, 1e-6);
-    for (std::size_t j = 0; j < head.headSize; ++j) {
-      const T* v = pool.values();
-      const T out = sum4<T>(head.keys, [](std::size_t u) { return static_cast<Index>(u); },
-                            [&](Index u) { return head.weight(record, u) * v[head.valueHeads(record)[u] + j]; });
-      CHECK(sameBits(out, v[rows[n] + j]));
-    }
-  }
+  CHECK(rows.size() == 2 * 3 * 6);  // the whole block: one node per output, one record
+  const Index* record = pool.links() + pool.args()[rows[0]].a;
+  const auto a = readRecord<AttentionRecord<T>>(record);
+  CHECK(a.sequences == 2 && a.tokens == 3 && a.heads == 2 && a.headSize == 3 && a.firstOutput == rows[0]);
+  CHECK(sameBits(a.scale, T(1) / std::sqrt(T(3))));
+  CHECK(pool.ops()[a.query] == Op::LinearRow && pool.ops()[a.key] == Op::LinearRow && pool.ops()[a.value] == Op::LinearRow);
+  const T* v = pool.values();
+  for (std::size_t s = 0; s < 2; ++s)
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t t = 0; t < 3; ++t) {
+        std::vector<T> p(3);
+        std::memcpy(p.data(), AttentionRecord<T>::weights(record) + ((s * 2 + h) * 9 + t * 3) * sizeof(T), 3 * sizeof(T));
+        T total = 0;
+        for (std::size_t u = 0; u < 3; ++u) {
+          CHECK(u <= t || p[u] == T(0));  // the causal mask
+          total += p[u];
+        }
+        CHECK_CLOSE(total, 1.0, 1e-6);
+        for (std::size_t j = 0; j < 3; ++j) {
+          T out = 0;
+          for (std::size_t u = 0; u <= t; ++u) out += p[u] * v[a.value + a.at(s, u, h) + j];
+          CHECK(sameBits(out, v[a.firstOutput + a.at(s, t, h) + j]));
+        }
+      }
   pool.rewind(Mark{});
 }
 
@@ -94,13 +119,16 @@ TEST_CASE("records: a constant and a record come back bit for bit, at any word")
   pool.rewind(Mark{});
   pool.appendLinks(1);
   const Index at = appendRecord<double>(-0.1);
-  const LayerNormRecord<double> norm{3, kNoIndex, 9, 12, 0.25, -1.0 / 3.0};
-  const Index normAt = appendRecord<double>(norm);
-  CHECK(at % 2 == 1 && kWords<LayerNormRecord<double>> == 8 && kWords<LayerNormRecord<float>> == 6);
+  const LayerNormRecord<double> norm{3, 1, kNoIndex, 9, 12};
+  const Index normAt = pool.appendLinks(norm.words());
+  writeRecord(pool.links() + normAt, norm);
+  LayerNormRecord<double>::setStats(pool.links() + normAt, 0, 0.25, -1.0 / 3.0);
+  CHECK(at % 2 == 1 && normAt % 2 == 1 && kWords<LayerNormRecord<double>> == 5 && norm.words() == 9);
   CHECK(sameBits(readRecord<double>(pool.links() + at), -0.1));
   const auto back = readRecord<LayerNormRecord<double>>(pool.links() + normAt);
-  CHECK(back.n == 3 && back.firstGain == kNoIndex && back.firstBias == 9 && back.firstOutput == 12);
-  CHECK(sameBits(back.mean, 0.25) && sameBits(back.scale, -1.0 / 3.0));
+  CHECK(back.n == 3 && back.rows == 1 && back.firstGain == kNoIndex && back.firstBias == 9 && back.firstOutput == 12);
+  const auto [mean, scale] = LayerNormRecord<double>::stats(pool.links() + normAt, 0);
+  CHECK(sameBits(mean, 0.25) && sameBits(scale, -1.0 / 3.0));
   pool.rewind(Mark{});
 }
 
@@ -144,9 +172,11 @@ TEST_CASE("records: a layer's rows over a block of tokens share one, with each t
 TEST_CASE("records: a layer norm's, float and double, reproduce its outputs") {
   layerNormRecordHoldsItsOutputs<float>();
   layerNormRecordHoldsItsOutputs<double>();
+  layerNormBlockHoldsItsRows<float>();
+  layerNormBlockHoldsItsRows<double>();
 }
 
-TEST_CASE("records: an attention head's, float and double, reproduce its outputs") {
+TEST_CASE("records: an attention block's, float and double, reproduce its outputs") {
   attentionRecordHoldsItsHeads<float>();
   attentionRecordHoldsItsHeads<double>();
 }

@@ -1,71 +1,130 @@
-"""What a machine makes of the stated 95%, read from A/A runs (`burtbench calibrate`): every engine ran
-beside an exact copy of itself in the same rounds (run --aa), so the truth of every copy/original ratio
-is ×1, and ×PLANTED where the copy's trials are scaled by it.
+"""What a machine makes of the stated 95%, read from several runs of one plan (`burtbench calibrate`), and
+what it adds beyond one run's rounds (harness/analysis/noise.py): the correlation of rounds within a run and
+a run's own shift of a factor.
 
-A run's rounds are cut into windows of WINDOW consecutive rounds, each read as a run of that many rounds
-would be read (a claim's few trials): one window is one case, so that a few minutes give many.
-- holds: the window's interval of copy / original holds ×1, paired by round, and by Welch's t;
-- run to run: the same engine (the original, and the copy apart) in a window of one run against the
-  same window of another run, Welch: what a rerun's interval holds of this one's;
-- answered: change.time_answer calls the pair faster or slower, without a floor, and with the floor
-  of the pair's neighbouring windows (the wider of the one before and the one after: a floor measured
-  around the answer's rounds by the same engine, as a versions run's own A/A pair measures it);
-- planted: over windows of the deciding rule's whole design (DESIGN's looks), the copy scaled by
-  PLANTED puts the truth on the boundary ×PLANTED, so a decision either way is an error;
-- rerun spread: how far each engine's factor over a whole run moved from one run to another.
-An honest 95% holds ×1 in at least 95% of cases and answers or decides in at most 5%.
+Every two engines measured at one point make a pair, its factor the ratio of their times: pairs of different
+engines (what a claim's factor is) and each engine beside its exact A/A copy (run --aa; true factor ×1). The
+machine's factor of a pair is what the runs agree on: the mean of the other runs' factors, so that no run
+judges its own case.
+- noise: the lag correlations of a pair's per-round log ratio within a run, and the run-to-run standard
+  deviation of its run factor beyond its rounds' share (method of moments, pooled over pairs); its degrees
+  of freedom are the runs less one, since a machine's state moves every pair of a run at once;
+- holds: an interval over WINDOW rounds of one run (a claim's planned trials) holds the machine's factor,
+  read with this run's rounds only (plain) and with the noise the other runs measured (the claims' rule);
+- planted: the other engine's trials scaled so that the machine's factor sits on a boundary, the deciding
+  rule (DESIGN's looks) decides it: any decision is an error;
+- answered: change.time_answer calls an A/A pair faster or slower, without a floor and with the floor of the
+  pair's neighbouring windows.
+A run's cases share its state, so every share is a mean of the runs' own shares, with a t interval over
+the runs: "short" where the whole interval lies on the wrong side of what 95% promises.
 """
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import statistics
 
+import numpy as np
 from scipy import stats
 
 from engines.base import AA_COPY, split_id
 from harness.analysis import change, coverage, effect
 from harness.analysis.compare import by_round
-from harness.analysis.points import PointKey, group, trial_time
+from harness.analysis.noise import PLAIN, Noise, from_record, log_ratios as _logs, measure
+from harness.analysis.points import group, trial_time
 from harness.analysis.stats import CONFIDENCE
-from harness.analysis.summary import format_seconds
+from harness.analysis.summary import format_seconds, shown_params
 from harness.machine.calibrations import factor, summary
 from harness.text import clean, markdown_cell
 
-WINDOW = 4  # rounds an interval is read over: a claim's planned trials and a deciding round
-PLANTED = 1.5  # the factor the copy's trials are scaled by, on the boundary at the same factor
+WINDOW = effect.MIN_TRIALS  # rounds an interval is read over: a claim's planned trials
+PLANTED = 1.5  # the factor the other engine's trials are scaled by, on the boundary at that factor
 DESIGN = coverage.DESIGN  # the deciding rounds' looks
-DESIGN_ROUNDS = DESIGN.first + DESIGN.most - 1  # one planted case's rounds: the first look's, then one a look
-# The rounds a run needs for every kind of case: two windows (a floor beside an answer), one design.
-MIN_ROUNDS = max(2 * WINDOW, DESIGN_ROUNDS)
+DESIGN_ROUNDS = DESIGN.first + effect.MAX_DECIDING_ROUNDS  # one planted case's rounds: the first look, its batch
+MIN_ROUNDS = max(3 * WINDOW, DESIGN_ROUNDS)  # a run's rounds: windows beside each other, one design
 # name: (what is counted, whether 95% promises at least CONFIDENCE of cases (else at most 1 - CONFIDENCE)).
 SHARES = {
-    "holds_paired": ("A/A intervals that hold ×1, paired by round, within a run", True),
-    "holds_welch": ("A/A intervals that hold ×1, Welch, within a run", True),
-    "holds_rerun": ("the same engine's intervals that hold ×1 from one run to the next, Welch", True),
+    "holds_noise": ("intervals that hold the machine's factor, with the noise the other runs measured "
+                    "(the claims' rule)", True),
+    "holds_plain": ("intervals that hold the machine's factor, from one run's rounds alone (no run level)", True),
+    "planted_noise": (f"planted boundary cases decided (×{PLANTED:g}, the deciding rule's looks, with the noise)",
+                      False),
+    "planted_plain": (f"planted boundary cases decided (×{PLANTED:g}, the deciding rule's looks, no run level)",
+                      False),
     "answered_with_floor": ("A/A pairs answered faster or slower, with a floor (the pair's neighbouring rounds)",
                             False),
     "answered_without_floor": ("A/A pairs answered faster or slower, without a floor", False),
-    "planted_decided": (f"planted boundary cases decided (the copy ×{PLANTED:g}, the deciding rule's looks)", False),
 }
-SHORT_P = 0.05  # a share whose binomial p against its promise is below this falls short of it
+Pair = tuple  # (point key of the first engine, the second engine's id)
 
 
-def pairs(trials: list[dict]) -> dict[PointKey, tuple[dict, dict]]:
-    """{the original's point: (its time per trial by round, its copy's)} of one run's A/A pairs."""
-    points = group(trials)
+def pairs(trials: list[dict]) -> dict[Pair, tuple[dict, dict]]:
+    """{(first engine's point, second engine): (first's time by round, second's)} of every two engines measured
+    at one point of one run: A/A copies beside their originals, and different engines."""
+    by_point: dict[tuple, list] = {}
+    for key, point in group(trials).items():
+        by_point.setdefault((key.workload, key.params), []).append((key, by_round(point, trial_time)))
     found = {}
-    for key, point in points.items():
-        base, env = split_id(key.engine)
-        if env.endswith(AA_COPY):
-            left = env.removesuffix(AA_COPY)
-            original = key._replace(engine=f"{base}@{left}" if left else base)
-            if original in points:
-                found[original] = (by_round(points[original], trial_time), by_round(point, trial_time))
+    for members in by_point.values():
+        for (key_a, a), (key_b, b) in itertools.combinations(sorted(members, key=lambda m: m[0].engine), 2):
+            if len(set(a) & set(b)) >= WINDOW:
+                found[(key_a, key_b.engine)] = (a, b)
     return found
 
 
-def _spans(rounds, size: int) -> list[list]:
+def is_copy(pair: Pair) -> bool:
+    """An engine beside its own A/A copy: the true factor is ×1."""
+    (key, other) = pair
+    base, env = split_id(other)
+    return env.endswith(AA_COPY) and key.engine == (f"{base}@{env.removesuffix(AA_COPY)}"
+                                                    if env.removesuffix(AA_COPY) else base)
+
+
+def _machine_factor(runs: list[dict], index: int, pair: Pair) -> float | None:
+    """The pair's factor over every run but `index`: what the machine gives, judged apart from that run."""
+    logs = [_logs(*run[pair])[1].mean() for k, run in enumerate(runs) if k != index and pair in run]
+    return math.exp(float(np.mean(logs))) if logs else None
+
+
+class Cases:
+    """Each share's outcomes, by run and by pair."""
+
+    def __init__(self):
+        self.seen: dict[str, dict[tuple[int, Pair], list[bool]]] = {name: {} for name in SHARES}
+
+    def add(self, name: str, run: int, pair: Pair, outcome: bool | None) -> None:
+        if outcome is not None:
+            self.seen[name].setdefault((run, pair), []).append(outcome)
+
+    def share(self, name: str, pair: Pair | None = None) -> dict:
+        """The share over the runs: each run's share, their mean and a t interval over runs (a run's cases
+        move together); short where the interval lies wholly on the wrong side of the promise."""
+        per_run: dict[int, list[bool]] = {}
+        for (run, p), found in self.seen[name].items():
+            if pair in (None, p):
+                per_run.setdefault(run, []).extend(found)
+        at_least = SHARES[name][1]
+        promise = CONFIDENCE if at_least else 1 - CONFIDENCE
+        shares = [sum(o) / len(o) for o in per_run.values() if o]
+        cases = sum(len(o) for o in per_run.values())
+        count = sum(sum(o) for o in per_run.values())
+        mean = float(np.mean(shares)) if shares else None
+        low = high = None
+        if len(shares) >= 2:
+            half = float(stats.t.ppf((1 + CONFIDENCE) / 2, len(shares) - 1)) * float(np.std(shares, ddof=1)) / \
+                math.sqrt(len(shares))
+            low, high = max(mean - half, 0.0), min(mean + half, 1.0)
+        short = high is not None and (high < promise if at_least else low > promise)
+        return {"share": mean, "count": int(count), "cases": cases, "runs": [round(s, 4) for s in shares],
+                "low": low, "high": high, "promise": f"{'≥' if at_least else '≤'} {promise:.0%}", "short": short}
+
+
+def _holds(e: effect.Effect, truth: float) -> bool | None:
+    return None if e.low is None or effect.unbounded(e) else e.low <= truth <= e.high
+
+
+def _windows(rounds, size: int) -> list[list]:
     ordered = sorted(rounds)
     return [ordered[i:i + size] for i in range(0, len(ordered) - size + 1, size)]
 
@@ -74,132 +133,123 @@ def _keep(sample: dict, rounds: list) -> dict:
     return {r: sample[r] for r in rounds if r in sample}
 
 
-def _holds(e: effect.Effect) -> bool | None:
-    """Whether the interval holds ×1; None (no case) where it gives none."""
-    return None if e.low is None or effect.unbounded(e) else e.low <= 1 <= e.high
+def judged(cases: Cases, runs: list[dict], index: int, noise: Noise, threshold: float) -> None:
+    """Run `index`'s pairs, window by window, against the machine's factor the other runs give."""
+    for pair, (a, b) in runs[index].items():
+        truth = 1.0 if is_copy(pair) else _machine_factor(runs, index, pair)
+        if truth is None:
+            continue
+        for window in _windows(set(a) & set(b), WINDOW):
+            wa, wb = _keep(a, window), _keep(b, window)
+            cases.add("holds_plain", index, pair, _holds(effect.effect(wa, wb), truth))
+            cases.add("holds_noise", index, pair, _holds(effect.effect(wa, wb, noise=noise), truth))
+        for span in _windows(set(a) & set(b), DESIGN_ROUNDS):
+            scaled = {r: v * PLANTED for r, v in _keep(b, span).items()}
+            for name, used in (("planted_plain", PLAIN), ("planted_noise", noise)):
+                decision, _ = effect.sequential(_keep(a, span), scaled, (truth * PLANTED,), DESIGN, noise=used)
+                cases.add(name, index, pair, decision.decided)
+        if is_copy(pair):
+            answered(cases, index, pair, a, b, threshold)
 
 
-def _answered(e: effect.Effect, floor: change.Floor | None, threshold: float) -> bool | None:
-    kind = change.time_answer(e, floor, threshold).kind
-    return None if kind == "not measured" else kind in ("faster", "slower")
-
-
-class Cases:
-    """Each share's outcomes, by the original's point."""
-
-    def __init__(self):
-        self.seen: dict[str, dict[PointKey, list[bool]]] = {name: {} for name in SHARES}
-
-    def add(self, name: str, key: PointKey, outcome: bool | None) -> None:
-        if outcome is not None:
-            self.seen[name].setdefault(key, []).append(outcome)
-
-    def share(self, name: str, key: PointKey | None = None) -> dict:
-        outcomes = [o for k, found in self.seen[name].items() if key in (None, k) for o in found]
-        at_least = SHARES[name][1]
-        promise = CONFIDENCE if at_least else 1 - CONFIDENCE
-        count, cases = int(sum(outcomes)), len(outcomes)
-        p = float(stats.binomtest(count, cases, promise, "less" if at_least else "greater").pvalue) if cases else None
-        return {"share": count / cases if cases else None, "count": count, "cases": cases,
-                "promise": f"{'≥' if at_least else '≤'} {promise:.0%}", "p": p,
-                "short": p is not None and p < SHORT_P}
-
-
-def within(cases: Cases, key: PointKey, a: dict, b: dict, threshold: float) -> None:
-    """One run's A/A pair, window by window: its intervals and its answers."""
-    spans = _spans(set(a) & set(b), WINDOW)
+def answered(cases: Cases, index: int, pair: Pair, a: dict, b: dict, threshold: float) -> None:
+    spans = _windows(set(a) & set(b), WINDOW)
     aa = [effect.effect(_keep(a, span), _keep(b, span)) for span in spans]
-    for k, span in enumerate(spans):
-        cases.add("holds_paired", key, _holds(aa[k]))
-        cases.add("holds_welch", key, _holds(effect.effect(_keep(a, span), _keep(b, span), paired=False)))
-        cases.add("answered_without_floor", key, _answered(aa[k], None, threshold))
+    for k in range(len(spans)):
+        kind = change.time_answer(aa[k], None, threshold).kind
+        cases.add("answered_without_floor", index, pair, None if kind == "not measured" else kind in ("faster", "slower"))
         floor = change.wider(*(change.floor_of(aa[n], "the neighbouring rounds") for n in (k - 1, k + 1)
                                if 0 <= n < len(aa)))
         if floor is not None:
-            cases.add("answered_with_floor", key, _answered(aa[k], floor, threshold))
+            kind = change.time_answer(aa[k], floor, threshold).kind
+            cases.add("answered_with_floor", index, pair, None if kind == "not measured" else kind in ("faster", "slower"))
 
 
-def planted(cases: Cases, key: PointKey, a: dict, b: dict) -> None:
-    """One run's A/A pair, the copy scaled by PLANTED, decided by the deciding rule over each of its windows
-    of the design's rounds."""
-    for span in _spans(set(a) & set(b), DESIGN_ROUNDS):
-        scaled = {r: v * PLANTED for r, v in _keep(b, span).items()}
-        decision, _ = effect.sequential(_keep(a, span), scaled, (PLANTED,), DESIGN)
-        cases.add("planted_decided", key, decision.decided)
-
-
-def calibrate(runs: list[list[dict]], threshold: float) -> dict:
+def calibrate(runs_trials: list[list[dict]], threshold: float) -> dict:
     """The calibration of the runs' trials (threshold: the change a "same" answer is asked about)."""
-    cases, found = Cases(), [pairs(trials) for trials in runs]
-    for run in found:
-        for key, (a, b) in run.items():
-            within(cases, key, a, b, threshold)
-            planted(cases, key, a, b)
-    moved = []
-    for first, second in itertools.combinations(found, 2):
-        for key in first.keys() & second.keys():
-            for x, y in zip(first[key], second[key]):  # the original, then the copy
-                for span_x, span_y in zip(_spans(x, WINDOW), _spans(y, WINDOW)):
-                    cases.add("holds_rerun", key, _holds(effect.effect(_keep(x, span_x), _keep(y, span_y),
-                                                                       paired=False)))
-                factor = effect.effect(x, y, paired=False).estimate
-                if factor:
-                    moved.append(abs(math.log(factor)))
-    keys = list(dict.fromkeys(key for run in found for key in run))
+    runs = [pairs(trials) for trials in runs_trials]
+    cases = Cases()
+    for index in range(len(runs)):
+        others = [run for k, run in enumerate(runs) if k != index]
+        judged(cases, runs, index, measure(others, WINDOW) if len(others) >= 2 else PLAIN, threshold)
+    moved = [abs(float(_logs(*x[pair])[1].mean() - _logs(*y[pair])[1].mean()))
+             for x, y in itertools.combinations(runs, 2) for pair in x.keys() & y.keys() if not is_copy(pair)]
+    noise = measure(runs, WINDOW, source="measured by `burtbench calibrate`")
+    keys = list(dict.fromkeys(pair for run in runs for pair in run))
     return {"confidence": CONFIDENCE, "window": WINDOW, "planted_factor": PLANTED, "design": DESIGN.text(),
+            "noise": noise.record(), "runs_count": len(runs),
             "shares": {name: cases.share(name) for name in SHARES},
             "rerun_spread": {"median": math.exp(statistics.median(moved)), "largest": math.exp(max(moved)),
                              "cases": len(moved)} if moved else None,
-            "points": [point_row(cases, key, [run[key][0] for run in found if key in run]) for key in keys]}
+            "points": [point_row(cases, pair, runs) for pair in keys]}
 
 
-BY_POINT = ("holds_paired", "holds_welch", "holds_rerun", "planted_decided")  # the page's columns by point
+BY_POINT = ("holds_noise", "holds_plain", "planted_noise")  # the page's columns by pair
 
 
-def point_row(cases: Cases, key: PointKey, times: list[dict]) -> dict:
-    """One original's point: its step (the geometric mean of its trials' times) and its cases, [count, cases]."""
-    values = [v for sample in times for v in sample.values() if v > 0]
-    shares = {name: cases.share(name, key) for name in BY_POINT}
-    return {"engine": key.engine, "workload": key.workload, "params": key.params,
+def point_row(cases: Cases, pair: Pair, runs: list[dict]) -> dict:
+    """One pair: its step (the first engine's geometric mean time), its factor over the runs, its cases."""
+    key, other = pair
+    values = [v for run in runs if pair in run for v in run[pair][0].values() if v > 0]
+    logs = [float(_logs(*run[pair])[1].mean()) for run in runs if pair in run]
+    return {"engine": key.engine, "other": other, "workload": key.workload, "params": key.params,
             "step_s": float(stats.gmean(values)) if values else None,
-            **{name: [share["count"], share["cases"]] for name, share in shares.items()}}
+            "factor": math.exp(float(np.mean(logs))) if logs else None,
+            **{name: [cases.share(name, pair)["count"], cases.share(name, pair)["cases"]] for name in BY_POINT}}
+
+
+def _share_cell(s: dict) -> str:
+    if not s["cases"]:
+        return "n/a | 0 | | no case"
+    interval = f"[{s['low']:.1%}, {s['high']:.1%}]" if s["low"] is not None else "(one run)"
+    reading = "short of it" if s["short"] else "consistent with it"
+    return f"{s['share']:.1%} {interval} | {s['cases']} in {len(s['runs'])} runs | {s['promise']} | {reading}"
 
 
 def page(record: dict) -> str:
-    """calibration.md: each share, its cases and what 95% promises; then by point; then the runs."""
-    shares = record["shares"]
-    lines = [f"# Calibration: {clean(str(record.get('machine', {}).get('cpu_model')))}, "
-             f"{clean(str(record.get('machine', {}).get('os')))}", "",
-             f"Made {clean(str(record.get('created_at')))} by "
-             f"`burtbench calibrate --minutes {record.get('minutes'):g}`. "
-             f"{summary(record)}.", "",
-             f"Every engine ran beside an exact copy of itself in the same rounds, so every true factor is ×1. "
-             f"An interval is read over {record['window']} rounds, as a claim's few trials are; the deciding "
-             f"rule: {record['design']}.", "",
-             "| what is counted | share | cases | 95% promises | reading |", "|---|---:|---:|---:|---|"]
+    """calibration.md: the noise measured, each share over the runs, then by pair, then the runs."""
+    machine = record.get("machine", {})
+    measured = from_record(record.get("noise"), "")
+    lines = [f"# Calibration: {clean(str(machine.get('host')))}, {clean(str(machine.get('cpu_model')))}, "
+             f"{clean(str(machine.get('os')))}, core {clean(str(machine.get('cpu')))}", "",
+             f"Made {clean(str(record.get('created_at')))} by `burtbench calibrate --minutes {record.get('minutes'):g}` "
+             f"over {record.get('runs_count')} runs. {summary(record)[:1].upper()}{summary(record)[1:]}.", "",
+             "## What this machine adds beyond one run's rounds", "",
+             *(["- The record's noise is damaged or of an older kind: runs here use the assumed one until "
+                "`burtbench calibrate` is run again."] if measured is None else [
+                 f"- A run's factor moves by ×/÷{math.exp(measured.between_sd):.3f} (one standard deviation) from run "
+                 f"to run beyond what its rounds show, measured over {record.get('runs_count')} runs "
+                 f"({measured.between_df:g} degrees of freedom).",
+                 "- Rounds of one pair correlate by " + ", ".join(f"{measured.rho(k):.2f}" for k in range(1, 5)) +
+                 " at lags 1 to 4 (a state that lasts several rounds).",
+                 "- Every claim's interval of a run on this machine and core adds both "
+                 "(harness/analysis/noise.py), so that its 95% answers what another run here would give."]), "",
+             "## How often the rules hold here", "",
+             f"Every two engines at a point make a pair: different engines (a claim's factor) and each engine beside "
+             f"its A/A copy (true factor ×1). The machine's factor of a pair is the mean of the other runs' factors. "
+             f"An interval is read over {record['window']} rounds, as a claim's planned trials are; the deciding rule: "
+             f"{record['design']}. Each share is the mean of the runs' own shares, with a 95% interval over the runs "
+             "(a run's cases move together).", "",
+             "| what is counted | share [over runs] | cases | 95% promises | reading |", "|---|---:|---:|---:|---|"]
     for name, (words, _) in SHARES.items():
-        s = shares[name]
-        reading = "no case" if not s["cases"] else (f"short of it (binomial p = {s['p']:.2g})" if s["short"]
-                                                     else "consistent with it")
-        value = f"{s['share']:.1%}" if s["share"] is not None else "n/a"
-        lines.append(f"| {words} | {value} | {s['cases']} | {s['promise']} | {reading} |")
+        lines.append(f"| {words} | {_share_cell(record['shares'][name])} |")
     spread = record.get("rerun_spread")
-    lines += ["", f"Reruns here moved an engine's factor by {factor(spread['median'])} (median) and "
-                  f"{factor(spread['largest'])} at most, over {spread['cases']} engines' points and pairs of runs."
-              if spread else "Reruns: fewer than two runs measured the same point.", "",
-              "| engine | workload | point | step | paired | Welch | run to run | planted decided |",
-              "|---|---|---|---:|---:|---:|---:|---:|"]
+    lines += ["", f"Reruns here moved a factor of two engines by {factor(spread['median'])} (median) and "
+                  f"{factor(spread['largest'])} at most, over {spread['cases']} pairs and pairs of runs."
+              if spread else "Reruns: fewer than two runs measured the same pair.", "",
+              "| engine | over | workload | point | step | factor | holds (noise) | holds (plain) | planted decided |",
+              "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for row in record["points"]:
         counts = " | ".join(f"{row[name][0]}/{row[name][1]}" for name in BY_POINT)
         step = format_seconds(row["step_s"]) if row["step_s"] else "n/a"
-        where = " | ".join(markdown_cell(row[name]) for name in ("engine", "workload", "params"))
-        lines.append(f"| {where} | {step} "
-                     f"| {counts} |")
+        fx = f"×{row['factor']:.3g}" if row.get("factor") else "n/a"
+        where = " | ".join(markdown_cell(text) for text in (row["engine"], row["other"], row["workload"],
+                                                            shown_params(row["workload"], json.loads(row["params"])).strip() or "—"))
+        lines.append(f"| {where} | {step} | {fx} | {counts} |")
     lines += ["", "Runs (each a normal `burtbench run --aa` folder):", ""]
     lines += [f"- {clean(str(run))}" for run in record.get("runs", [])]
     if record.get("simulation"):
         lines += ["", "## What the rules promise, simulated", "",
-                  "The same rules on synthetic trials whose truth is known (harness/analysis/coverage.py: log-normal, "
-                  "t3 tails and drift between rounds, 3 to 12 trials a side; runs shifted by a run-level factor), "
-                  "seeded:", "", coverage.markdown([coverage.Result(**r) for r in record["simulation"]]).rstrip()]
+                  "The same rules on synthetic trials whose truth is known (harness/analysis/coverage.py), seeded:",
+                  "", coverage.markdown([coverage.Result(**r) for r in record["simulation"]]).rstrip()]
     return "\n".join(lines) + "\n"

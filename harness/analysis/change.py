@@ -9,8 +9,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.analysis.effect import MIN_TRIALS, Effect, decide, unbounded
+import numpy as np
+from scipy import stats
 
+from harness.analysis.effect import MIN_TRIALS, MOST_MORE, Effect, decide, unbounded
+from harness.analysis.stats import CONFIDENCE
+
+# The change an answer is asked to decide by default ("same" is within it; a floor wider than it decides
+# nothing): `compare --change PCT` asks about another size.
+ASKED_CHANGE = 0.05
+
+
+def asked(pct: float | None) -> float:
+    """The change asked about, as a share: `--change PCT`, else ASKED_CHANGE."""
+    return ASKED_CHANGE if pct is None else pct / 100
 # Instruction counts repeat to within this share (measured: 0.03%): a smaller difference is none.
 INSTRUCTIONS_TOLERANCE = 0.005
 
@@ -21,9 +33,22 @@ class Floor:
     interval reaches at most ×/÷factor from 1, the smallest change this machine tells apart now."""
     factor: float
     pair: str  # the variant whose A/A pair measured it
+    spread: float | None = None  # sd of one round's log ratio: what rounds narrow
+    n: int = 0  # the rounds it was measured over
 
     def text(self) -> str:
         return f"×/÷{self.factor:.3g} (A/A of {self.pair})"
+
+    def rounds_for(self, change: float) -> int | None:
+        """The rounds at which, with the spread seen, the floor would be narrower than a change of `change`
+        (a share): an exact copy's ratio is ×1, so rounds narrow the floor as they narrow its interval;
+        None where more than MOST_MORE more would be needed."""
+        if not self.spread or math.isinf(self.factor):
+            return None
+        room = math.log1p(change)
+        n = np.arange(max(self.n, MIN_TRIALS), self.n + MOST_MORE + 1)
+        narrow = np.nonzero(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1) * self.spread / np.sqrt(n) < room)[0]
+        return int(n[narrow[0]]) if len(narrow) else None
 
 
 # Why an answer has no floor, in its words "(no A/A floor: …)".
@@ -41,7 +66,7 @@ def floor_of(aa: Effect, pair: str) -> Floor | None:
         return None
     if unbounded(aa):  # a pair that bounds nothing leaves every change inside the noise
         return Floor(math.inf, pair)
-    return Floor(max(aa.high, 1 / aa.low), pair)
+    return Floor(max(aa.high, 1 / aa.low), pair, aa.spread, aa.n)
 
 
 def wider(*floors: Floor | None) -> Floor | None:
@@ -56,6 +81,7 @@ class Answer:
     text: str
     decided_by: str = ""  # "time", "instructions", "time and instructions"; "" when undecided
     more: int | None = None  # rounds that would decide it, where undecided and more can
+    trials: int | None = None  # the --trials N (per point) that would decide it, where more rounds can
 
 
 def _percent(x: float) -> str:
@@ -66,6 +92,11 @@ def _span(e: Effect) -> str:
     return f"[{e.low:.3f}, {e.high:.3f}]"
 
 
+def _ratio(e: Effect) -> str:
+    """B/A with its 95% interval, as every answer states it."""
+    return f"B/A {e.estimate:.3f} {_span(e)}" if e.low is not None else f"B/A {e.estimate:.3g}"
+
+
 def _trials(n: int) -> str:
     return f"{n} trial{'s' if n != 1 else ''} a side"
 
@@ -74,12 +105,13 @@ def time_answer(e: Effect, floor: Floor | None, threshold: float, without: str =
     """Wall time alone: faster or slower where the whole interval lies beyond the floor (beyond ×1
     without one); the same where it lies within the floor and that floor is narrower than the change
     the user asks about (1 + threshold; without a floor, within the threshold itself); else undecided,
-    with what would decide it. `without`: why there is no floor, said after every answer that has
-    none ('' where no floor applies: memory, init time)."""
+    with what would decide it. Every answer states B/A with its interval and the floor it was held to.
+    `without`: why there is no floor, said after every answer that has none ('' where no floor
+    applies: memory, init time)."""
     answer = _by_time(e, floor, threshold)
     if floor or not without or answer.kind == "not measured":
         return answer
-    return Answer(answer.kind, f"{answer.text} (no A/A floor: {without})", answer.decided_by, answer.more)
+    return Answer(answer.kind, f"{answer.text} (no A/A floor: {without})", answer.decided_by, answer.more, answer.trials)
 
 
 def _by_time(e: Effect, floor: Floor | None, threshold: float) -> Answer:
@@ -89,24 +121,30 @@ def _by_time(e: Effect, floor: Floor | None, threshold: float) -> Answer:
         return Answer("undecided", f"undecided: {_span(e) if e.low is not None else f'×{e.estimate:.3g}'} "
                                    f"{unbounded(e)}: it bounds no change")
     if e.low is None:
-        return Answer("undecided", f"undecided: {_trials(e.n)} ({MIN_TRIALS} give an interval)",
-                      more=MIN_TRIALS - e.n)
+        return Answer("undecided", f"undecided: {_ratio(e)}, {_trials(e.n)} ({MIN_TRIALS} give an interval)",
+                      more=MIN_TRIALS - e.n, trials=MIN_TRIALS)
     change = 1 + threshold
     edge = floor.factor if floor else 1.0
+    beyond = f", beyond the floor {floor.text()}" if floor else ""
     if e.high < 1 / edge:
-        return Answer("faster", f"faster by {_percent(1 - e.estimate)} {_span(e)}", "time")
+        return Answer("faster", f"faster by {_percent(1 - e.estimate)}: {_ratio(e)}{beyond}", "time")
     if e.low > edge:
-        return Answer("slower", f"slower by {_percent(e.estimate - 1)} {_span(e)}", "time")
+        return Answer("slower", f"slower by {_percent(e.estimate - 1)}: {_ratio(e)}{beyond}", "time")
     if floor and floor.factor > change:
-        return Answer("undecided", f"undecided: the floor {floor.text()} is wider than the {_percent(threshold)} "
-                                   "change asked about (more rounds narrow it)")
+        rounds = floor.rounds_for(threshold)
+        how = (f"--trials {rounds} would narrow it" if rounds else
+               f"more than {MOST_MORE} more rounds would be needed to narrow it")
+        return Answer("undecided", f"undecided: {_ratio(e)}; the floor {floor.text()} is wider than the "
+                                   f"{_percent(threshold)} change asked about: {how}", trials=rounds)
     if 1 / change <= e.low and e.high <= change:
         within = f"the floor {floor.text()}" if floor else f"±{_percent(threshold)}"
-        return Answer("same", f"same within {within} {_span(e)}", "time")
+        return Answer("same", f"same within {within}: {_ratio(e)}", "time")
     decision = decide(e, tuple(sorted({1 / edge, edge, 1 / change, change})))
     more = f"; ≈ {decision.more} more trials a side would decide it" if decision.more else ""
-    return Answer("undecided", f"undecided: {_span(e)} spans {' and '.join(f'×{b:.3g}' for b in decision.straddles)}"
-                               f"{more}", more=decision.more)
+    held = f" (the floor {floor.text()})" if floor else ""
+    return Answer("undecided", f"undecided: {_ratio(e)} spans {' and '.join(f'×{b:.3g}' for b in decision.straddles)}"
+                               f"{held}{more}", more=decision.more,
+                  trials=e.n + decision.more if decision.more else None)
 
 
 def change_answer(time: Effect, floor: Floor | None, threshold: float, instructions: Effect | None = None,

@@ -105,6 +105,7 @@ def compare_row(a: Point, b: Point, pair: bool, floor: change.Floor | None, thre
            **fields("mem", memory, geo(a, lambda t: measure(t, "peak_resident_bytes")),
                     geo(b, lambda t: measure(t, "peak_resident_bytes")), memory_answer(memory)),
            "answer": answer.kind, "answer_text": answer.text, "decided_by": answer.decided_by,
+           "decide_with": answer.trials,
            "floor": floor.factor if floor else None, "floor_pair": floor.pair if floor else None}
     return row, time
 
@@ -200,9 +201,10 @@ def sort_key(key) -> tuple:
             key.engine)
 
 
-def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str | None = None) -> dict:
+def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str | None = None,
+                 threshold: float = change.ASKED_CHANGE) -> dict:
     """A plain, JSON-ready comparison of two runs (see the module docstring), or of two
-    environments (--env SPEC) of one run or two."""
+    environments (--env SPEC) of one run or two; `threshold`: the change asked about (--change)."""
     a, b = load_run(Path(run_a)), load_run(Path(run_b))
     if a.timing != b.timing:
         raise UsageError(f"run A was timed with --timing {a.timing}, run B with --timing {b.timing}: their "
@@ -223,7 +225,6 @@ def compare_runs(run_a: Path, run_b: Path, env_a: str | None = None, env_b: str 
     if not common:
         raise UsageError(f"{a.run_id}{'@' + env_a if env_a else ''} and {b.run_id}{'@' + env_b if env_b else ''} "
                          "have no (engine, workload, point) in common: nothing to compare")
-    threshold = b.plan.noise_threshold
     rows, by_workload = [], {}
     for key in sorted(common, key=sort_key):
         pa, pb = points_a[key], points_b[key]

@@ -1,6 +1,7 @@
 """`burtbench compare`'s answer as a person reads it: a terminal table, Markdown, or JSON.
 
-Nothing is cut. A terminal too narrow for the table's least width gets one block per row instead,
+The terminal leads with the decided answers and counts the rest (undecided, not measured), with the
+--trials that would decide most of them; --format md and json hold every row. A terminal too narrow for the table's least width gets one block per row instead,
 every column a line of its own, and says so; a column the terminal view leaves out is named under it.
 """
 from __future__ import annotations
@@ -38,13 +39,6 @@ NARROW = {2: 16, 4: 12, 5: 12, 7: 16}
 ANSWER_WIDTH = (26, 44)
 
 
-def answer_cell(ratio: float | None, text: str) -> str:
-    """The answer, after its ratio where its words do not give one (same, undecided): '1.012, undecided: …'."""
-    if ratio is None or not text.startswith(("undecided", "same")):
-        return text
-    return f"{ratio_text(ratio, None)}, {text}"
-
-
 def arrow(a: str, b: str) -> str:
     return "—" if a in ("—", "n/a") and b in ("—", "n/a") else f"{a} → {b}"
 
@@ -68,14 +62,14 @@ def table_rows(result: dict) -> list[list[str]]:
         instr = "—" if row["instr_ratio"] is None else f"{row['instr_ratio']:.4f}"
         rows.append([point_text(row, shown), labels.get(row["engine"], row["engine"]),
                      arrow(format_seconds(row["time_a"], "n/a"), format_seconds(row["time_b"], "n/a")),
-                     answer_cell(row["time_ratio"], row["answer_text"]), row["decided_by"] or "—", instr,
+                     row["answer_text"], row["decided_by"] or "—", instr,
                      arrow(mib(row["mem_a"]), mib(row["mem_b"])),
                      row["mem_verdict"] if row["mem_verdict"].startswith(("smaller", "larger", "undecided"))
                      else f"{ratio_text(row['mem_ratio'], None)} {row['mem_verdict']}"])
     for workload, mean in sorted(result["geomean"].items()):
         if mean["n"] < 2:  # the one row says it already
             continue
-        rows.append([workload, f"geo. mean of {mean['n']}", "", answer_cell(mean["ratio"], mean["answer_text"]),
+        rows.append([workload, f"geo. mean of {mean['n']}", "", mean["answer_text"],
                      mean["decided_by"] or "—", "",
                      "", ""])
     return rows
@@ -103,8 +97,8 @@ def _preamble(result: dict) -> list[str]:
     lines = [f"A = {result['run_a']['run_id']}, B = {result['run_b']['run_id']}. {result['method']}."]
     lines.append(f"Answer: faster/slower where the whole interval lies beyond the A/A floor (beyond ×1 without one, "
                  "which the answer says); "
-                 f"same where it lies within a floor narrower than ±{result['threshold']:.0%} (the run's "
-                 "--noise-threshold); else undecided, with what would decide it. Instructions decide where time "
+                 f"same where it lies within a floor narrower than ±{result['threshold']:.0%} (the change "
+                 "asked about, --change); else undecided, with what would decide it. Instructions decide where time "
                  "cannot.")
     _, legend = short_ids([row["engine"] for row in result["rows"]])
     if legend:
@@ -131,13 +125,41 @@ def _markdown(result: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+DECIDED = ("faster", "slower", "same", "failed")  # a wrong program's row is named whatever else is cut
+
+
+def decided(result: dict) -> dict:
+    """The comparison cut to its decided answers (and rows whose check failed), for the terminal."""
+    return {**result, "rows": [r for r in result["rows"] if r["answer"] in DECIDED],
+            "geomean": {w: m for w, m in result["geomean"].items() if m["decided_by"]}}
+
+
+def rest_line(result: dict) -> str:
+    """How many rows the terminal leaves out, what they are, and the --trials that would decide most of them."""
+    rest = [r for r in result["rows"] if r["answer"] not in DECIDED]
+    if not rest:
+        return ""
+    kinds = {kind: sum(r["answer"] == kind for r in rest) for kind in dict.fromkeys(r["answer"] for r in rest)}
+    shown = len(result["rows"]) - len(rest)
+    line = (f"{shown} of {len(result['rows'])} rows decided{', shown above' if shown else ''}; the rest: "
+            + ", ".join(f"{n} {kind}" for kind, n in kinds.items()))
+    wanting = [r["decide_with"] for r in rest if r.get("decide_with")]
+    if wanting:
+        need = max(wanting, key=wanting.count)
+        line += (f"; rerun {'the run' if result['paired'] else 'both runs'} with --trials {need}: "
+                 f"{sum(w <= need for w in wanting)} of them need that many or fewer, by their spread")
+    return line + "; every row: --format md or json"
+
+
 def _terminal(result: dict) -> str:
-    """One block per point (its name on a line of its own), one line per engine where the width allows:
-    engines and numbers are never cut, the answer's words wrap. Where even that cannot fit, one block
-    per row, a line per column."""
+    """The decided answers first, one block per point (its name on a line of its own), one line per
+    engine where the width allows: engines and numbers are never cut, the answer's words wrap. Where
+    even that cannot fit, one block per row, a line per column. Then a count of the rest."""
     from rich.console import Console
     from rich.table import Table
 
+    rest = rest_line(result)
+    result = decided(result)
     rows = table_rows(result)
     keep = [i for i in shown_columns(rows) if i not in (0, 6)]  # the memory's ratio and answer say enough
     table = Table(title="burtbench compare: B relative to A", padding=(0, 1), collapse_padding=True,
@@ -158,15 +180,19 @@ def _terminal(result: dict) -> str:
     console = Console(file=buffer, width=width, color_system=None)
     for text in _preamble(result):
         console.print(text, markup=False, highlight=False)
+    if not rows:
+        console.print("burtbench compare: no row decided", markup=False, highlight=False)
     # Below its least width rich would fold numbers mid-digit and crop the columns past the edge.
-    if natural_width(console, table) <= width:
+    elif natural_width(console, table) <= width:
         console.print(table)
         if 6 in shown_columns(rows):
             console.print(f"{HEADERS[6]}: in --format md and json.", highlight=False)
-        return buffer.getvalue()
-    console.print(f"burtbench compare: B relative to A (one block per row: a table does not fit {width} columns)",
-                  markup=False, highlight=False)
-    buffer.write("".join(_block(cells, keep, width) for cells in rows))
+    else:
+        console.print(f"burtbench compare: B relative to A (one block per row: a table does not fit {width} columns)",
+                      markup=False, highlight=False)
+        console.file.write("".join(_block(cells, keep, width) for cells in rows))
+    if rest:
+        console.print(rest, markup=False, highlight=False)
     return buffer.getvalue()
 
 

@@ -3,7 +3,10 @@ which side of each boundary (×1, the paper's factor, a noise floor) that whole 
 
 The unit of repetition is the trial (one process): each sample holds one value per trial, keyed by
 its round (the plan runs every engine once per round, harness/planning/plan.py). Steps inside one
-process are not independent samples and never enter here.
+process are not independent samples and never enter here. What repeats at a higher level, the run, is
+carried by the machine's Noise (harness/analysis/noise.py): the rounds' correlation widens the spread of
+their mean, and the run's own shift is added to the interval's variance, so that with the machine's
+calibration an interval holds the factor another run here would give.
 
 - Paired, where the two samples share at least MIN_TRIALS rounds: the per-round ratios B_i / A_i
   cancel what drifts between rounds; the estimate is their geometric mean and the interval a t
@@ -21,22 +24,24 @@ decides nothing.
 Looking again after every added round would spend the 5% error once per look (a boundary case
 decided 17.7% of the time after 8 looks at a nominal 95%). `Looks` is the declared sequential
 design every interval of a claim is computed at: the first look (the plan's trials) spends
-FIRST_SHARE of the error, the added looks (rounds for undecided claims, --adaptive's trials) share
-the rest at one nominal level (Pocock-type), found from the joint law of the looks' t statistics
-under normal noise, so that the error over all the looks is the stated one. `sequential` is that
-rule run over a sample's rounds in order.
+FIRST_SHARE of the error. Rounds for undecided claims come as one batch, sized to decide, at one
+second look that spends the rest (Bonferroni: it holds whatever the noise, and the batch's rounds
+narrow it where one round a look could not); --adaptive's trials, one a look, share the rest at one
+nominal level (Pocock-type), found from the joint law of the looks' t statistics under normal noise.
+`sequential` is that rule run over a sample's rounds in order.
 """
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 from scipy import stats
 
+from harness.analysis.noise import PLAIN, Noise, satterthwaite
 from harness.analysis.stats import CONFIDENCE
+from harness.store.run_plan import MAX_DECIDING_ROUNDS
 
 MIN_TRIALS = 3  # fewer trials on a side give a ratio and no interval
 MOST_MORE = 100  # beyond this many more trials, more trials are not the way to decide
@@ -56,6 +61,12 @@ class Effect:
     spread: float | None  # standard deviation of one trial's log ratio (unpaired: of the two sides' combined)
     why: str | None = None
     runs: int = 1  # the runs pooled as a level (across_runs); 1: the trials of one run
+    noise: Noise = PLAIN  # what the machine adds beyond this run's rounds (harness/analysis/noise.py)
+
+    @property
+    def measurement(self) -> bool:
+        """Every trial gave the same value (peak memory): a number measured, not an interval."""
+        return self.low is not None and self.low == self.high
 
     @property
     def decided_interval(self) -> bool:
@@ -66,12 +77,16 @@ class Effect:
         return min(self.n_a, self.n_b)
 
     def method(self) -> str:
+        if self.measurement:
+            return f"every trial the same value ({self.n_a} and {self.n_b} trials): a measurement, no interval"
         if self.runs > 1:
             within = "paired" if self.paired else "Welch"
-            return f"t over {self.runs} runs' factors ({within} within each), {self.n_a} and {self.n_b} trials"
-        if self.paired:
-            return f"paired t on log ratios, {self.n} rounds"
-        return f"Welch t on logs, {self.n_a} and {self.n_b} trials"
+            found = f"t over {self.runs} runs' factors ({within} within each), {self.n_a} and {self.n_b} trials"
+        elif self.paired:
+            found = f"paired t on log ratios, {self.n} rounds"
+        else:
+            found = f"Welch t on logs, {self.n_a} and {self.n_b} trials"
+        return found if self.noise.plain else f"{found}; with {self.noise.text()}"
 
     def interval_text(self) -> str:
         return f"[{_num(self.low)}, {_num(self.high)}]" if self.low is not None else f"(no interval: {self.why})"
@@ -85,50 +100,115 @@ def _positive(sample: dict) -> dict:
     return {k: float(v) for k, v in sample.items() if v is not None and v > 0 and math.isfinite(v)}
 
 
-def effect(a: dict, b: dict, paired: bool = True, confidence: float = CONFIDENCE, run_of=None) -> Effect:
+def effect(a: dict, b: dict, paired: bool = True, confidence: float = CONFIDENCE, run_of=None,
+           noise: Noise = PLAIN) -> Effect:
     """B / A of two samples {round: value} with its interval at `confidence`, paired on their common
     rounds where there are enough (paired=False: the samples' rounds are not the same rounds).
     `run_of(round)`: the run a round belongs to, where the samples pool several runs: runs are then a
-    level of their own (across_runs)."""
+    level of their own (across_runs). `noise`: what the machine adds beyond the rounds (PLAIN: nothing,
+    the interval holds for these trials)."""
     a, b = _positive(a), _positive(b)
     if not a or not b:
         return Effect(None, None, None, len(a), len(b), False, None, "not measured on both sides")
     if run_of is not None and len({run_of(k) for k in (*a, *b)}) > 1:
-        return across_runs(a, b, run_of, paired, confidence)
-    common = sorted(set(a) & set(b), key=str)
+        return across_runs(a, b, run_of, paired, confidence, noise)
+    found = _within(a, b, paired, noise, confidence)
+    if found.spread is None:
+        return Effect(_exp(found.mean), None, None, found.n_a, found.n_b, False, None,
+                      f"{found.n} trial{'s' if found.n != 1 else ''} on a side, {MIN_TRIALS} give an interval")
+    return _interval(found, confidence, noise)
+
+
+@dataclass(frozen=True)
+class Within:
+    """One run's factor on the log scale, and the variance of that mean as its rounds give it."""
+    mean: float
+    variance: float | None  # of the mean, inflated by the rounds' correlation; None: too few trials
+    df: float
+    n_a: int
+    n_b: int
+    paired: bool
+    spread: float | None  # one trial's log ratio sd (unpaired: both sides' combined)
+
+    @property
+    def n(self) -> int:
+        return min(self.n_a, self.n_b)
+
+
+def _within(a: dict, b: dict, paired: bool, noise: Noise = PLAIN, confidence: float = CONFIDENCE) -> Within:
+    common = _in_order(set(a) & set(b))
     if paired and len(common) >= MIN_TRIALS:
         diffs = np.log([b[k] for k in common]) - np.log([a[k] for k in common])
-        return _paired(diffs, confidence)
-    return _unpaired(np.log(list(a.values())), np.log(list(b.values())), confidence)
+        n, sd = len(diffs), float(diffs.std(ddof=1))
+        inflation, df = noise.inflation(common, confidence)
+        return Within(float(diffs.mean()), sd * sd / n * inflation, df, n, n, True, sd)
+    log_a, log_b = (np.log([side[k] for k in _in_order(set(side))]) for side in (a, b))
+    na, nb, mean = len(log_a), len(log_b), float(log_b.mean() - log_a.mean())
+    if min(na, nb) < MIN_TRIALS:
+        return Within(mean, None, 0, na, nb, False, None)
+    parts = []
+    for side, keys in ((log_a, a), (log_b, b)):
+        inflation, df = noise.inflation(_in_order(set(keys)), confidence)
+        parts.append((float(side.var(ddof=1)) / len(side) * inflation, df))
+    sd = math.sqrt(float(log_a.var(ddof=1)) + float(log_b.var(ddof=1)))
+    return Within(mean, parts[0][0] + parts[1][0], satterthwaite(parts), na, nb, False, sd)
 
 
-def across_runs(a: dict, b: dict, run_of, paired: bool, confidence: float) -> Effect:
+def _interval(found: Within, confidence: float, noise: Noise, runs: int = 1) -> Effect:
+    """The interval of a run's factor (or of runs' mean factor) with the machine's run-to-run component
+    added to its variance (a prediction of another run's factor, at `confidence`)."""
+    estimate = _exp(found.mean)
+    if found.variance == 0:  # every trial the same (peak memory): a measurement, not an interval
+        return Effect(estimate, estimate, estimate, found.n_a, found.n_b, found.paired, 0.0, runs=runs)
+    between = noise.between_sd ** 2 / runs
+    # Each part at its own t quantile, summed in quadrature: adding the run's part never narrows an interval
+    # (Satterthwaite's mix would let a small known part raise a few rounds' df and narrow what it widens), and
+    # a known part is not read with the few degrees of freedom of three rounds.
+    half = math.hypot(_quantile(confidence, found.df) * math.sqrt(found.variance),
+                      _quantile(confidence, noise.between_df) * math.sqrt(between))
+    return _bounded(Effect(estimate, _exp(found.mean - half), _exp(found.mean + half), found.n_a, found.n_b,
+                           found.paired, found.spread, runs=runs, noise=noise))
+
+
+@lru_cache(maxsize=65536)
+def _t_quantile(confidence: float, df: float) -> float:
+    return float(stats.t.ppf((1 + confidence) / 2, df))
+
+
+def _quantile(confidence: float, df: float) -> float:
+    """The two-sided t quantile; a Satterthwaite df kept to three digits (the quantile moves far less)."""
+    return _t_quantile(confidence, float(f"{df:.3g}") if math.isfinite(df) else math.inf)
+
+
+def across_runs(a: dict, b: dict, run_of, paired: bool, confidence: float, noise: Noise = PLAIN) -> Effect:
     """Pooled runs of one machine: what moves between runs (the machine's state, the build's layout in
-    memory) moves every trial of a run alike, so a run is one measurement, not its trials many: each
-    run's own factor (its trials paired as in one run), then a t interval over the runs' logs. Runs
-    that measured one side only are left out."""
+    memory) moves every trial of a run alike, so a run is one measurement, not its trials many. Each run's
+    own factor and its variance from its rounds; the runs' spread beyond that is the between-run variance,
+    pooled with the machine's calibrated one (weighted by their degrees of freedom), so that two runs that
+    agree give a surer verdict than either alone rather than a t with one degree of freedom. Runs that
+    measured one side only are left out."""
     runs = _in_order({run_of(k) for k in a} & {run_of(k) for k in b})
-    logs = []
-    for run in runs:
-        mine = effect({k: v for k, v in a.items() if run_of(k) == run},
-                      {k: v for k, v in b.items() if run_of(k) == run}, paired)
-        if mine.estimate is not None:
-            logs.append(math.log(mine.estimate))
+    per_run = [_within({k: v for k, v in a.items() if run_of(k) == run},
+                       {k: v for k, v in b.items() if run_of(k) == run}, paired, noise, confidence) for run in runs]
     n_a, n_b = len(a), len(b)
-    if len(logs) < 2:
-        return Effect(_exp(logs[0]) if logs else None, None, None, n_a, n_b, paired, None,
+    if len(per_run) < 2:
+        return Effect(_exp(per_run[0].mean) if per_run else None, None, None, n_a, n_b, paired, None,
                       "one run measured both sides: runs pooled need two")
-    mean, sd = float(np.mean(logs)), float(np.std(logs, ddof=1))
-    half = float(stats.t.ppf((1 + confidence) / 2, len(logs) - 1)) * sd / math.sqrt(len(logs))
-    return _bounded(Effect(_exp(mean), _exp(mean - half), _exp(mean + half), n_a, n_b, paired, sd,
-                           runs=len(logs)))
-
-
-def _paired(diffs: np.ndarray, confidence: float) -> Effect:
-    n = len(diffs)
-    mean, sd = float(diffs.mean()), float(diffs.std(ddof=1))
-    half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
-    return _bounded(Effect(_exp(mean), _exp(mean - half), _exp(mean + half), n, n, True, sd))
+    k = len(per_run)
+    means = np.array([w.mean for w in per_run])
+    mean = float(means.mean())
+    if any(w.variance is None for w in per_run):  # a run too short for its own spread: the runs' spread alone
+        within, within_df = 0.0, math.inf
+    else:
+        within = float(np.mean([w.variance for w in per_run]))
+        within_df = satterthwaite([(w.variance, w.df) for w in per_run])
+    seen = max(float(means.var(ddof=1)) - within, 0.0)
+    weight = 0.0 if math.isinf(noise.between_df) and noise.between_sd else (k - 1) / ((k - 1) + noise.between_df)
+    between = noise.between_sd ** 2 * (1 - weight) + seen * weight if noise.between_sd else seen
+    between_df = noise.between_df + k - 1 if noise.between_sd else k - 1
+    pooled = Within(mean, within / k, within_df, n_a, n_b, paired, float(means.std(ddof=1)))
+    found = _interval(pooled, confidence, Noise(noise.acf, math.sqrt(between), between_df, noise.source), runs=k)
+    return Effect(found.estimate, found.low, found.high, n_a, n_b, paired, found.spread, found.why, k, noise)
 
 
 def _exp(x: float) -> float:
@@ -152,22 +232,7 @@ def _bounded(e: Effect) -> Effect:
     if e.low is None or not unbounded(e):
         return e
     return Effect(e.estimate if e.estimate and 0 < e.estimate < math.inf else None, None, None, e.n_a, e.n_b,
-                  e.paired, e.spread, "the interval reaches 0 or ∞", e.runs)
-
-
-def _unpaired(log_a: np.ndarray, log_b: np.ndarray, confidence: float) -> Effect:
-    estimate = _exp(log_b.mean() - log_a.mean())
-    na, nb = len(log_a), len(log_b)
-    if min(na, nb) < MIN_TRIALS:
-        return Effect(estimate, None, None, na, nb, False, None,
-                      f"{min(na, nb)} trial{'s' if min(na, nb) != 1 else ''} on a side, {MIN_TRIALS} give an interval")
-    sd = math.sqrt(float(log_a.var(ddof=1)) + float(log_b.var(ddof=1)))
-    if sd == 0:
-        return Effect(estimate, estimate, estimate, na, nb, False, 0.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # near-identical samples (peak memory) are judged by the result, not a warning
-        low, high = stats.ttest_ind(log_b, log_a, equal_var=False).confidence_interval(confidence)
-    return _bounded(Effect(estimate, _exp(low), _exp(high), na, nb, False, sd))
+                  e.paired, e.spread, "the interval reaches 0 or ∞", e.runs, e.noise)
 
 
 @dataclass(frozen=True)
@@ -186,7 +251,7 @@ def region_of(x: float, boundaries: tuple[float, ...]) -> int:
     return sum(x >= b for b in boundaries)
 
 
-def decide(e: Effect, boundaries: tuple[float, ...]) -> Decision:
+def decide(e: Effect, boundaries: tuple[float, ...], confidence: float | None = CONFIDENCE) -> Decision:
     """Which region of the sorted boundaries holds the whole interval, or why none does yet."""
     bounds = tuple(sorted(set(boundaries)))
     if e.estimate is None:
@@ -197,19 +262,25 @@ def decide(e: Effect, boundaries: tuple[float, ...]) -> Decision:
     if low == high:
         return Decision(low)
     inside = tuple(b for b in bounds if e.low < b <= e.high)
-    more = more_trials(e, inside)
+    more = more_trials(e, inside, confidence) if confidence is not None else None  # None: no later look
     return Decision(None, inside, more, f"the interval spans ×{_num(inside[0])}" if len(inside) == 1 else
                     "the interval spans " + " and ".join(f"×{_num(b)}" for b in inside))
 
 
-def more_trials(e: Effect, inside: tuple[float, ...]) -> int | None:
-    """Trials per side to add so that the interval, with the spread seen so far, clears the boundary
-    nearest the estimate; None where the estimate sits on it or more than MOST_MORE would be needed."""
+def more_trials(e: Effect, inside: tuple[float, ...], confidence: float = CONFIDENCE) -> int | None:
+    """Trials per side to add so that the interval at `confidence` (the level the added rounds will be
+    judged at), with the spread seen so far and the machine's run-to-run component, clears the boundary
+    nearest the estimate; None where the estimate sits on it, where the run-to-run component alone keeps it
+    across (more rounds of this run cannot decide; another run can), or more than MOST_MORE would be needed."""
     distance = min(abs(math.log(e.estimate) - math.log(b)) for b in inside)
-    if not e.spread or distance == 0:
+    if not e.spread or distance == 0 or e.runs > 1:
         return None
     n = np.arange(e.n + 1, e.n + MOST_MORE + 1)
-    narrow = np.nonzero(stats.t.ppf((1 + CONFIDENCE) / 2, n - 1) * e.spread / np.sqrt(n) < distance)[0]
+    within = e.spread ** 2 * e.noise.inflation(list(range(e.n)))[0] / n
+    between = e.noise.between_sd ** 2
+    half = np.hypot(stats.t.ppf((1 + confidence) / 2, n - 1) * np.sqrt(within),  # as _interval reads them
+                    _quantile(confidence, e.noise.between_df) * math.sqrt(between))
+    narrow = np.nonzero(half < distance)[0]
     return int(n[narrow[0]] - e.n) if len(narrow) else None
 
 
@@ -217,8 +288,9 @@ def more_trials(e: Effect, inside: tuple[float, ...]) -> int | None:
 
 @dataclass(frozen=True)
 class Looks:
-    """The sequential design: the first look at `first` rounds, then one more round a look, at most `most`
-    looks in all, with the error over all of them within 1 - CONFIDENCE."""
+    """The sequential design: the first look at `first` rounds, then at most `most` - 1 later looks, with the
+    error over all of them within 1 - CONFIDENCE. Two looks: the later one is one batch of rounds (the
+    deciding rounds), at the rest of the error; more: one round a look (--adaptive), Pocock-type."""
     first: int
     most: int = 1
 
@@ -229,6 +301,8 @@ class Looks:
         error = 1 - CONFIDENCE
         if look <= 1:
             return 1 - FIRST_SHARE * error
+        if self.most == 2:
+            return 1 - (1 - FIRST_SHARE) * error
         return 1 - _added_level(max(self.first, 2), self.most)
 
     def look_of(self, n: int) -> int:
@@ -239,9 +313,12 @@ class Looks:
         error = 1 - CONFIDENCE
         if self.most <= 1:
             return f"one look: {CONFIDENCE:.0%} intervals"
-        return (f"{CONFIDENCE:.0%} over up to {self.most} looks: the first ({self.first} trials) at "
-                f"{1 - FIRST_SHARE * error:.0%}, each of up to {self.most - 1} added rounds at "
-                f"{1 - _added_level(max(self.first, 2), self.most):.2%} (error spent by look, Pocock-type after the first)")
+        first = f"{CONFIDENCE:.0%} over up to {self.most} looks: the first ({self.first} trials) at {1 - FIRST_SHARE * error:.0%}"
+        if self.most == 2:
+            return (f"{first}, then one batch of added rounds at {self.confidence(2):.0%} (the error split between "
+                    "the two looks, which holds whatever the noise)")
+        return (f"{first}, each of up to {self.most - 1} added rounds at "
+                f"{self.confidence(2):.2%} (error spent by look, Pocock-type after the first)")
 
 
 @lru_cache(maxsize=None)
@@ -263,32 +340,37 @@ def _added_level(first: int, most: int) -> float:
     return float(np.sort(later)[allowed - 1]) if allowed > 0 else 0.0
 
 
-def looked(a: dict, b: dict, looks: Looks, paired: bool = True, rows: int = 1, run_of=None) -> Effect:
+def looked(a: dict, b: dict, looks: Looks, paired: bool = True, rows: int = 1, run_of=None,
+           noise: Noise = PLAIN) -> Effect:
     """B / A at the level of the look its rounds are at; `rows`: the intervals that must hold together
     (a maximum over rows), each at its share of the error (Bonferroni). Runs pooled as a level were each
     looked at by their own run: their interval is at the stated level."""
     n = min(len(_positive(a)), len(_positive(b)))
     pooled = run_of is not None and len({run_of(k) for k in (*a, *b)}) > 1
     level = CONFIDENCE if pooled else looks.confidence(looks.look_of(n))
-    return effect(a, b, paired, 1 - (1 - level) / max(rows, 1), run_of)
+    return effect(a, b, paired, 1 - (1 - level) / max(rows, 1), run_of, noise)
 
 
-def sequential(a: dict, b: dict, boundaries: tuple[float, ...], looks: Looks,
-               paired: bool = True) -> tuple[Decision, int]:
-    """The deciding rule over a sample's rounds in order: the first look at looks.first rounds, then one
-    more round a look until the interval decides or looks.most looks are spent; (decision, looks used)."""
+def sequential(a: dict, b: dict, boundaries: tuple[float, ...], looks: Looks, paired: bool = True,
+               noise: Noise = PLAIN) -> tuple[Decision, int]:
+    """The deciding rule over a sample's rounds in order: the first look at looks.first rounds; where it
+    is undecided, the rounds its interval asks for (at the level they will be judged at) as one batch, the
+    second look (more looks: one round each); (decision, looks used)."""
     rounds = _in_order(set(a) & set(b) if paired else set(a) | set(b))
-    decision = Decision(None, why="no look")
-    for look in range(1, looks.most + 1):
-        kept = set(rounds[:looks.first + look - 1])
+    used, look, decision = looks.first, 1, Decision(None, why="no look")
+    while True:
+        kept = set(rounds[:used])
         found = effect({k: v for k, v in a.items() if k in kept}, {k: v for k, v in b.items() if k in kept},
-                       paired, looks.confidence(look))
-        decision = decide(found, boundaries)
-        if decision.decided or looks.first + look - 1 >= len(rounds):
+                       paired, looks.confidence(look), noise=noise)
+        decision = decide(found, boundaries, looks.confidence(look + 1) if look < looks.most else None)
+        if decision.decided or look >= looks.most or used >= len(rounds) or (looks.most == 2 and not decision.more):
             return decision, look
-    return decision, looks.most
+        used += min(decision.more, MAX_DECIDING_ROUNDS) if looks.most == 2 else 1
+        look += 1
 
 
 def _in_order(rounds: set) -> list:
     """Rounds in the order they ran: numbers by value (round 10 after round 9), anything else by its text."""
+    if all(type(k) is int for k in rounds):
+        return sorted(rounds)
     return sorted(rounds, key=lambda k: (0, k, "") if isinstance(k, (int, float)) else (1, 0, str(k)))

@@ -156,9 +156,9 @@ def roofline_share(native: dict | None) -> Metric:
     how = f"measured: {machine.source}" if machine else f"n/a: {why}"
     return Metric("roofline_share", "Share of roofline", "%", 100.0, share, relative=False, kind=kind,
                   note="Share of roofline = the point's roofline bound / its time (100%: at the roof), the bound "
-                       "= max(FLOPs / the core's FP32 peak, the least bytes a step moves (workloads/flops.py) / the "
-                       "bandwidth of the cache level its working set fits in); its kind, compute or memory and the "
-                       f"level, beside it ({how}).")
+                       "= max(FLOPs / the core's FP32 peak, the least bytes a step moves (workloads/flops.py), each "
+                       "byte at the fastest level that can hold it at its reuse, over that level's best rate); its "
+                       f"kind, compute or memory and the level its working set fits in, beside it ({how}).")
 
 
 METRICS = {

@@ -12,11 +12,13 @@ RUN/merged/RUN/  the merged run (named as RUN, so is its report under --report-d
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.records.base import Damaged
+from harness.records.base import read as read_record
+from harness.records.cluster import SlurmRecord
 from harness.store import results
 from harness.text import clean
 
@@ -24,64 +26,18 @@ RECORD = "slurm.json"
 
 
 def read(run: Path) -> dict:
-    """The record, every field its readers use checked: a damaged one is one line naming the field."""
+    """The record (records/cluster.py's SlurmRecord): a damaged one is one line naming the field."""
     try:
-        record = json.loads((run / RECORD).read_text())
+        found = read_record(run / RECORD, SlurmRecord)
     except FileNotFoundError:
         raise UsageError(f"{run}: not a run submitted with --slurm (no {RECORD})") from None
-    except (OSError, ValueError, RecursionError) as exc:
+    except OSError as exc:
         raise UsageError(f"{run / RECORD}: unreadable ({clean(str(exc))})") from None
-    wrong = damage(record)
-    if wrong:
-        raise UsageError(f"{run / RECORD}: damaged ({wrong}); the SLURM run cannot be followed from it")
-    return record
-
-
-def _count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _seconds(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-
-
-def _text(v) -> bool:
-    return isinstance(v, str)
-
-
-def _each(check):
-    return lambda v: isinstance(v, list) and all(check(x) for x in v)
-
-
-def _fields(checks: dict):
-    return lambda v: isinstance(v, dict) and all(check(v.get(name)) for name, check in checks.items())
-
-
-SHARD = {"index": lambda v: _count(v) and v >= 1, "points": _count, "trials": _count, "estimate_s": _seconds}
-JOB = {"id": lambda v: isinstance(v, str) and bool(v), "kind": lambda v: v in ("shards", "finish")}
-JOB_OF_KIND = {"shards": {"shards": _each(lambda v: _count(v) and v >= 1)}, "finish": {"after": _text}}
-OUTCOME = {"status": _text, "failed": lambda v: v is None or isinstance(v, dict) and all(map(_text, v.values()))}
-OUTCOME_OF_KIND = {True: {"trials": _count, "merged": _text, "report": lambda v: v is None or _text(v)},
-                   False: {"reason": _text}}
-# What each field of the record must be.
-FIELDS = {
-    "run": _text, "submitted_at": _seconds, "chdir": _text, "sbatch": _each(_text),
-    "report_dir": lambda v: v is None or _text(v),
-    "shards": lambda v: _each(_fields(SHARD))(v) and bool(v),
-    "jobs": _each(lambda job: _fields(JOB)(job) and _fields(JOB_OF_KIND[job["kind"]])(job)),
-    "outcome": lambda v: v is None or _fields(OUTCOME)(v) and _fields(OUTCOME_OF_KIND["merged" in v])(v),
-}
-
-
-def damage(record) -> str | None:
-    """The first field of the record that is not what its readers take it for, or None."""
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    wrong = next((f"'{name}'" for name, check in FIELDS.items() if not check(record.get(name))), None)
-    shards = {s["index"] for s in record["shards"]} if wrong is None else set()
-    if wrong is None and not all(set(job.get("shards", ())) <= shards for job in record["jobs"]):
-        return "'jobs' (a shard the record does not have)"
-    return wrong
+    if isinstance(found, Damaged):
+        top, _, inner = found.field.partition(".")
+        what = f"'{top}'{' ' + inner if inner else ''}: {found.why}" if found.field else found.why
+        raise UsageError(f"{run / RECORD}: damaged ({clean(what)}); the SLURM run cannot be followed from it")
+    return found.model_dump(by_alias=True)  # every field its readers use, null where it was absent
 
 
 def write(run: Path, record: dict) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -17,9 +16,11 @@ from rich.console import Console
 from engines import PROBE_ENGINES
 from harness.commands import calibrate_command
 from harness.commands.helptext import EXAMPLES, describe
+from harness.commands.info import cmd_list, version_text
 from harness.cluster.slurm import SlurmError
-from harness.commands.options import (add_run_options, add_slurm_command, add_slurm_options, default_env_dir,
-                                      path_text, positive_float, prune_days)
+from harness.commands.options import (add_run_options, add_slurm_command, add_slurm_options, check_own_code,
+                                      default_env_dir, path_text, positive_float, prune_days)
+from harness.commands.streams import tolerant_streams
 from harness.errors import EXIT_NOT_ALL_RUN, EXIT_USAGE, UsageError
 from harness.paths import reports_root
 from harness.planning import selection
@@ -82,6 +83,8 @@ def build_parser() -> Parser:
                               "by more than PCT percent over its whole 95%% interval (beyond the A/A floor where the "
                               "run measured one), or if a row cannot be judged (fewer than 3 trials a side); never "
                               "the harness's floor row")
+    compare.add_argument("--change", type=positive_float, metavar="PCT", help="the change each answer is asked to "
+                         "decide: 'same' is within it, a floor wider than it decides nothing (default 5, as a run's)")
     compare.add_argument("--allow-mixed", action="store_true",
                          help="with --fail-if-slower: gate runs of different CPU models (refused otherwise)")
     compare.add_argument("--fail-if-more-instructions", type=positive_float, metavar="PCT",
@@ -118,6 +121,8 @@ def build_parser() -> Parser:
     doctor.add_argument("--cpu", type=int, metavar="N",
                         help="the core a run will use (run --cpu N): its load and isolation are checked (default: "
                              "the last core, where a run pins its trials)")
+    doctor.add_argument("--remeasure", action="store_true", help="measure the core's bandwidth and peak again, "
+                        "and forget its cached library SGEMM times (the next run measures them)")
     doctor.add_argument("--interference", action="store_true",
                         help="measure what running trials in parallel costs: a reference trial alone, then with "
                              "every other core of --cpus busy with the same kind of trial; prints the slow-down")
@@ -132,45 +137,6 @@ def build_parser() -> Parser:
     return parser
 
 
-def version_text() -> str:
-    """`burtbench --version`: the package's version and the commit of the code that runs."""
-    from importlib import metadata
-
-    from harness.store.manifest import git_commit
-
-    try:
-        version = metadata.version("burtbench")
-    except metadata.PackageNotFoundError:
-        version = "unknown (not installed: pip install -e .)"
-    return f"burtbench {version} (git commit {git_commit() or 'unknown: not a git checkout'})"
-
-
-def cmd_list(args, console: Console) -> int:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from engines import all_engines
-    from workloads import all_workloads
-
-    workloads, engines = all_workloads(), all_engines()
-    # Piped or not, the table fits the terminal's width: an id stays whole on its line, the workloads it
-    # runs and the reasons wrap beside it.
-    console.width = shutil.get_terminal_size((PIPED_LIST_WIDTH, 24)).columns
-    table = Table(title="burtbench: engines × workloads", title_justify="left")
-    table.add_column("engine", no_wrap=True, min_width=max(map(len, engines), default=6))
-    table.add_column("runs")
-    table.add_column("status", overflow="fold")
-    for eid, spec in engines.items():
-        reason = spec.unavailable_reason()
-        runs = " ".join(name for name, w in workloads.items() if spec.runs(w)) or "—"
-        status = "[green]available[/]" if reason is None else f"[yellow]unavailable: {escape(reason)}[/]"
-        if spec.note:
-            status += f" ({escape(spec.note)})"
-        table.add_row(eid, runs, status)
-    console.print(table)
-    return 0
-
-
 def cmd_doctor(args, console: Console) -> int:
     from harness.machine import doctor
 
@@ -182,8 +148,8 @@ def cmd_doctor(args, console: Console) -> int:
                                 ("--workload", args.workload != ",".join(PROBE_WORKLOADS))) if given]
     if alone:
         raise UsageError(f"{', '.join(alone)}: only with --interference (the core a run will use: --cpu N)")
-    console.print(doctor.format_findings(doctor.diagnose(selection.check_cpu(args.cpu)), console.width),
-                  highlight=False, soft_wrap=True)
+    findings = doctor.diagnose(selection.check_cpu(args.cpu), remeasure=args.remeasure)
+    console.print(doctor.format_findings(findings, console.width), highlight=False, soft_wrap=True)
     return 0
 
 
@@ -231,11 +197,11 @@ def renamed(args, old: str, new: str, meaning: str) -> None:
 
 
 def cmd_compare(args, console: Console) -> int:
-    from harness.analysis import compare, gate
+    from harness.analysis import change, compare, gate
     from harness.envs.specs import run_side
 
     (run_a, env_a), (run_b, env_b) = run_side(args.run_a, "RUN_A"), run_side(args.run_b, "RUN_B")
-    result = compare.compare_runs(run_a, run_b, env_a, env_b)
+    result = compare.compare_runs(run_a, run_b, env_a, env_b, change.asked(args.change))
     if args.fail_if_slower is not None:
         gate.check_gate(result, args.allow_mixed)
     text = compare.format_comparison(result, args.format)
@@ -348,7 +314,6 @@ def cmd_slurm(args, console: Console) -> int:
 
 # Wider than any table or line the commands print, and small enough for rich to lay out a table in.
 PIPED_WIDTH = 1000
-PIPED_LIST_WIDTH = 120  # `list` where no terminal says its width
 
 
 class ReportUnwritable(Exception):
@@ -362,13 +327,20 @@ COMMANDS = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cm
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Every command's one error path: one line on stderr and an exit code, a traceback only with --debug."""
+    """Every command's one error path: one line on stderr and an exit code, a traceback only with --debug; a
+    closed stdout or stderr stops no command (commands/streams.py)."""
+    with tolerant_streams():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     console = Console(highlight=False)
     if not console.is_terminal:  # piped or in a file: nothing is cut or wrapped to a guessed width
         console.width = PIPED_WIDTH
     debug = os.environ.get("BURTBENCH_DEBUG") == "1" or "--debug" in (sys.argv[1:] if argv is None else argv)
     argv = sys.argv[1:] if argv is None else argv
     try:
+        check_own_code()
         if not argv:  # a bare `burtbench`: what it can do (exit 0: nothing went wrong)
             build_parser().print_help()
             return 0

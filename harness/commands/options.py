@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+from pathlib import Path
 
 from harness.envs.cache import default_env_dir as where
+from harness.errors import UsageError
 from harness.paths import reports_root
 from harness.planning import selection
+from harness.records.run import MAX_ADAPTIVE_TRIALS
 from harness.running.ask import RunAsk
 from harness.store.run_plan import (DEFAULT_MAX_TRIALS, DEFAULT_TIMING, MAX_NOISE_PCT,
-                                    MAX_TIMEOUT_S, MAX_TRIALS_PER_POINT, TIMINGS)
+                                    MAX_TIMEOUT_S, TIMINGS)
 from workloads.base import PROFILES
 
 ASKED = RunAsk()  # the request's defaults are the options' (harness/running/ask.py)
@@ -29,11 +33,12 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--adaptive", action="store_true",
                      help="add trials to points whose trials disagree until the 95%% interval of the mean is within "
                           "--noise-threshold of it, or --max-trials is reached")
-    run.add_argument("--max-trials", type=at_most(positive_int, MAX_TRIALS_PER_POINT), metavar="N",
+    run.add_argument("--max-trials", type=at_most(positive_int, MAX_ADAPTIVE_TRIALS), metavar="N",
                      help=f"with --adaptive: the most trials per point (default {DEFAULT_MAX_TRIALS})")
     run.add_argument("--noise-threshold", type=at_most(positive_float, MAX_NOISE_PCT), default=ASKED.noise_threshold,
-                     metavar="PCT", help="coefficient of variation over trials above which a point is noisy "
-                                         f"(default {ASKED.noise_threshold:g})")
+                     metavar="PCT", help="coefficient of variation over trials above which a point is noisy, "
+                                         "and --adaptive's target; not the change a versions answer decides "
+                                         f"(compare --change) (default {ASKED.noise_threshold:g})")
     run.add_argument("--claims-budget", type=at_most(non_negative_float, 24 * 60), default=ASKED.claims_budget,
                      metavar="MINUTES",
                      help="after the plan, add rounds at the points of the paper's claims still undecided (their "
@@ -220,3 +225,18 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a size like 512M or 4G, got {text!r}")
     scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[match.group(2).upper()]
     return int(float(match.group(1)) * scale)
+
+
+def check_own_code(prefix: str | None = None, package: str | None = None) -> None:
+    """A checkout's .venv runs that checkout's code: an editable install maps `harness` to the clone it was made
+    in, so a copy of a clone would report results of the original's code. Refused in one line."""
+    import harness
+
+    venv = Path(prefix or sys.prefix).resolve()
+    checkout = venv.parent
+    if venv.name != ".venv" or not (checkout / "pyproject.toml").is_file() or not (checkout / "harness").is_dir():
+        return
+    running = Path(package or harness.__file__).resolve().parent
+    if running != checkout / "harness":
+        raise UsageError(f"{venv} runs the code of {running.parent}, not of this checkout ({checkout}): its "
+                         f"editable install was made there; remove {venv} and run `make setup` here")

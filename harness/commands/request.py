@@ -112,6 +112,8 @@ def combinations(ask: RunAsk) -> None:
                          f"and resumes failed shards itself; drop {', '.join(apart)}")
     if ask.resume and (again := given(PLAN_OPTIONS)):
         raise UsageError(f"--resume runs the folder's own plan; drop {', '.join(again)}")
+    if ask.resume and given(("out",)):
+        raise UsageError(f"--resume writes into {ask.resume} itself; drop --out")
     if ask.cpus and ask.cpu is not None:
         raise UsageError("--cpu and --cpus: give one (--cpus 3 pins every trial to core 3 too)")
     if ask.upstream and ask.no_upstream:

@@ -64,6 +64,11 @@ def _rate(gflops: float | None, peak: float | None) -> str:
     return f"{gflops:6.1f}{share}"
 
 
+def _peak(gflops: float | None, peak: float | None) -> str:
+    """A rate's share of the peak alone, for the peer beside ours (its GFLOP/s follow from the ratio)."""
+    return f"{100 * gflops / peak:3.0f}%" if gflops is not None and peak else ""
+
+
 def ceilings(runs: list[Path]) -> dict[tuple, dict]:
     """(workload, params_key) -> the runs' library ceiling at that point (machine/ceiling.py)."""
     out = {}
@@ -136,22 +141,25 @@ def main(argv: list[str] | None = None) -> int:
     print("%lib: of the best library SGEMM at the step's products on the run's core ("
           + (", ".join(sorted({c["library"] for c in library.values() if c.get("gflops")})) or "none measured") + ")")
     print("%prod: our block products alone (burtorch-bench --products) at the same shapes, of that library SGEMM")
+    print("peer %peak: the best peer's step rate as a share of the same peak, beside its %roof, so that both gaps show")
     print("%roof: the point's roofline bound / the time (100% = at the roof); bound: max(FLOPs / the peak, the least "
-          "bytes a step moves / the bandwidth of the level its working set fits in), its time and kind (machine/roofs.py)")
+          "bytes a step moves, each at the rate of the fastest level that can hold it at its reuse), its time and kind "
+          "(the level its whole working set fits in; machine/roofs.py)")
     beside = args.engine != BASELINE  # another row of ours (the Python module) against the native driver too
     if beside:
         print(f"/native: {args.engine}'s time over {BASELINE}'s at the point (the same engine from C++)")
     print(f"{'workload':8} {'point':32} {'ours':>10} {'GFLOP/s %peak':>13} {'%lib':>5} {'%roof':>5} {'best peer':30} "
-          f"{'peer':>10} {'%roof':>5} {'ratio':>6} {'bound':>22} {'RSS MiB ours/peer':>18} {'%prod':>5}"
+          f"{'peer':>10} {'%peak':>5} {'%roof':>5} {'ratio':>6} {'bound':>22} {'RSS MiB ours/peer':>18} {'%prod':>5}"
           + (f" {'/native':>7}" if beside else ""))
     for workload, params, ours, peer, peer_time, ratio, rss, peer_rss, native in table:
-        gflops = step_gflops(workload, params, ours)
+        gflops, peer_gflops = step_gflops(workload, params, ours), step_gflops(workload, params, peer_time)
         at, peer_at = roof_at.get((workload, params, args.engine)), roof_at.get((workload, params, peer))
         bound, peer_bound = roof_bound(at, workload, params), roof_bound(peer_at, workload, params)
         shown = f"{_time(bound.seconds)} {bound.label}" if bound else ""
         print(f"{workload:8} {params:32} {_time(ours):>10} {_rate(gflops, peak):>13} "
               f"{_library(gflops, library.get((workload, params))):>5} {_roof(bound, ours, at, workload):>5} {peer:30} "
-              f"{_time(peer_time):>10} {_roof(peer_bound, peer_time, peer_at, workload):>5} {ratio:6.2f} {shown:>22} "
+              f"{_time(peer_time):>10} {_peak(peer_gflops, peak):>5} {_roof(peer_bound, peer_time, peer_at, workload):>5} "
+              f"{ratio:6.2f} {shown:>22} "
               f"{_mib(rss):>8} / {_mib(peer_rss):<8} {_products(library.get((workload, params))):>5}"
               + (f" {ours / native:7.2f}" if beside and native else ""))
     for reason in sorted({c["reason"] for c in library.values() if not c.get("gflops")}):

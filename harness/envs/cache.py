@@ -18,19 +18,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from engines.state import ABSENT, read_json
+from harness.records.base import Damaged, load
+from harness.records.envs import EnvRecord
 from harness.store.runs import check_out_dir
 from harness.text import clean
 from harness.units import mib
 
-RECORD = "burtbench-env.json"
-# What RECORD holds (engines/state.py): an installed environment's (install.py), or a revision's build's
-# (revisions.py), which its reader then takes whole.
-_EITHER = {"spec": (str, ABSENT), "python_version": (str, ABSENT), "installer": (str, ABSENT),
-           "created_at": (int, float, None, ABSENT), "last_used": (int, float, ABSENT), "freeze": (dict, ABSENT),
-           "ready": (bool, ABSENT), "revision": (dict, ABSENT)}
-RECORD_SHAPE = ({**_EITHER, "identity": ABSENT},
-                {**_EITHER, "identity": dict, "python": str, "driver": str, "no_module": (str, None)})
+RECORD = "burtbench-env.json"  # declared in harness/records/envs.py
 # Unused this long, an environment is removed by `burtbench envs --prune` (given no other age).
 PRUNE_DAYS = 30
 
@@ -61,7 +55,11 @@ class Cached:
 
 def read_record(folder: Path) -> dict:
     """An environment's RECORD; empty where it was never finished, or holds what no writer writes (made again)."""
-    return read_json(folder / RECORD, RECORD_SHAPE)
+    try:
+        found, data = load(folder / RECORD, EnvRecord)
+    except OSError:
+        return {}
+    return {} if isinstance(found, Damaged) else data
 
 
 def cached(folder: Path) -> list[Cached]:

@@ -1,15 +1,15 @@
 """Rounds that decide the paper's undecided claims, added once a run's plan is done (--claims-budget).
 
 After the plan the claims are judged on the trials so far (claims.py). An undecided verdict names
-the rows whose interval spans a boundary and how many more trials each would need (from the spread
-seen so far: harness/analysis/effect.py). A round at a row is one more trial of the subject and of the
-other engine at that point, in the same round, so that they pair. Rows go cheapest first for the
-trials they need (Kalibera & Jones: repeat where the variance is, for its cost); each call adds one
-round at every such row that fits the budget left, and the claims are judged again on the next call,
-until every claim is decided, more trials cannot decide the rest, or the next round would pass the
-budget, or a point has had the most rounds the plan declared (RunPlan.most_looks). Every interval is
-computed at the level of the look it is at (harness/analysis/effect.py, Looks), so that the error over
-all the looks is the stated one. It runs in the runner's process as the trial loop's follow-up
+the rows whose interval spans a boundary and how many more trials each would need to decide it at the
+level the added rounds are judged at, with the spread seen so far and the machine's run-to-run
+component (harness/analysis/effect.py, more_trials; where that component alone keeps the interval
+across the boundary, more rounds of this run cannot decide it and none are added: another run can). A
+round at a row is one more trial of the subject and of the other engine at that point, in the same
+round, so that they pair. Rows go cheapest first for the trials they need (Kalibera & Jones: repeat
+where the variance is, for its cost); each row gets the whole batch it needs (at most
+MAX_DECIDING_ROUNDS) where it fits the budget left, as the design's one later look, and a point that had
+its batch gets no other. It runs in the runner's process as the trial loop's follow-up
 (running/orchestrator.py).
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ from harness.planning.resume import deciding_spent
 from harness.judging import claims
 from harness.analysis.tables import build_tables
 from harness.store.results import params_key
+from harness.store.run_plan import MAX_DECIDING_ROUNDS
 from harness.store.runs import load_run
 
 
@@ -49,13 +50,16 @@ class Deciding:
         run = load_run(self.run_dir)
         rounds = []
         for (workload, params, engines), (more, why) in self.undecided(run).items():
-            cost = sum(self.trial_cost(run, engine, workload, params) for engine in engines)
-            rounds.append((cost * more, cost, workload, params, engines, why))
+            if more > MAX_DECIDING_ROUNDS:
+                continue  # a batch the design allows cannot decide it: its rounds would be spent for nothing
+            batch = more
+            cost = sum(self.trial_cost(run, engine, workload, params) for engine in engines) * batch
+            rounds.append((cost, batch, workload, params, engines, why))
         added = []
-        for _, cost, workload, params, engines, why in sorted(rounds, key=lambda r: r[0]):
+        for cost, batch, workload, params, engines, why in sorted(rounds, key=lambda r: r[0]):
             if cost > left:
                 continue
-            trials = self.round_at(run, workload, params, engines, why, {pt.key() for pt in added})
+            trials = self.batch_at(run, workload, params, engines, why, {pt.key() for pt in added}, batch)
             if trials:
                 added += trials
                 left -= cost
@@ -87,8 +91,9 @@ class Deciding:
                  and params_key(t.get("params")) == params]
         return statistics.fmean(spent) if spent else 0.0
 
-    def round_at(self, run, workload: str, params: str, engines: tuple, why: str, taken: set) -> list[PlannedTrial]:
-        """One trial of each engine at the point, all with the same new round index."""
+    def batch_at(self, run, workload: str, params: str, engines: tuple, why: str, taken: set,
+                 batch: int) -> list[PlannedTrial]:
+        """`batch` new rounds at the point: in each, one trial of each engine, all with that round's index."""
         templates = {}
         for pt in self.plan:
             if pt.workload.name == workload and params_key(pt.params) == params and pt.engine.id in engines:
@@ -98,9 +103,9 @@ class Deciding:
             return []
         here = [t for t in run.trials if t.get("workload") == workload
                 and params_key(t.get("params")) == params and t.get("engine") in engines]
-        if len({t.get("trial") for t in here if t.get("added")}) >= run.plan.most_looks - 1:
-            return []  # the design's looks are spent here: a further look would spend error it does not have
+        if any(t.get("added") for t in here):
+            return []  # the design's later look is spent here: another would spend error it does not have
         done = [t.get("trial") for t in here]
-        index = max([i for i in done if isinstance(i, int)] + [pt.trial for pt in templates.values()]) + 1
-        trials = [replace(pt, trial=index, why=why, added=True) for pt in templates.values()]
+        first = max([i for i in done if isinstance(i, int)] + [pt.trial for pt in templates.values()]) + 1
+        trials = [replace(pt, trial=first + k, why=why, added=True) for k in range(batch) for pt in templates.values()]
         return [] if any(pt.key() in taken for pt in trials) else trials

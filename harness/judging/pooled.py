@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.errors import UsageError
 from harness.judging import claims
 from harness.judging.reruns import Reruns, reruns
+from harness.judging.rows import run_noise
 from harness.analysis.tables import build_tables
 from harness.store.merge import merged_from
 from harness.store.results import identity
@@ -88,9 +89,18 @@ def pool(runs: list[Run]) -> Run:
     manifest["unavailable"] = {k: v for r in runs for k, v in (r.manifest.get("unavailable") or {}).items()
                                if not any(t.get("engine") == k for t in trials)}
     manifest["measuring_runs"] = len(measured)
+    manifest["noise"] = widest_noise(runs)
     manifest["shared_trials"] = [shared_line(runs[a], runs[b], count) for (a, b), count in shared.items()]
     return Run(run_id=" + ".join(r.run_id for r in runs), manifest=manifest, trials=trials, os=first.os,
                plan=first.plan)
+
+
+def widest_noise(runs: list[Run]) -> dict | None:
+    """The noise record the pooled runs are judged with, whatever their order: where their calibrations
+    differ, the one that adds the most (a narrower one would claim more than the others measured)."""
+    found = [run_noise(run) for run in runs]
+    widest = max(found, key=lambda n: (n.between_sd, n.rho(1), n.source))
+    return widest.record()
 
 
 def shared_line(a: Run, b: Run, count: int) -> str:

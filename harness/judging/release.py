@@ -14,13 +14,7 @@ from harness.judging import rules as claim_rules
 from harness.judging.claims import NOT_MEASURABLE, Verdict, absent_engine
 from harness.analysis.tables import Table
 from harness.store.runs import Run
-from workloads.claims import Claim, load_release_claims
-
-# The release's own figures (ms), for the times beside this run's: engine -> (the release's name, its median).
-RELEASE_TIMES = {"burn/cubecl/rust/cpu": ("CubeCL CPU", 4.66), "libtorch/eager/cpp/cpu": ("LibTorch", 16.96),
-                 "burn/eager/rust/cpu": ("ndarray", 851.3), "torch/eager/python/cpu": ("PyTorch eager", None)}
-SOURCE = "Burn 0.20's release notes (burn.dev/blog/release-0.20.0)"
-
+from workloads.claims import Claim, load_release_claims, load_release_times
 
 def judge(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None) -> list[Verdict]:
     """One verdict per claim, over the claim's own subject; none where the run has no trial of its tables."""
@@ -28,7 +22,7 @@ def judge(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None
     measured = {t.declaration.csv_name for t in tables if any(r["in_run"] for r in t.rows)}
     verdicts = []
     for claim in (c for c in claims if measured & set(c.tables)):
-        absent = [why for why in (absent_engine(run, e, RELEASE_TIMES.get(e, (e,))[0])
+        absent = [why for why in (absent_engine(run, e, load_release_times().get(e, (e,))[0])
                                   for e in (claim.subject, *claim.engines)) if why]
         verdicts.append(Verdict(claim, NOT_MEASURABLE, why="; ".join(absent)) if absent
                         else claim_rules.ratio_verdict(claim, claim.subject, run, tables))

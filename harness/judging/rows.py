@@ -10,6 +10,7 @@ from engines import all_engines
 from engines.base import BASELINE
 from harness.analysis import effect as effects
 from harness.analysis.effect import Effect, Looks
+from harness.analysis.noise import ASSUMED, PLAIN, Noise, from_record
 from harness.analysis.points import Point, run_points
 from harness.analysis.metrics import Metric, resolve
 from harness.analysis.tables import Table
@@ -44,9 +45,10 @@ class Factor:
     other: dict
     looks: Looks
     paired: bool = True
+    noise: Noise = PLAIN  # what the machine adds beyond the run's rounds (run_noise)
 
     def effect(self, rows: int = 1) -> Effect:
-        return effects.looked(self.subject, self.other, self.looks, self.paired, rows, run_of)
+        return effects.looked(self.subject, self.other, self.looks, self.paired, rows, run_of, self.noise)
 
     def how(self, rows: int = 1) -> str:
         """The interval's method and level, in words: '…, look 2 of up to 6: a 99.42% interval; held together
@@ -55,6 +57,8 @@ class Factor:
         look = self.looks.look_of(found.n)
         level = f"a {effects.CONFIDENCE * 100:.4g}% interval" if found.runs > 1 or self.looks.most <= 1 else \
             f"look {look} of up to {self.looks.most}: a {self.looks.confidence(look) * 100:.4g}% interval"
+        if found.measurement:
+            return found.method()
         held = f"; held together with {rows} rows, each at 1/{rows} of the error (Bonferroni)" if rows > 1 else ""
         return f"{found.method()}, {level}{held}"
 
@@ -63,16 +67,34 @@ def factor(run: Run, engines: tuple[str, str], workload: str, params: dict, metr
            paired: bool = True, other_params: dict | None = None) -> Factor:
     """engines[1] at params (other_params) over engines[0] at params, with the run's sequential design: the first
     look at the rounds of the plan, a later look for each round added after it (PlannedTrial.added)."""
-    subject = trial_samples(run, engines[0], workload, params, metrics)
-    other = trial_samples(run, engines[1], workload, other_params or params, metrics)
-    added = added_rounds(run, engines[0], workload, params) | added_rounds(run, engines[1], workload,
-                                                                           other_params or params)
+    points = [_point(run, engines[0], workload, params), _point(run, engines[1], workload, other_params or params)]
+    subject, other = (samples_of(point, metrics) for point in points)
+    added = set().union(*(_added(point) for point in points))
     common = set(subject) & set(other) if paired else set(subject) | set(other)
-    return Factor(subject, other, Looks(max(len(common - added), 1), run.plan.most_looks), paired)
+    return Factor(subject, other, Looks(max(len(common - added), 1), run.plan.most_looks), paired,
+                  run_noise(run) if timed(metrics) else PLAIN)
+
+
+def timed(metrics: list[Metric]) -> bool:
+    """A factor of times: what a run's shift and its rounds' correlation move (memory is read, not timed)."""
+    return all(m.unit in ("µs", "ms", "s") for m in metrics)
+
+
+def run_noise(run: Run) -> Noise:
+    """The noise the run recorded when it started (the machine's calibration that applied, or ASSUMED, with
+    why); a run recorded before there was any, or whose record is out of bounds, is read with ASSUMED."""
+    record = run.manifest.get("noise")
+    source = record.get("source") if isinstance(record, dict) and isinstance(record.get("source"), str) else None
+    found = from_record(record, source) if source else None
+    return found or Noise(ASSUMED.acf, ASSUMED.between_sd, ASSUMED.between_df,
+                          "assumed (the run recorded no calibration of its machine)")
 
 
 def added_rounds(run: Run, engine: str, workload: str, params: dict) -> set:
-    point = _point(run, engine, workload, params)
+    return _added(_point(run, engine, workload, params))
+
+
+def _added(point: Point | None) -> set:
     return {t["trial"] for t in point.trials if t.get("added")} if point else set()
 
 
@@ -117,7 +139,10 @@ def _point(run: Run, engine: str, workload: str, params: dict) -> Point | None:
 
 def trial_samples(run: Run, engine: str, workload: str, params: dict, metrics: list[Metric]) -> dict:
     """{round: the metric's value in that trial} at the engine's point; a quotient's parts from one trial."""
-    point = _point(run, engine, workload, params)
+    return samples_of(_point(run, engine, workload, params), metrics)
+
+
+def samples_of(point: Point | None, metrics: list[Metric]) -> dict:
     if point is None:
         return {}
     found = {}

@@ -160,7 +160,9 @@ def _needs(rows: list[Row], bounds: tuple, low: float, high: float) -> list[tupl
         e = r.effect
         if e is None or e.estimate is None:
             continue
-        decision = effects.decide(e, bounds)
+        # The rounds it asks for are judged at the design's next look: planned at that level.
+        later = r.factor.looks.confidence(r.factor.looks.look_of(e.n) + 1) if r.factor else effects.CONFIDENCE
+        decision = effects.decide(e, bounds, later)
         if decision.decided or (e.low is not None and not any(e.low < b <= e.high for b in spanned)):
             continue
         needs.append((r.table.workload, r.params, r.engine, r.point, decision.more))
@@ -172,7 +174,8 @@ def _undecided_why(v: Verdict, subject: str, bounds: tuple, low: float, high: fl
     head = (f"{_short(subject)} {fx(v.ours)}{interval(v)} at {v.at} spans "
             + " and ".join(fx(b) for b in spanned))
     ways = [f"≈ {more} more trial{'s' if more != 1 else ''} at {point} ({engine} and {_short(subject)})"
-            if more else f"{point} ({engine}): more trials cannot decide it (the factor sits on the boundary)"
+            if more else f"{point} ({engine}): more rounds of this run cannot decide it (the factor sits on the "
+            "boundary, or the machine's run-to-run component alone spans it: another run can)"
             for _, _, engine, point, more in v.needs]
     return head + (f"; {'; '.join(ways)} would decide it" if ways else "")
 

@@ -17,7 +17,10 @@ DECIDED = (REPRODUCED, PARTLY, NOT_REPRODUCED)
 SYMBOLS = {REPRODUCED: "✓", PARTLY: "≈", NOT_REPRODUCED: "✗", UNDECIDED: "?", NOT_COMPARABLE: "≠",
            NOT_MEASURABLE: "–"}
 # What the symbols and a verdict's numbers mean, wherever they are shown.
-LEGEND = ", ".join(f"{symbol} {name}" for name, symbol in SYMBOLS.items()) + \
+# Which way a ✗ missed, for BurTorch (direction): the factor is the other engine's over BurTorch's.
+BETTER, WORSE = "better than claimed", "worse than claimed"
+LEGEND = ", ".join(f"{symbol} {name}" + (f" ({BETTER} or {WORSE}, for BurTorch)" if name == NOT_REPRODUCED else "")
+                   for name, symbol in SYMBOLS.items()) + \
     "; ×factor [its interval] k/m: k trials of the subject, m of the other engine"
 # Metric ids whose measure is another one on each OS.
 OS_SPECIFIC = {"paper_memory", "peak_private", "peak_resident"}
@@ -83,6 +86,19 @@ class Judged:
 
     def verdicts(self) -> list[Verdict]:
         return [getattr(self, s.key) for s in SUBJECTS]
+
+
+def direction(v: "Verdict") -> str:
+    """Which side of the paper's number a ✗'s interval lies on, for BurTorch: above it (the other engine's
+    time or memory over BurTorch's larger than the paper says) BurTorch did better than claimed; below it,
+    worse. A flat claim that grows did worse; outputs that differ say so in their own words ('')."""
+    if v.verdict != NOT_REPRODUCED or v.claim.rule == "same_outputs":
+        return ""
+    if v.claim.rule == "flat":
+        return WORSE
+    if v.ours is None or v.paper is None:
+        return ""
+    return BETTER if v.ours > v.paper else WORSE
 
 
 def regions(target: float, tolerance: float) -> tuple[tuple[float, ...], tuple[str, ...]]:

@@ -8,22 +8,25 @@ buffer stays there beside the stack; at each other level half of it or four time
 whichever is less: past the level below and at the scale a step's data has (a virtual machine may list
 a last level far larger than one core reaches at its speed); and twice the last level (at least
 MIN_DRAM) for DRAM, which no cache keeps. Where the machine does not say its cache sizes, ASSUMED stands in and
-the record says so. Timings are kept per CPU model and working sets (CACHE_FILE beside the ceiling's),
-so the probe runs once per machine; a run's manifest keeps the record (its "native" "bandwidth").
+the record says so. Timings are kept per CPU model, core and working sets (CACHE_FILE beside the ceiling's,
+declared in harness/records/machine.py with when it was measured and how busy the core was), so the probe
+runs once per core; one made on a busy core serves its run but is not kept; `doctor --remeasure` measures it
+again. A run's manifest keeps the record (its "native" "bandwidth").
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
+from engines import children
 from engines.base import find_executable
 from harness.machine import host
-from harness.machine.ceiling import cache_dir
 from harness.machine.doctor_measures import Finding
+from harness.records.base import Damaged, parse, read_cache, validate
+from harness.records.machine import BandwidthCache, BandwidthEntry, BandwidthProbe, cache_dir
 from harness.measure import affinity
 from harness.units import MIB
 
@@ -79,49 +82,61 @@ def probe(sizes: list[int], cpu: int, driver: str | None = None) -> tuple[dict |
         return None, f"no {DRIVER}: build the project (make setup) to measure the memory bandwidth"
     try:
         with affinity.pinned_spawning(cpu):
-            out = subprocess.run([driver, "--bandwidth", ",".join(map(str, sizes))], capture_output=True, text=True,
-                                 timeout=300, check=True)
-        line = json.loads(out.stdout)
-        rates = {"read": [float(r) for r in line["read_bytes_per_s"]], "rmw": [float(r) for r in line["rmw_bytes_per_s"]]}
-        if any(len(r) != len(sizes) or not all(math.isfinite(x) and x > 0 for x in r) for r in rates.values()):
-            raise ValueError("not one positive rate of each kind per working set")
-    except subprocess.CalledProcessError as exc:
-        return None, f"{DRIVER} --bandwidth failed: {(exc.stderr.strip().splitlines() or [f'exit {exc.returncode}'])[-1]}"
-    except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError) as exc:
+            out = children.run([driver, "--bandwidth", ",".join(map(str, sizes))], "measuring the memory bandwidth "
+                               f"({DRIVER} --bandwidth)", timeout=300, capture_output=True, text=True)
+    except (OSError, subprocess.SubprocessError) as exc:
         return None, f"{DRIVER} --bandwidth failed: {exc}"
-    return rates, f"{DRIVER} --bandwidth on core {cpu}"
+    if out.returncode != 0:
+        return None, f"{DRIVER} --bandwidth failed: {(out.stderr.strip().splitlines() or [f'exit {out.returncode}'])[-1]}"
+    try:
+        line = validate(parse(out.stdout), BandwidthProbe, f"{DRIVER} --bandwidth")
+    except ValueError:
+        return None, f"{DRIVER} --bandwidth failed: its output is not a JSON line"
+    if isinstance(line, Damaged) or any(len(r) != len(sizes) for r in (line.read_bytes_per_s, line.rmw_bytes_per_s)):
+        return None, (f"{DRIVER} --bandwidth failed: not one positive rate of each kind per working set"
+                      + (f" ({line.field}: {line.why})" if isinstance(line, Damaged) else ""))
+    return {"read": line.read_bytes_per_s, "rmw": line.rmw_bytes_per_s}, f"{DRIVER} --bandwidth on core {cpu}"
 
 
-def measure(cpu: int, sys_root: str | Path = "/sys", cache: Path | None = None, driver: str | None = None) -> dict:
+def measure(cpu: int, sys_root: str | Path = "/sys", cache: Path | None = None, driver: str | None = None,
+            again: bool = False) -> dict:
     """The record a manifest keeps: {"levels": [{"level", "size_bytes" (None for DRAM), "working_set_bytes",
     "read_bytes_per_s", "rmw_bytes_per_s"}, ...], "sizes_source", "source"}; "levels": None and the
-    "reason" where the probe cannot run. Taken from the cache where this CPU model measured these working sets."""
+    "reason" where the probe cannot run. Taken from the cache where this CPU model's core measured these
+    working sets (records/machine.py: a damaged cache is said once and measured again), unless `again`."""
     sizes, sizes_source = cache_sizes(cpu, sys_root)
     sets = working_sets(sizes)
     cache = cache or cache_dir() / CACHE_FILE
-    try:
-        kept = json.loads(cache.read_text())
-    except (OSError, ValueError):
-        kept = {}
+    kept = read_cache(cache, BandwidthCache) or BandwidthCache(schema=BandwidthCache.SCHEMA)
     model = host.describe().get("cpu_model") or "unknown CPU"
-    key = ",".join(f"{level}={size}" for level, size in sets.items())
-    found = kept.get(model, {}).get(key)
+    key = f"cpu{cpu}:" + ",".join(f"{level}={size}" for level, size in sets.items())
+    found = None if again else kept.models.get(model, {}).get(key)
+    if found is not None and len(found.read) != len(sets):
+        found = None  # kept for other working sets under this key: measured again
     if found is None:
+        busy = host.core_busy(cpu)
         rates, how = probe(list(sets.values()), cpu, driver)
         if rates is None:
             return {"levels": None, "reason": how, "sizes_source": sizes_source}
-        found = {"read": rates["read"], "rmw": rates["rmw"], "source": how,
-                 "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        kept.setdefault(model, {})[key] = found
-        try:
-            _write(cache, kept)
-        except OSError:
-            pass  # the cache saves the next run's time; this run has its figures
+        found = BandwidthEntry(read=rates["read"], rmw=rates["rmw"], source=how, cpu=cpu, busy=busy,
+                               measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        if busy is None or busy <= host.BUSY:
+            kept.models.setdefault(model, {})[key] = found
+            try:
+                _write(cache, kept.model_dump(by_alias=True))
+            except OSError:
+                pass  # the cache saves the next run's time; this run has its figures
     levels = [{"level": level, "size_bytes": sizes.get(level), "working_set_bytes": size,
                "read_bytes_per_s": read, "rmw_bytes_per_s": rmw}
-              for (level, size), read, rmw in zip(sets.items(), found["read"], found["rmw"])]
-    return {"levels": levels, "sizes_source": sizes_source,
-            "source": f"{found['source']}, measured {found['measured_at']}"}
+              for (level, size), read, rmw in zip(sets.items(), found.read, found.rmw)]
+    return {"levels": levels, "sizes_source": sizes_source, "source": f"{found.source}, {provenance(found)}"}
+
+
+def provenance(found) -> str:
+    """When it was measured and how busy its core was (records/machine.py's Provenance), in words."""
+    load = "" if found.busy is None else f", core {found.busy:.0%} busy before"
+    kept = "" if found.busy is None or found.busy <= host.BUSY else " (too busy to keep: not cached)"
+    return f"measured {found.measured_at}{load}{kept}"
 
 
 def _write(path: Path, data: dict) -> None:
@@ -147,9 +162,9 @@ def table(record: dict) -> list[str]:
     return lines
 
 
-def finding(cpu: int, sys_root: str | Path = "/sys") -> Finding:
-    """doctor's line: the roofs of core `cpu` (measured once per CPU model), or why there are none."""
-    record = measure(cpu, sys_root)
+def finding(cpu: int, sys_root: str | Path = "/sys", again: bool = False) -> Finding:
+    """doctor's line: the roofs of core `cpu` (measured once per CPU model and core, or `again`), or why there are none."""
+    record = measure(cpu, sys_root, again=again)
     if record["levels"] is None:
         return Finding("info", "bandwidth", f"memory bandwidth not measured: {record['reason']}",
                        "make setup builds burtorch-bench")

@@ -5,8 +5,8 @@ The FMA peak (machine/peak.py) is a loop no product reaches; a library's SGEMM a
 what "as fast as it gets here" means. Each library in LIBRARIES is timed in a child process pinned to
 the core, its threads held to one: numpy's BLAS (OpenBLAS in its wheels) and torch's (MKL or
 oneDNN). A point's ceiling is its step's products (Workload.step_products) over the time of the
-fastest library for all of them: GFLOP/s comparable to the step's own. Timings are kept per CPU model
-and installed library version (CACHE_FILE under the cache folder), so a run measures only the shapes
+fastest library for all of them: GFLOP/s comparable to the step's own. Timings are kept per CPU model,
+core and installed library version (CACHE_FILE under the cache folder), so a run measures only the shapes
 it has not seen there.
 A library that is not installed or fails is left out with the reason; no library at all: None with them.
 
@@ -21,12 +21,16 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from engines import children
 from engines.base import find_executable
 from harness.machine import host
 from harness.measure import affinity
+from harness.records.base import parse, read_cache, validate
+from harness.records.machine import CeilingCache, LibraryProbe, LibraryTimes, cache_dir
 
 CACHE_FILE = "ceiling.json"
 DRIVER = "burtorch-bench"
@@ -88,10 +92,6 @@ def product(a, b, c):
 }
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "burtbench"
-
-
 def time_library(name: str, code: str, shapes: list[tuple[int, int, int]], cpu: int,
                  python: str = sys.executable) -> tuple[str | None, list[float] | str]:
     """(library version, seconds per product) from a child pinned to `cpu`; (None, why not) if it fails."""
@@ -113,63 +113,80 @@ def _timed(cmd: list[str], shapes: list, cpu: int, who: str, **run) -> tuple[str
     """A timing child's {"version", "seconds"} line read; (None, why not) where it fails."""
     try:
         with affinity.pinned_spawning(cpu):
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **run)
+            out = children.run(cmd, f"timing {who} at the step's products", timeout=600, capture_output=True,
+                               text=True, **run)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"{who}: {exc}"
     try:
-        result = json.loads(out.stdout)
-        seconds = [float(s) for s in result["seconds"]]
-        if len(seconds) != len(shapes) or not all(s > 0 for s in seconds):
-            raise ValueError("not one positive time per product")
-        return str(result["version"]), seconds
-    except (ValueError, KeyError, TypeError):
-        return None, f"{who}: {(out.stderr.strip().splitlines() or ['no output'])[-1]}"
+        result = validate(parse(out.stdout), LibraryProbe, who)
+    except ValueError:
+        result = None
+    if isinstance(result, LibraryProbe) and len(result.seconds) == len(shapes):
+        return result.version, result.seconds
+    return None, f"{who}: {(out.stderr.strip().splitlines() or ['no output'])[-1]}"
 
 
 def measure(points: list[tuple], cpu: int, libraries: dict[str, str] = LIBRARIES,
-            cache: Path | None = None, ours: bool = True) -> list[dict]:
+            cache: Path | None = None, ours: bool = True, again: bool = False) -> list[dict]:
     """Each training point's ceiling: {"workload", "params", "gflops", "library"} of the fastest library
     over the step's products, or "gflops": None and the "reason" where no library ran.
-    points: (Workload, params) pairs whose workload declares step_products."""
+    points: (Workload, params) pairs whose workload declares step_products. The libraries' times are kept
+    per CPU model and core (records/machine.py's CeilingCache, with when and how busy the core was), unless
+    `again`; a damaged cache is said once and measured again; times measured on a busy core are not kept."""
     cache = cache or cache_dir() / CACHE_FILE
-    try:
-        kept = json.loads(cache.read_text())
-    except (OSError, ValueError):
-        kept = {}
-    timings = kept.setdefault(host.describe().get("cpu_model") or "unknown CPU", {})
+    kept = read_cache(cache, CeilingCache) or CeilingCache(schema=CeilingCache.SCHEMA)
+    timings = kept.models.setdefault(host.describe().get("cpu_model") or "unknown CPU", {}).setdefault(f"cpu{cpu}", {})
     shapes = sorted({tuple(s) for workload, params in points for s in workload.step_products(params)})
-    failures = []
+    failures, busy = [], None
     for name, code in libraries.items():
         installed = _installed(name)
         if installed is None:
             failures.append(f"{name}: not installed")
             timings.pop(name, None)
             continue
-        known = timings.get(name)
-        if known is None or known.get("installed") != installed:  # another version: none of its times hold
-            known = {"installed": installed, "version": None, "seconds": {}}
-        unseen = [s for s in shapes if _shape_key(s) not in known["seconds"]]
+        known = None if again else timings.get(name)
+        if known is None or known.installed != installed:  # another version: none of its times hold
+            known = None
+        unseen = [s for s in shapes if known is None or _shape_key(s) not in known.seconds]
         if not unseen:
             continue
+        busy = host.core_busy(cpu) if busy is None else busy
         version, seconds = time_library(name, code, unseen, cpu)
         if version is None:
             failures.append(seconds)
             timings.pop(name, None)
             continue
-        known["version"] = version
-        known["seconds"].update({_shape_key(s): t for s, t in zip(unseen, seconds)})
-        timings[name] = known
-    if timings:
+        timings[name] = LibraryTimes(
+            installed=installed, version=version, cpu=cpu, busy=busy,
+            measured_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            seconds={**(known.seconds if known else {}), **{_shape_key(s): t for s, t in zip(unseen, seconds)}})
+    if timings and (busy is None or busy <= host.BUSY):  # measured under load: this run's, never kept
         try:
-            _write(cache, kept)
+            _write(cache, kept.model_dump(by_alias=True))
         except OSError:
             pass  # the cache saves the next run's time; this run has its figures
+    timings = {name: {"version": t.version, "seconds": t.seconds} for name, t in timings.items()}
     measured = {name: timings[name] for name in libraries if name in timings}
     our_build, our_seconds = time_ours(shapes, cpu) if ours else (None, "our products: not timed")
     our_times = dict(zip(map(_shape_key, shapes), our_seconds)) if our_build else None
     return [{"workload": workload.name, "params": dict(params), **_ceiling(workload, params, measured, failures),
              **_ours(workload, params, our_build, our_times or our_seconds)}
             for workload, params in points]
+
+
+def forget(cpu: int, cache: Path | None = None) -> str:
+    """Drop this CPU model's and core's library times from the cache (doctor --remeasure): the next run
+    measures them again. Says what was done."""
+    cache = cache or cache_dir() / CACHE_FILE
+    kept = read_cache(cache, CeilingCache)
+    model = host.describe().get("cpu_model") or "unknown CPU"
+    if kept is None or kept.models.get(model, {}).pop(f"cpu{cpu}", None) is None:
+        return "none cached; the next run measures them"
+    try:
+        _write(cache, kept.model_dump(by_alias=True))
+    except OSError as exc:
+        return f"could not forget them ({exc.strerror or exc}) in {cache}"
+    return "forgotten; the next run measures them again"
 
 
 def _installed(name: str) -> str | None:

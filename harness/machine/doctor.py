@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from engines import burn
-from harness.machine import bandwidth, calibrations
+from harness.machine import bandwidth, calibrations, ceiling, peak
 from harness.machine import host as machine
 from harness.machine.doctor_measures import Finding, measure_findings
 from harness.machine.valgrind import missing_valgrind, uncountable_isa
@@ -30,9 +30,10 @@ LOAD_WARN_PER_CORE = 0.25
 
 def diagnose(cpu: int | None = None, sys_root: str | Path = "/sys", proc_root: str | Path = "/proc",
              perf=None, watch_s: float = WATCH_S, sleep: Callable[[float], None] = time.sleep,
-             results: str | Path = "results") -> list[Finding]:
+             results: str | Path = "results", remeasure: bool = False) -> list[Finding]:
     """Findings about the machine and the core `cpu` (default: the core a run would use); `results`:
-    the results folder its calibration is kept under."""
+    the results folder its calibration is kept under; `remeasure`: the core's machine facts (bandwidth,
+    peak, library ceilings) measured again rather than read from the cache."""
     cpu = affinity.default_cpu() if cpu is None else cpu
     sys_root, proc_root = Path(sys_root), Path(proc_root)
     facts = machine.describe(sys_root, proc_root)
@@ -46,11 +47,22 @@ def diagnose(cpu: int | None = None, sys_root: str | Path = "/sys", proc_root: s
                  isolation_finding(facts, cpu), virtualization_finding(facts)]
     findings += pinned_core_findings(cpu, proc_root, watch_s, sleep)
     findings += measure_findings(perf, sys_root, proc_root)
-    findings += [valgrind_finding(), burn_finding(), bandwidth.finding(cpu, sys_root)]
+    findings += [valgrind_finding(), burn_finding(), bandwidth.finding(cpu, sys_root, again=remeasure)]
+    if remeasure:
+        findings += remeasured(cpu)
     # Burn 0.20's release claim names this backend (workloads/claims_burn.csv): say why it has no row.
     findings.append(Finding("info", "burn-cubecl", f"Burn's CubeCL CPU backend has no engine: "
                                                    f"{burn.CUBECL_CPU_MISSING}"))
     return findings
+
+
+def remeasured(cpu: int) -> list[Finding]:
+    """doctor --remeasure's lines beside the bandwidth's: the peak measured now, the ceilings' cache forgotten."""
+    value, how = peak.fp32_peak(cpu)
+    found = [Finding("ok", "peak", f"FP32 peak on cpu{cpu}: {value:.1f} GFLOP/s ({how})") if value is not None
+             else Finding("info", "peak", f"FP32 peak not measured: {how}", "make setup builds burtorch-bench")]
+    forgotten = ceiling.forget(cpu)
+    return found + [Finding("ok", "ceiling", f"library SGEMM times of cpu{cpu}: {forgotten}")]
 
 
 def burn_finding() -> Finding:

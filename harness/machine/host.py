@@ -209,3 +209,22 @@ def _cpu_number(path: Path) -> int:
 
 def _khz_to_mhz(text: str | None) -> float | None:
     return int(text) / 1e3 if text and text.isdigit() else None
+
+
+# How long a core is watched for the share of it other processes use, before a machine fact is measured on it.
+BUSY_WINDOW_S = 0.2
+# Busier than this, a core's probe is kept for the run that needs it but never cached: it would stand, for
+# every later run on this CPU model, as a roof measured under load.
+BUSY = 0.25
+
+
+def core_busy(cpu: int) -> float | None:
+    """The share of core `cpu` in use by anything over BUSY_WINDOW_S (0 idle, 1 saturated); None where
+    the OS does not say."""
+    import psutil  # only where a probe is about to run
+
+    try:
+        shares = psutil.cpu_percent(interval=BUSY_WINDOW_S, percpu=True)
+    except (OSError, RuntimeError, AttributeError):
+        return None
+    return shares[cpu] / 100 if 0 <= cpu < len(shares) else None

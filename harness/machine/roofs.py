@@ -1,12 +1,17 @@
 """A training point's roofline bound: the least time the machine's roofs allow one step.
 
-bound = max(FLOPs ÷ the core's peak (machine/peak.py), bytes ÷ the bandwidth of the level its working set
-fits in (machine/bandwidth.py)), from a run's manifest ("native": "peak_gflops_fp32" and "bandwidth") and
-the workload's own counts (Workload.step_flops, step_bytes: workloads/flops.py). The memory time is the
-step's read-only bytes at the level's read rate plus its read-and-written bytes at its read-modify-write
-rate. The level is the smallest cache whose size holds the working set, else DRAM. A time shown as a
-share of the bound says how near a step runs to what the machine can do: 100% is at the roof.
-A run whose manifest lacks a roof has no bound, and the reason says which.
+bound = max(FLOPs ÷ the core's peak (machine/peak.py), the memory time), from a run's manifest ("native":
+"peak_gflops_fp32" and "bandwidth", machine/bandwidth.py) and the workload's own counts (Workload.step_flops,
+step_bytes: workloads/flops.py). The memory time is a floor: every byte is charged to the fastest level
+that can hold it at its reuse. A step touches its working set W again at each sweep, and a cache of C bytes
+can hold at most C of it between two touches, so of each sweep's bytes the share min(W, C_k) - min(W, C_k-1)
+over W is charged to level k (the smallest caches first) and the rest to DRAM; each share's read-only bytes
+at that level's read rate, its read-and-written bytes at its read-modify-write rate. A level's rates are the
+best the probe measured there or at any farther level (a nearer cache serves at least as fast), so a probe's
+noise never makes the bound exceed a step that runs at the machine's best. The level shown is where the
+whole working set fits (the smallest cache that holds it, else DRAM). A time shown as a share of the bound
+says how near a step runs to what the machine can do: 100% is at the roof. A run whose manifest lacks a roof
+has no bound, and the reason says which.
 """
 from __future__ import annotations
 
@@ -26,6 +31,26 @@ class Roofs:
         """The smallest level whose size holds `working_set` bytes; the last (DRAM) where none does."""
         return next((lv for lv in self.levels if lv["size_bytes"] is not None and working_set <= lv["size_bytes"]),
                     self.levels[-1])
+
+    def served(self, working_set: int) -> list[tuple[float, float, float]]:
+        """(share of the bytes, read rate, read-modify-write rate) of each level that serves a sweep over
+        `working_set` bytes, at the least: its capacity's share, at its best rates (the module's docstring)."""
+        shares, held = [], 0
+        for k, level in enumerate(self.levels):
+            size = level["size_bytes"]
+            reach = working_set if size is None else min(working_set, size)
+            if reach > held:
+                farther = self.levels[k:]
+                shares.append(((reach - held) / working_set, max(lv["read_bytes_per_s"] for lv in farther),
+                               max(lv["rmw_bytes_per_s"] for lv in farther)))
+                held = reach
+        return shares
+
+    def memory_seconds(self, read: int, updated: int, working_set: int) -> float:
+        """The least time to move `read` bytes read only and `updated` read and written back, over a working set
+        of `working_set` bytes."""
+        return sum(share * (read / read_rate + updated / rmw_rate)
+                   for share, read_rate, rmw_rate in self.served(max(working_set, 1)))
 
 
 @dataclass(frozen=True)
@@ -72,7 +97,7 @@ def bound(workload, params: Mapping, precision: str, machine: Roofs) -> Bound | 
     moved = workload.step_bytes(params, precision)
     level = machine.level_for(moved.working_set)
     compute_s = flops / (machine.peak_gflops * 1e9)
-    memory_s = moved.read / level["read_bytes_per_s"] + moved.updated / level["rmw_bytes_per_s"]
+    memory_s = machine.memory_seconds(moved.read, moved.updated, moved.working_set)
     return Bound(max(compute_s, memory_s), COMPUTE if compute_s >= memory_s else MEMORY, level["level"], flops,
                  moved.total, compute_s, memory_s)
 

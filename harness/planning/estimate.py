@@ -27,7 +27,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from engines import all_engines, burn
+from engines import all_engines, burn, libtorch
 from engines.authors import build as authors_build
 from engines.authors.programs import PROGRAMS, knob_values
 from engines.base import AA_COPY, split_id
@@ -62,8 +62,10 @@ VALGRIND_ROUGH = f"rough: x{VALGRIND_STARTUP_FACTOR:.0f} start-up, x{VALGRIND_SL
 # ours (CMake, the driver and the module) ~35 s (two revisions with their counting builds: 140 s);
 # one of the authors' programs ~10 s (their libraries once, then a main file each); Burn with cargo
 # from nothing, minutes.
-REVISION_BUILD, AUTHORS_BUILD, BURN_BUILD = "revision", "authors", "burn"
-ROUGH_BUILD_S = {REVISION_BUILD: 35.0, AUTHORS_BUILD: 10.0, BURN_BUILD: 300.0}
+REVISION_BUILD, AUTHORS_BUILD, BURN_BUILD, LIBTORCH_BUILD = "revision", "authors", "burn", "libtorch"
+# Measured on the 2-core VM: LibTorch's first-use build took about 4 minutes (a dry run that left it out
+# predicted 4 min for a run that took 7 min 46 s).
+ROUGH_BUILD_S = {REVISION_BUILD: 35.0, AUTHORS_BUILD: 10.0, BURN_BUILD: 300.0, LIBTORCH_BUILD: 240.0}
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,16 @@ def engine_builds(trials: list[PlannedTrial]) -> list[Build]:
                 found.append(Build(AUTHORS_BUILD, f"the authors' programs ({left})", left))
         elif getattr(engine, "build", None) is burn.build_driver and burn.build_blocker() is None and not burn.is_built():
             found.append(Build(BURN_BUILD, "Burn's driver (cargo)"))
+        elif getattr(engine, "build", None) is libtorch.build_driver and libtorch.build_blocker() is None \
+                and not _libtorch_built():
+            found.append(Build(LIBTORCH_BUILD, "the LibTorch driver (CMake, first use with this torch)"))
     return found
+
+
+def _libtorch_built() -> bool:
+    """The LibTorch driver configured for the installed torch and built (engines/libtorch.py's state)."""
+    configured = {"torch": libtorch.torch_version(), "prefix": str(libtorch.torch_cmake_prefix())}
+    return libtorch.read_state().get("configured") == configured and libtorch.EXECUTABLE.is_file()
 
 
 def _authors_left(engine, trials: list[PlannedTrial]) -> int:

@@ -7,6 +7,7 @@ from datetime import timedelta
 from rich.console import Console
 from rich.table import Table
 
+from harness.analysis.effect import MIN_TRIALS
 from harness.errors import UsageError
 from harness.planning.claim_points import NO_CLAIM_JUDGED, added_trials, judges_any
 from harness.planning.estimate import engine_builds, revision_builds, wall_s
@@ -16,6 +17,10 @@ from harness.units import count
 # Said by the run and by its --dry-run alike (both exit 2).
 NOTHING_TO_RUN = ("nothing to run: every selected engine is unavailable here (the lines before say why, on stderr; "
                   "burtbench list shows the engines that are)")
+
+
+# Why a versions run's trial beyond the profile's count joined the plan (running/session.py).
+INTERVAL = f"{MIN_TRIALS} trials for an interval"
 
 
 def duration(seconds: float) -> str:
@@ -60,6 +65,10 @@ def show(plan: list, req, estimator, console: Console) -> int:
     for line, trials in added_trials(plan):
         console.print(f"added for the paper's claims: {line} (core time "
                       f"{duration(sum(estimator.trial_s(pt) for pt in trials))})", highlight=False)
+    interval = [pt for pt in plan if pt.why == INTERVAL]
+    if interval:
+        console.print(f"added for the versions' answers: {count(len(interval), 'trial')} ({INTERVAL} at every point; "
+                      f"core time {duration(sum(estimator.trial_s(pt) for pt in interval))})", highlight=False)
     judged = judges_any([pt.engine for pt in plan])
     if not judged:
         console.print(NO_CLAIM_JUDGED, highlight=False)

@@ -10,13 +10,16 @@ from pathlib import Path
 
 from engines.base import finite
 from harness.analysis.effect import CONFIDENCE, MIN_TRIALS, Looks
+from harness.analysis.noise import PLAIN, Noise
+from harness.store.run_plan import MAX_DECIDING_ROUNDS
 from harness.analysis.points import STATISTIC
 from harness.judging import claims
 from harness.analysis import paper
 from harness.report import release_claims
 from harness.judging.claims import Judged, Verdict
 from harness.store.runs import Run
-from harness.text import clean, markdown_cell
+from harness.text import markdown_cell
+from workloads import all_workloads
 
 SUBJECTS_TEXT = ("Each claim is judged twice: for the authors' BurTorch (their published programs, built from "
                  "their source: the code the paper measured) and for burtbench's engine (our re-implementation). "
@@ -25,8 +28,11 @@ SUBJECTS_TEXT = ("Each claim is judged twice: for the authors' BurTorch (their p
                  "what is compared; where it cannot answer the claim, its verdict is not comparable.")
 HOW = ("Each factor is the other engine over the subject at the same point (above 1: BurTorch better), with its "
        "interval over trials (processes): a t interval on the logs of the per-round ratios where both ran in "
-       "the same rounds, else Welch's; runs pooled by `burtbench claims` are a level of their own (a t interval "
-       "over the runs' factors). The intervals are 95% over every look the run takes (the sequential design "
+       "the same rounds, else Welch's; each time factor's interval also carries what this machine adds beyond "
+       "one run's rounds (their correlation, and a run's own shift: below), so that it holds the factor another "
+       "run here would give; runs pooled by `burtbench claims` are a level of their own (the runs' factors, "
+       "their spread pooled with the machine's run-to-run component). The intervals are 95% over every look the "
+       "run takes (the sequential design "
        "below), and a claim read as the largest (smallest) factor over rows holds the intervals of the rows "
        "that could be that maximum together (Bonferroni). A trial's time is the median of its timed blocks. "
        "The verdict holds the "
@@ -88,50 +94,62 @@ def counts_both(judged: list[Judged]) -> str:
 
 
 def family_line(verdicts: list[Verdict]) -> str:
-    """How many decided verdicts may be wrong by chance at the stated level."""
-    decided = [v for v in verdicts if v.verdict in claims.DECIDED and v.low is not None]
+    """How many decided verdicts may be wrong by chance at the stated level: an expectation over the verdicts
+    decided on a real interval (a measurement, every trial the same, has none to be wrong by)."""
+    decided = [v for v in verdicts if v.verdict in claims.DECIDED and v.low is not None and v.low != v.high]
+    measured = sum(v.verdict in claims.DECIDED and v.low is not None and v.low == v.high for v in verdicts)
     error = 1 - CONFIDENCE
+    also = (f" {measured} more {'is' if measured == 1 else 'are'} decided on a measurement (every trial the same "
+            "value: no interval, nothing left to chance)." if measured else "")
     if not decided:
-        return "No verdict is decided on an interval, so none can be wrong by chance."
+        return "No verdict is decided on an interval, so none can be wrong by chance." + also
     those = "the 1 verdict" if len(decided) == 1 else f"the {len(decided)} verdicts"
-    return (f"Of {those} decided on an interval, each at {CONFIDENCE:.0%}, up to "
-            f"{len(decided) * error:.1f} may be wrong by chance ({error:.0%} each, in expectation; that much only for "
-            f"a factor on its boundary, far less for one far from it).")
+    return (f"Of {those} decided on an interval, each at {CONFIDENCE:.0%}, at most {len(decided) * error:.1f} are "
+            f"expected to be wrong by chance ({error:.0%} of each, and that only for a factor on its boundary; far "
+            f"fewer for factors far from theirs): an expectation, not a bound on the family.{also}")
+
+
+def planned_trials(run: Run) -> str:
+    """The trials the run's plan gave each point, before any added round: '3' or '3 to 5'."""
+    workloads = all_workloads()
+    counts = {run.plan.trials} if run.plan.trials else \
+        {workloads[w].trials.get(run.plan.profile) for w in run.plan.workloads if w in workloads} - {None}
+    low, high = (min(counts), max(counts)) if counts else (MIN_TRIALS, MIN_TRIALS)
+    return f"{low}" if low == high else f"{low} to {high}"
 
 
 def design_line(run: Run) -> str:
-    """The sequential design every claim's interval is computed at (harness/analysis/effect.py, Looks)."""
+    """The sequential design every claim's interval is computed at (harness/analysis/effect.py, Looks), from
+    the run's own plan."""
     design = Looks(first=MIN_TRIALS, most=run.plan.most_looks)
-    added = "" if design.most <= 1 else (f" Rounds added for undecided claims (`--claims-budget`, at most "
-                                         f"{design.most - 1} a point) are later looks: the error is spent by look.")
-    return f"Intervals: {design.text()}, for {MIN_TRIALS} planned trials.{added}"
+    added = "" if design.most <= 1 else (f" Rounds added for undecided claims (`--claims-budget`: at most "
+                                         f"{MAX_DECIDING_ROUNDS} at a point, in one batch sized to decide at the "
+                                         "level it is judged at) are the later look.")
+    return f"Intervals: {design.text().replace(f'({MIN_TRIALS} trials)', '(the planned trials)')}; planned trials " \
+           f"per point in this run: {planned_trials(run)}.{added}"
 
 
-def rerun_line(calibration: dict | None) -> str:
-    """What a rerun here does to a factor: an interval holds for its run's trials, not for the next run's."""
-    spread = (calibration or {}).get("rerun_spread") or {}
-    if not isinstance(spread.get("largest"), (int, float)) or not isinstance(spread.get("median"), (int, float)):
-        return ("Each interval holds for this run's trials only: how far reruns on this machine move a factor was not "
-                "measured here before this run (`burtbench calibrate` measures it).")
-    return (f"Each interval holds for this run's trials only: reruns on this machine moved an engine's time by ×/÷"
-            f"{spread['median']:.3g} (median) and up to ×/÷{spread['largest']:.3g}, so a factor of two engines can "
-            f"move by up to that on each side (`burtbench calibrate` of "
-            f"{clean(str(calibration.get('created_at')))}: {clean(str(calibration.get('page')))}).")
+def rerun_line(noise: Noise) -> str:
+    """What a rerun here does to a factor, and where the interval's run-to-run part came from."""
+    if noise.plain:
+        return "Each interval holds for this run's trials only: no run-to-run component was applied."
+    return (f"Each time factor's interval carries {noise.text()}: it holds the factor another run of this plan "
+            f"on this machine would give, not only this run's trials.")
 
 
-def sureness(run: Run, judged: list[Judged], calibration: dict | None) -> list[str]:
+def sureness(run: Run, judged: list[Judged], noise: Noise) -> list[str]:
     """How sure the page's verdicts are: the sequential design, the family, and what reruns do."""
-    return [design_line(run), family_line(both(judged)), rerun_line(calibration)]
+    return [design_line(run), family_line(both(judged)), rerun_line(noise)]
 
 
-def markdown(run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None,
+def markdown(run: Run, judged: list[Judged], status: list[str], noise: Noise = PLAIN,
              picture: Path | None = None) -> str:
     head = [f"# The BurTorch paper's claims on run {run.run_id}", ""]
     head += [f"> **{line}**" for line in status] + ([""] if status else [])
     head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.plan.profile}. Several runs, of "
              "this machine or others: `burtbench claims RUN [RUN ...]` pools one machine's trials and judges each "
              "machine apart.", "",
-             SUBJECTS_TEXT, "", HOW, "", *(f"- {line}" for line in sureness(run, judged, calibration)), "",
+             SUBJECTS_TEXT, "", HOW, "", *(f"- {line}" for line in sureness(run, judged, noise)), "",
              *([f"![Each claim's factor and its interval against the paper's number]({picture.name})", ""]
                if picture else []),
              markdown_table(judged), "## How each verdict was computed", ""]
@@ -211,12 +229,12 @@ def json_record(run: Run, judged: list[Judged], status: list[str]) -> dict:
                        for j in judged]}
 
 
-def write(folder: Path, run: Run, judged: list[Judged], status: list[str], calibration: dict | None = None,
+def write(folder: Path, run: Run, judged: list[Judged], status: list[str], noise: Noise = PLAIN,
           picture: Path | None = None, release: tuple[list, list] = ([], [])) -> list[Path]:
     """`release`: the report's tables and the verdicts of other sources' claims (release_claims.py), if any."""
     record = json_record(run, judged, status) | ({"release_claims": release_claims.record(release[1])}
                                                  if release[1] else {})
-    paths = {"claims.md": "\n".join([markdown(run, judged, status, calibration, picture),
+    paths = {"claims.md": "\n".join([markdown(run, judged, status, noise, picture),
                                       *release_claims.markdown(*release)]),
              "claims.csv": csv_text(judged), "claims.json": json.dumps(record, indent=1, ensure_ascii=False) + "\n"}
     for name, text in paths.items():

@@ -24,8 +24,9 @@ from harness.analysis.points import FAILED, POINT_STATISTIC, STATISTIC, in_order
 from harness.analysis.summary import format_seconds, shown_params
 from harness.report import claim_files, versions
 from harness.judging import claims
+from harness.judging.verdicts import direction
 from harness.report.render import render_report
-from harness.running.orchestrator import one_line
+from harness.running.orchestrator import EXIT_INCOMPLETE, EXIT_INTERRUPTED, one_line
 from harness.store.runs import load_run
 from harness.units import count
 
@@ -48,15 +49,18 @@ WIDTH = 120  # the closing lines' width at most; a narrower terminal gets them n
 
 
 def _subject_text(v) -> tuple[str, str]:
-    """(symbol and verdict, its number) of one subject's verdict, as plain text."""
+    """(symbol and verdict, its number) of one subject's verdict, as plain text; a ✗ says which way it
+    missed, for BurTorch (better or worse than claimed)."""
 
     if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE):
         return f"{claims.SYMBOLS[v.verdict]} {v.verdict}", ""
     value = f" {claim_files.shown(v, 'ours')}" + (f" {v.trials[0]}/{v.trials[1]}" if v.trials else "")
-    return claims.SYMBOLS[v.verdict], value
+    way = direction(v)
+    return claims.SYMBOLS[v.verdict] + (f" {way}" if way else ""), value
 
 
 NARROWEST = 16  # a verdict column narrower than this reads better as a line of its own under the claim
+INDENT = "      "  # the subjects' line under their claim's
 
 
 def _styled(chunk: str, head: str, verdict: str) -> str:
@@ -67,7 +71,7 @@ def _styled(chunk: str, head: str, verdict: str) -> str:
 
 
 def _lead(judged) -> str:
-    return f"  {judged.claim.id:<23} paper {_paper_number(judged):<8}"
+    return f"  {judged.claim.id:<23} {_paper_number(judged)}"
 
 
 def _subjects(judged) -> list[tuple]:
@@ -75,11 +79,11 @@ def _subjects(judged) -> list[tuple]:
 
 
 def verdict_widths(shown: list, width: int) -> list[int] | None:
-    """Each subject's column width, the same on every claim's row so that the columns line up: as wide as its
-    longest verdict where `width` allows, the widest narrowed first where not; None where a column would be
-    narrower than NARROWEST (a line per subject instead)."""
+    """Each subject's column width on the line under its claim, the same on every claim so that the columns
+    line up: as wide as its longest verdict where `width` allows, the widest narrowed first where not; None
+    where a column would be narrower than NARROWEST (a line per subject instead)."""
     rows = [_subjects(j) for j in shown]
-    room = width - max(len(_lead(j)) for j in shown) - sum(len(f" │ {short} ") for short, *_ in rows[0])
+    room = width - len(INDENT) - sum(len(f"{short} ") for short, *_ in rows[0]) - 3 * (len(rows[0]) - 1)
     widths = [max(len(head + value) for _, _, head, value in column) for column in zip(*rows)]
     while sum(widths) > room and max(widths) > NARROWEST:
         widths[widths.index(max(widths))] -= 1
@@ -87,38 +91,47 @@ def verdict_widths(shown: list, width: int) -> list[int] | None:
 
 
 def claim_rows(judged, widths: list[int] | None, width: int = WIDTH) -> list[str]:
-    """One claim: its id, the paper's number and both subjects' verdicts side by side, each wrapped in its
-    column of `widths` (never cut); without widths, a line per subject under the claim's."""
+    """One claim: its id and the paper's number (and the number it is held to, and its tolerance) on a line,
+    both subjects' verdicts side by side under it, each wrapped in its column of `widths` (never cut);
+    without widths, a line per subject."""
 
-    lead, subjects = _lead(judged), _subjects(judged)
+    subjects = _subjects(judged)
+    lines = [f"  {escape(part)}" for part in textwrap.wrap(_lead(judged).strip(), width - 2, subsequent_indent="  ")]
     if widths is None:
         label = max(len(short) for short, *_ in subjects)
-        lines = [escape(lead.rstrip())]
         for short, verdict, head, value in subjects:
-            chunks = textwrap.wrap(head + value, width - label - 5) or [""]
-            lines += [f"    {short if k == 0 else '':<{label}} {_styled(chunk, head, verdict) if k == 0 else escape(chunk)}"
-                      for k, chunk in enumerate(chunks)]
+            chunks = textwrap.wrap(head + value, width - label - len(INDENT) - 1) or [""]
+            lines += [f"{INDENT}{short if k == 0 else '':<{label}} "
+                      f"{_styled(chunk, head, verdict) if k == 0 else escape(chunk)}" for k, chunk in enumerate(chunks)]
         return lines
     columns = [textwrap.wrap(head + value, w) or [""] for (_, _, head, value), w in zip(subjects, widths)]
-    lines = []
     for k in range(max(map(len, columns))):
-        line = escape(lead) if k == 0 else " " * len(lead)
+        cells = []
         for (short, verdict, head, _), chunks, w in zip(subjects, columns, widths):
             chunk = chunks[k] if k < len(chunks) else ""
             shown = _styled(chunk, head, verdict) if k == 0 else escape(chunk)
-            line += f" │ {short if k == 0 else ' ' * len(short)} {shown}{' ' * (w - len(chunk))}"
-        lines.append(line.rstrip())
+            cells.append(f"{short if k == 0 else ' ' * len(short)} {shown}{' ' * (w - len(chunk))}")
+        lines.append((INDENT + " │ ".join(cells)).rstrip())
     return lines
 
 
 def _paper_number(judged) -> str:
+    """'paper ×74, held to ×325 (✓ where the interval reaches ×293: 10% short of it)': the paper's own words for its number, the number
+    it is held to on this OS where that differs, and the boundary its tolerance sets."""
     c = judged.claim
+    said = f"paper {c.stated_text}"
     if c.rule == "same_outputs":
-        return "equal"
+        return said
     if c.rule == "flat":
-        return "flat"
-    value = judged.ours.paper if judged.ours.paper is not None else c.stated
-    return claims.fx(value)
+        return f"{said} (✓ while it grows less than {c.tolerance:.0%})"
+    held = judged.ours.paper if judged.ours.paper is not None else judged.authors.paper
+    held = c.stated if held is None else held
+    if abs(held - c.stated) > 1e-9 * max(abs(c.stated), 1):
+        said += f", held to {claims.fx(held)}"
+    if not c.tolerance:
+        return said
+    boundary = held * (1 - c.tolerance) if held >= 1 else held / (1 - c.tolerance)
+    return f"{said} (✓ where the interval reaches {claims.fx(boundary)}: {c.tolerance:.0%} short of it)"
 
 
 def judgeable(judged) -> bool:
@@ -129,9 +142,13 @@ def judgeable(judged) -> bool:
 
 SMOKE_CAVEAT = ("a smoke run: one trial a point and few iterations, so its factors have no interval and its "
                 "verdicts stay undecided; the quick profile decides them")
-LEGEND = "✓ reproduced, ≈ partly, ✗ not reproduced, ? undecided, ≠ not comparable, – not measurable"
-READING = (f"factor [interval, 95% over the run's looks] trials of the subject/of the other engine; a trial's time: "
-           f"the {STATISTIC}")
+LEGEND = ("✓ reproduced, ≈ partly (the paper's direction, short of its number), ✗ not reproduced (the other side "
+          "of ×1: better or worse than claimed, for BurTorch), ? undecided, ≠ not comparable, – not measurable")
+READING = (f"×factor: the other engine's time (or memory) over BurTorch's, [its 95% interval], trials of the subject/"
+           f"of the other engine; a trial's time: the {STATISTIC}")
+MEANING = ("95%: an interval made this way holds the true factor in 95 of 100 repeats of the run, so a verdict "
+           "decided on one is wrong about 1 time in 20 when the factor sits on its boundary, far less often when far "
+           "from it (burtbench calibrate measures how often they hold on this machine)")
 
 
 def _tally(judged: list, key: str) -> dict:
@@ -159,7 +176,8 @@ def claim_lines(judged_all: list, run, folder: Path, width: int = WIDTH) -> list
     lines += [row for j in shown for row in claim_rows(j, widths, width)]
     rest = [j for j in judged_all if not judgeable(j)]
     legend = LEGEND + (f"; {len(rest)} more not judged here: see claims.md" if rest else "")
-    lines += [f"  {escape(part)}" for text in (legend, READING, claim_files.family_line(claim_files.both(judged_all)))
+    lines += [f"  {escape(part)}" for text in (legend, READING, MEANING,
+                                               claim_files.family_line(claim_files.both(judged_all)))
               for part in textwrap.wrap(text, width - 2)]
     return lines
 
@@ -203,8 +221,12 @@ def summary_lines(rendered, width: int = WIDTH) -> list[str]:
     for table in rendered.versions:
         lines += ["", f"[bold]{escape(table.title)}[/] (time per iteration, {POINT_STATISTIC}; the answer against the "
                       f"oldest version, as compare gives it): {escape(str(folder / 'tables' / table.name))}.md"]
-        lines += [f"  {escape(row['engine'])} {escape(row['version']):<10} {format_seconds(row['time_per_iter_s'], 'n/a'):>9}"
-                  f"  {escape(versions.ratio(row, 'time'))}" for row in table.rows]
+        for row in table.rows:
+            text = (f"{row['engine']} {row['version']:<10} {format_seconds(row['time_per_iter_s'], 'n/a'):>9}  "
+                    f"{versions.ratio(row, 'time')}")
+            lines += [f"  {escape(part)}" for part in textwrap.wrap(text, width - 2, subsequent_indent="    ")]
+        deciding = versions.deciding_line(table.rows)
+        lines += [f"  [cyan]{escape(part)}[/]" for part in textwrap.wrap(deciding, width - 2)]
     lines += [""] if rendered.versions else []
     lines += claim_lines(rendered.judged, rendered.run, folder, width)
     lines += release_lines(rendered.release)
@@ -238,14 +260,52 @@ def not_run_lines(run, width: int = WIDTH) -> list[str]:
     unavailable = run.manifest.get("unavailable")
     if not run.plan.explicit_engines or not isinstance(unavailable, dict):
         return []
-    missed = {eid: one_line(str(unavailable[eid])) for eid in run.plan.engines if eid in unavailable}
+    missed = {eid: one_line(str(unavailable[eid])) for eid in run.plan.engines
+              if eid in unavailable and _asked(eid, run, unavailable)}
     if not missed:
         return []
     lines = ["", f"[bold yellow]Asked for, not run[/] ({count(len(missed), 'engine')} named with --engine; "
-                 f"exit status {EXIT_NOT_ALL_RUN}):"]
+                 f"exit status {exit_status(run)}):"]
     for eid, why in missed.items():
         lines += [f"  {escape(part)}" for part in textwrap.wrap(f"{eid}: {why}", width - 2, subsequent_indent="  ")]
     return lines
+
+
+def exit_status(run) -> int:
+    """The status the process exits with, as its manifest's status says it ended: an interrupted run's 130 and an
+    incomplete one's 1 come before the 3 of an engine asked for and not run (commands/cli.py's cmd_run)."""
+    status = str(run.manifest.get("status") or "")
+    if status == "interrupted":
+        return EXIT_INTERRUPTED
+    return EXIT_INCOMPLETE if status.startswith("incomplete") else EXIT_NOT_ALL_RUN
+
+
+def engine_tokens(argv) -> list[str] | None:
+    """The names given to --engine on the run's command line (the manifest's argv); None where it has none."""
+    if not isinstance(argv, list):
+        return None
+    found = []
+    for k, arg in enumerate(map(str, argv)):
+        if arg == "--engine" and k + 1 < len(argv):
+            found += str(argv[k + 1]).split(",")
+        elif arg.startswith("--engine="):
+            found += arg.removeprefix("--engine=").split(",")
+    return [t.strip() for t in found if t.strip()] or None
+
+
+def _asked(eid: str, run, unavailable: dict) -> bool:
+    """Whether the user asked for this engine: named by its id, or by a prefix none of whose engines ran (a
+    prefix that ran some of its engines, `torch/eager` without a GPU, was served)."""
+    tokens = engine_tokens(run.manifest.get("argv"))
+    base = split_id(eid)[0]
+    if tokens is None or base in tokens:
+        return True
+    for token in tokens:
+        mine = [e for e in run.plan.engines if split_id(e)[0].startswith(token.rstrip("/") + "/")
+                or ("/" not in token and split_id(e)[0].split("/")[0].startswith(token + "-"))]
+        if eid in mine and all(e in unavailable for e in mine):
+            return True
+    return False
 
 
 def asked_not_run(run_dir: Path) -> list[str]:

@@ -76,8 +76,10 @@ def pooled_text(machine: Machine) -> str:
 
 HOLDS = ("holds on k of n machines: n counts the machines whose runs give the claim a number (decided or "
          "undecided), k those where it is reproduced")
-RUNS_AS_LEVEL = ("Where several runs measured a factor, its interval is a t interval over the runs' own factors: "
-                 "what moves between runs moves every trial of a run alike, so a run counts once, not its trials.")
+RUNS_AS_LEVEL = ("Where several runs measured a factor, its interval is over the runs' own factors: what moves "
+                 "between runs moves every trial of a run alike, so a run counts once, not its trials; the runs' "
+                 "spread is pooled with the machine's run-to-run component, so that runs that agree give a surer "
+                 "verdict than each alone.")
 
 
 def families(machines: list[Machine]) -> str:

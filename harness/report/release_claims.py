@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from harness.analysis.tables import Table
 from harness.judging.claims import NOT_MEASURABLE, SYMBOLS, Verdict, fx, interval
-from harness.judging.release import RELEASE_TIMES, SOURCE
 from harness.text import markdown_cell
+from workloads.claims import RELEASE_SOURCE, load_release_times
 
 
 def times(tables: list[Table], verdicts: list[Verdict]) -> list[str]:
@@ -14,7 +14,7 @@ def times(tables: list[Table], verdicts: list[Verdict]) -> list[str]:
     rows = [r for t in tables if t.declaration.csv_name in names for r in t.rows if r["in_run"]]
     lines = ["| Engine | Backend | The release (ms, all cores) | This run (ms, one thread) |",
              "|---|---|---|---|"]
-    for engine, (name, ms) in RELEASE_TIMES.items():
+    for engine, (name, ms) in load_release_times().items():
         ours = next((r.get("time_per_iter_s") for r in rows if r["engine"] == engine), None)
         lines.append(f"| {engine} | {name} | {'not in the release' if ms is None else f'{ms:g}'} | "
                      f"{'not measured' if ours is None else f'{ours * 1e3:,.1f}'} |")
@@ -26,7 +26,7 @@ def markdown(tables: list[Table], verdicts: list[Verdict]) -> list[str]:
     if not verdicts:
         return []
     lines = ["## Burn 0.20's release claims", "",
-             f"Source: {SOURCE}, CubeCL CPU section: max_pool2d of a (2, 32, 512, 512) FP32 input. Each factor is "
+             f"Source: {RELEASE_SOURCE}, CubeCL CPU section: max_pool2d of a (2, 32, 512, 512) FP32 input. Each factor is "
              "the claim's other engine over its subject at the same point, with its interval, held to the release's "
              "number as the paper's claims are held to the paper's. The release ran every backend on all the cores "
              "of its machine; this run, one thread on one core (workloads/differences.py: `threads`).", "",
@@ -59,4 +59,5 @@ def _cell(v: Verdict) -> str:
 
 def record(verdicts: list[Verdict]) -> list[dict]:
     """claims.json's `release_claims`: each verdict, its subject the claim's own engine."""
-    return [{**v.as_dict(), "subject": None, "subject_engine": v.claim.subject, "source": SOURCE} for v in verdicts]
+    return [{**v.as_dict(), "subject": None, "subject_engine": v.claim.subject, "source": RELEASE_SOURCE}
+            for v in verdicts]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.analysis import tables
 from harness.judging import claims, release
-from harness.machine import calibrations
+from harness.judging.rows import run_noise
 from harness.report import authors, claim_files, figures, forest, formats, html, readme, roofline, versions
 from harness.report.run import status_notes
 from harness.store.runs import load_run
@@ -51,13 +51,12 @@ def render_report(run_dir: Path, out_root: Path = Path("reports")) -> Rendered:
     drawn += [f for f in (versions.figure(t, folder / "figures") for t in by_version) if f is not None]
     judged = claims.judge(run, built)
     status = status_notes(run)
-    calibration = calibrations.made_before(Path(run_dir).parent, run.manifest.get("machine") or {},
-                                           run.manifest.get("finished_at") or run.manifest.get("created_at"))
+    noise = run_noise(run)
     picture = forest.draw(judged, folder / FOREST, f"{claim_files.machine_text(run)}: run {run.run_id}")
     other = release.judge(run, built)
-    claim_files.write(folder, run, judged, status, calibration, picture, (built, other))
+    claim_files.write(folder, run, judged, status, noise, picture, (built, other))
     authors.write_page(run, folder)
     readme.write(run, [*by_version, *built], drawn, judged, status, folder)
     html.write_index(run, built, drawn, folder, judged, status, by_version,
-                     claim_files.sureness(run, judged, calibration), picture)
+                     claim_files.sureness(run, judged, noise), picture)
     return Rendered(folder, run, built, judged, status, by_version, other)

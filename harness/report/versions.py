@@ -124,7 +124,8 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor:
     if same:
         return {**row, "rounds": len(point.time_values()), "time_per_iter_s": point.time_mean(),
                 "time_ratio": 1.0, **_ends("time", None), "time_verdict": REFERENCE,
-                "instructions_per_iter": compare.geo(point, instructions_of), "instr_ratio": 1.0, **_ends("instr", None),
+                "instructions_per_iter": compare.geo(point, instructions_of),
+                "instr_ratio": 1.0 if compare.geo(point, instructions_of) else None, **_ends("instr", None),
                 "verdict": REFERENCE, "decided_by": "", "init_time_s": compare.geo(point, lambda t: measure(t, "init_time_s")),
                 "init_ratio": 1.0, **_ends("init", None), "init_verdict": REFERENCE,
                 "peak_resident_bytes": compare.geo(point, lambda t: measure(t, "peak_resident_bytes")), "mem_ratio": 1.0,
@@ -137,6 +138,7 @@ def _row(engine: str, params: str, env: str, point: Point, oldest: Point, floor:
         time, floor, threshold, instr if instr.estimate is not None else None, without))
     return {**row, "rounds": time.n, "time_per_iter_s": point.time_mean(), "time_ratio": time.estimate,
             **_ends("time", time), "time_verdict": change.time_answer(time, floor, threshold, without).text,
+            "decide_with": answer.trials,
             "instructions_per_iter": compare.geo(point, instructions_of), "instr_ratio": instr.estimate,
             **_ends("instr", instr), "verdict": answer.text, "answer": answer.kind, "decided_by": answer.decided_by,
             "init_time_s": compare.geo(point, lambda t: measure(t, "init_time_s")), "init_ratio": init.estimate,
@@ -151,6 +153,23 @@ def ratio(row: dict, name: str) -> str:
     if verdict == REFERENCE:
         return REFERENCE
     return verdict
+
+
+def deciding_line(rows: list[dict]) -> str:
+    """One line, where some answer is undecided: which option would decide it (--trials N, the most its
+    undecided answers need by their spread; --instructions, where the run did not count)."""
+    undecided = [r for r in rows if r.get("answer") == "undecided"]
+    if not undecided:
+        return ""
+    options = []
+    trials = [r["decide_with"] for r in undecided if r.get("decide_with")]
+    if trials:
+        options.append(f"--trials {max(trials)} (rounds narrow the interval and the floor)")
+    if any(r["instr_ratio"] is None for r in undecided):
+        options.append("--instructions (counts repeat where time is noisy)")
+    if not options:
+        return f"{count(len(undecided), 'answer')} undecided, and neither more rounds nor counts decide it here"
+    return f"{count(len(undecided), 'answer')} undecided: rerun with " + " or ".join(options) + " to decide"
 
 
 def _shown(workload: str, rows: list[dict]) -> pd.DataFrame:
@@ -182,7 +201,7 @@ def build(run: Run) -> list[VersionTable]:
     unavailable = {eid: why for eid, why in listed.items() if split_id(str(eid))[1]} if isinstance(listed, dict) else {}
     revisions = revisions_of(run.manifest, tuple(run.plan.envs))
     names = {text: name for text, (_, name) in revisions.items()}
-    tables, threshold = [], run.plan.noise_threshold
+    tables, threshold = [], change.ASKED_CHANGE
     for workload, engines in by_workload.items():
         rows, notes = [], []
         for (engine, params), points in sorted(engines.items()):
@@ -222,7 +241,7 @@ def build(run: Run) -> list[VersionTable]:
             "pair it came from (the wider of the two versions' pairs). The answer, the same in compare and the "
             "run's closing lines (harness/analysis/effect.py): faster or slower where the whole interval lies "
             "beyond the floor; the same where it lies within a floor narrower than the change asked about "
-            f"(--noise-threshold, {threshold:.0%}); else undecided, with what would decide it (an interval that "
+            f"({threshold:.0%}; compare --change PCT asks about another); else undecided, with what would decide it (an interval that "
             "reaches 0 or ∞ decides nothing). An answer without a floor (--no-aa) says so. 'Decided by' "
             "names the measure.",
             workload, FIELDS, rows, _shown(workload, rows), notes, "; ".join(counted_as)))
@@ -280,10 +299,16 @@ def _ratio_panel(ax, rows: list[dict]) -> None:
     counted = [(x, r["instr_ratio"]) for x, r in zip(xs, rows) if r["instr_ratio"] is not None]
     if counted:
         ax.plot(*zip(*counted), "x", color="tab:gray", label="instructions ×oldest (a proxy)")
-    floor = next((r["noise_floor"] for r in rows if r["noise_floor"] is not None), None)
-    if floor is not None:
-        ax.axhspan(1 / floor, floor, color="tab:gray", alpha=0.2, label=f"noise floor ×/÷{floor:.3g}")
-    if counted or floor is not None:
+    # Each answer's own floor (the wider of its two versions' pairs), as the table holds it to; the oldest
+    # is no answer and has none.
+    held = [(x, r["noise_floor"]) for x, r in zip(xs, rows)
+            if r["noise_floor"] is not None and r["verdict"] != REFERENCE]
+    factors = sorted({f for _, f in held})
+    for k, (x, floor) in enumerate(held):
+        ax.fill_between([x - 0.4, x + 0.4], 1 / floor, floor, color="tab:gray", alpha=0.2, linewidth=0,
+                        label=None if k else "noise floor " + (f"×/÷{factors[0]:.3g}" if len(factors) == 1
+                                                               else "held to (each version's)"))
+    if counted or held:
         ax.legend(fontsize=7)
     ax.set_xlim(-0.5, len(rows) - 0.5)
     ax.axhline(1.0, color="black", linewidth=0.8)

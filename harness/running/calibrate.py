@@ -1,12 +1,13 @@
-"""`burtbench calibrate`: A/A runs on this machine for about --minutes, then what the machine makes of the
-stated 95% (harness/analysis/calibration.py), written under RESULTS/calibration/<machine key>/
-(harness/machine/calibrations.py) beside the runs it read.
+"""`burtbench calibrate`: MIN_RUNS runs of one plan on this machine for about --minutes, then what the machine
+adds beyond one run's rounds and how often the claims' rule holds here (harness/analysis/calibration.py),
+written under RESULTS/calibration/<host key>/ (harness/machine/calibrations.py) beside the runs it read.
 
 Each run is a normal `burtbench run --aa`, asked as a RunAsk and checked by `run`'s one check (then
 session.py: its plan, the engines made ready, the manifest, every trial checked and recorded, progress
 with an ETA): `burtbench report` and `compare` read it as any other. Runs are several because what moves between runs (the machine's state, a build's layout in
-memory) is what one run's intervals cannot see. Each run takes the rounds that fit its share of the time
-left, from the estimates `run --dry-run` shows; the second run's come from the first run's own trials.
+memory) is what one run's intervals cannot see; engines of steps from nanoseconds to milliseconds run at
+the same points, so that every two make a factor as a claim's does. Each run takes the rounds that fit its
+share of the time left, from the estimates `run --dry-run` shows; later runs' come from the runs made.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.analysis import calibration, coverage
+from harness.analysis.noise import MIN_RUNS
 from harness.envs.specs import original_env
 from harness.machine import calibrations, host
 from harness.planning.estimate import wall_s
@@ -28,19 +30,20 @@ from harness.running.orchestrator import EXIT_INTERRUPTED
 from harness.store.manifest import now
 from harness.store.runs import load_run
 
-RUNS = 2
+RUNS = MIN_RUNS
 # Steps from tens of nanoseconds (our native driver on tiny) through microseconds (micrograd, our Python
 # module) to milliseconds (the MLP at its widest quick point, a batch of 64): the noise differs by step.
 ENGINES = "burtorch/eager/cpp/cpu,micrograd/eager/python/cpu,burtorch/eager/python/cpu"
 WORKLOADS = "tiny,small,mlp"
 POINT = ("hidden_dim=1024", "batch=64")
 RUNS_FOLDER = "runs"
+SIMULATED_CASES = 500  # per noise and path on the page: a minute, where the tests run 2,000
 
 
-def run_ask(engines: str, out: Path, rounds: int) -> RunAsk:
+def run_ask(engines: str, out: Path, rounds: int, cpu: int | None) -> RunAsk:
     """What one calibration run asks of `burtbench run` (no deciding rounds: every round is planned)."""
     return RunAsk(engine=engines, workload=WORKLOADS, param=POINT, aa=True, trials=rounds, claims_budget=0.0,
-                  no_upstream=True, out=str(out))
+                  no_upstream=True, out=str(out), cpu=cpu)
 
 
 def priced_as_originals(plan: list) -> list:
@@ -59,16 +62,18 @@ def rounds_within(req: RunRequest, seconds: float) -> int:
     return max(fewest, fewest + int((seconds - short) / per_round))
 
 
-def calibrate(minutes: float, engines: str | None, results: Path, check, console: Console) -> int:
+def calibrate(minutes: float, engines: str | None, results: Path, check, console: Console,
+              cpu: int | None = None) -> int:
     """`check(ask)`: `burtbench run`'s one check of a RunAsk, the checked request (the command layer's)."""
     facts = host.describe()
     where = calibrations.folder(results, facts)
     runs_dir = where / RUNS_FOLDER
-    ask = run_ask(engines or ENGINES, runs_dir, calibration.MIN_ROUNDS)
+    ask = run_ask(engines or ENGINES, runs_dir, calibration.MIN_ROUNDS, cpu)
     req = check(ask)  # every option checked before the first trial
     deadline = time.monotonic() + minutes * 60
-    console.print(f"calibrate: {RUNS} A/A runs for about {minutes:g} min on {calibrations.machine_key(facts)} "
-                  f"→ {where}", highlight=False)
+    console.print(f"calibrate: {RUNS} runs (each engine beside an A/A copy) for about {minutes:g} min on "
+                  f"{calibrations.machine_key(facts, calibrations.host_name())}, core {req.cpu} → {where}",
+                  highlight=False)
     done, code = [], 0
     for index in range(RUNS):
         if index:  # estimated again: from the run just made, on this machine
@@ -83,7 +88,7 @@ def calibrate(minutes: float, engines: str | None, results: Path, check, console
                           f"{', '.join(map(str, done))})", highlight=False)
             return outcome.code
         code = max(code, outcome.code)
-    record = made(done, facts, minutes)
+    record = made(done, facts, minutes, req.cpu)
     write(where, record)
     console.print(f"calibrate: {calibrations.summary(record)}", highlight=False)
     console.print(f"calibrate: {where / calibrations.PAGE} and {calibrations.RECORD} "
@@ -91,15 +96,17 @@ def calibrate(minutes: float, engines: str | None, results: Path, check, console
     return code
 
 
-def made(run_dirs: list[Path], facts: dict, minutes: float) -> dict:
+def made(run_dirs: list[Path], facts: dict, minutes: float, cpu: int) -> dict:
     """The calibration record of the runs (the first run's threshold: the change a "same" answer is asked about)."""
     runs = [load_run(run_dir) for run_dir in run_dirs]
     found = calibration.calibrate([run.trials for run in runs], runs[0].plan.noise_threshold)
-    return {"machine": {"key": calibrations.machine_key(facts), "cpu_model": facts.get("cpu_model"),
-                        "os": facts.get("os")},
+    host_name = calibrations.host_name()
+    return {"machine": {"key": calibrations.machine_key(facts, host_name), "host": host_name,
+                        "cpu_model": facts.get("cpu_model"), "os": facts.get("os"), "cpu": cpu},
+            "build": {"native": runs[0].manifest.get("native"), "git_commit": runs[0].manifest.get("git_commit")},
             "created_at": now(), "minutes": minutes, "runs": [str(run_dir) for run_dir in run_dirs],
             "engines": sorted({run_id for run in runs for run_id in run.plan.engines}), **found,
-            "simulation": [r.as_dict() for r in coverage.simulate()]}
+            "simulation": [r.as_dict() for r in coverage.simulate(SIMULATED_CASES)]}
 
 
 def write(where: Path, record: dict) -> None:

@@ -220,11 +220,11 @@ class Dispatch:
             if not record:
                 continue
             results.append_trial(self.job.run_dir, trial)
-            _announce(self.job.console, self.progress, pt, trial)
             if trial.status == "unavailable" and pt.engine.id not in self.unavailable:
                 self.unavailable[pt.engine.id] = trial.reason or "unavailable"
                 manifest_mod.save(self.job.run_dir, self.job.manifest)
             self.done(pt)
+            _announce(self.job.console, self.progress, pt, trial)
 
     def done(self, pt: PlannedTrial) -> None:
         self.progress.update(self.task, advance=1, **self.eta.finished(pt))
@@ -338,4 +338,13 @@ def _announce(console: Console, progress: Progress, pt: PlannedTrial, trial: res
         return
     # The trial's time as every table counts it (points.trial_time): one trial's point shows this number.
     seconds = format_seconds(trial_time(asdict(trial)))
-    progress.console.print(f"ok {pt.label()}: {seconds}/iteration ({STATISTIC})", highlight=False)
+    progress.console.print(f"ok {pt.label()}: {seconds}/iteration ({STATISTIC}){counted(progress)}", highlight=False)
+
+
+def counted(progress: Progress) -> str:
+    """'trial 12 of 367, ETA 0:21:40': where the output is no terminal (`| tee log`), each trial's line carries
+    what the bar would show."""
+    if not progress.tasks:
+        return ""
+    task = progress.tasks[0]
+    return f"; trial {int(task.completed)} of {int(task.total)}, {EtaColumn().render(task)}"

@@ -10,7 +10,7 @@ import functools
 import sys
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -18,7 +18,8 @@ from rich.console import Console
 
 from engines import all_engines
 from engines.base import split_id
-from harness.analysis import summary
+from harness.analysis import noise, summary
+from harness.analysis.effect import MIN_TRIALS
 from harness.envs import specs as envs
 from harness.envs.install import make_all
 from harness.envs.revisions import check_resumed
@@ -76,6 +77,8 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
                              f"{', '.join(map(str, sorted(set(values) - grid, key=str)))}")
     engines = [registry[e] for e in asked.engines]
     plan = plan_of(engines, workloads, asked.profile, narrow, asked.trials, asked.timeout_s, asked.round_seed)
+    if not asked.trials and asked.profile not in UNREPEATED_PROFILES and any(split_id(e)[1] for e in asked.engines):
+        plan = with_interval_trials(engines, workloads, asked, narrow)
     # --param: the user chose the points (the claims' repetitions still reach those a claim reads).
     plan = with_claim_points(plan, engines, workloads, asked.profile, asked.trials, asked.timeout_s,
                              add_points=not narrow)
@@ -83,6 +86,18 @@ def make_plan(asked: RunPlan, environments: dict | None = None) -> list:
 
         plan = shard.only(plan, asked.shard["points"])
     return plan
+
+
+def with_interval_trials(engines: list, workloads: list, asked: RunPlan, narrow: dict) -> list:
+    """A versions run (--env, --aa) answers at every point it measures, and an answer needs an interval:
+    each workload gets at least MIN_TRIALS rounds, round by round as make_plan orders them."""
+    plan = []
+    for workload in workloads:
+        profile = workload.trials[asked.profile]
+        plan += [replace(pt, why=preview.INTERVAL) if pt.trial >= profile else pt
+                 for pt in plan_of(engines, [workload], asked.profile, narrow, max(profile, MIN_TRIALS),
+                                   asked.timeout_s, asked.round_seed)]
+    return sorted(plan, key=lambda pt: pt.trial)  # stable: each round's workloads in their order
 
 
 def planned_keys(plan: RunPlan) -> list[tuple]:
@@ -142,9 +157,19 @@ def run(req: RunRequest, console: Console, extend=None) -> Outcome:
         console.print(f"resuming {req.run_dir}: {len(plan) - len(left)} of {len(plan)} planned trials are done; "
                       f"the rest:", highlight=False)
         return Outcome(preview.show(left, req, estimator(req), console), None)
+    if req.run_dir is not None and complete(req.run_dir):
+        console.print(f"burtbench: nothing to resume: {req.run_dir} is complete, every planned trial recorded "
+                      f"(burtbench report {req.run_dir} renders its report again)", highlight=False)
+        return Outcome(0, None)
     # The environments stay locked (no prune, no remake) until the run's last trial.
     with ExitStack() as held:
         return _run(req, console, make_all(req.plan, req.python, planned_workloads(req.plan), console, held), extend)
+
+
+def complete(run_dir: Path) -> bool:
+    """A run that finished with every planned trial (and every added round) recorded: a resume has nothing to do."""
+    manifest, plan = resumable_manifest(run_dir)
+    return manifest.get("status") == "complete" and not pending(with_added(make_plan(plan), run_dir), run_dir)
 
 
 def _run(req: RunRequest, console: Console, environments: dict, extend) -> Outcome:
@@ -177,6 +202,9 @@ def _run_locked(req: RunRequest, console: Console, run_dir: Path, plan: list, un
         manifest.setdefault("resumed_at", []).append(manifest_mod.now())
     else:
         manifest = manifest_mod.build(run_dir.name, req.plan, req.cpu, req.python, sys.argv)
+        # What this machine adds beyond the run's rounds, as it stood when the run began: every claim's
+        # interval carries it, the same on every re-render (harness/analysis/noise.py).
+        manifest["noise"] = noise.of_machine(run_dir.parent, manifest.get("machine") or {}, req.cpu).record()
     # What is unavailable now: a resumed run checked every engine again, and one whose cause is gone
     # (an environment made again, a source found) runs its missing trials.
     manifest["unavailable"] = dict(unavailable)

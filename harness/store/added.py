@@ -10,23 +10,16 @@ the batch has run (by its estimate), and a deciding batch without trials says th
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.records.base import Damaged, parse, validate
+from harness.records.run import AddedBatch
 from harness.store.results import ResultsUnreadable, ResultsUnwritable
 
 ADDED_FILE = "added.jsonl"
-
-# What each field of an added trial must be.
-TRIAL_FIELDS = {
-    "engine": lambda v: isinstance(v, str), "workload": lambda v: isinstance(v, str),
-    "params": lambda v: isinstance(v, dict), "why": lambda v: isinstance(v, str),
-    "trial": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-    "with_init": lambda v: isinstance(v, bool),
-}
 
 
 @dataclass(frozen=True)
@@ -74,21 +67,10 @@ def read(run_dir: Path) -> list[Batch]:
 
 def _batch(line: bytes) -> tuple[str | None, Batch | None]:
     try:
-        record = json.loads(line.decode("utf-8"), parse_constant=lambda name: math.nan)
-    except (ValueError, RecursionError):
+        record = parse(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError is one
         return "not a JSON line", None
-    if not isinstance(record, dict):
-        return "not a JSON object", None
-    spent, trials = record.get("deciding_spent_s"), record.get("trials")
-    if spent is not None and not (isinstance(spent, (int, float)) and not isinstance(spent, bool)
-                                  and math.isfinite(spent) and spent >= 0):
-        return "'deciding_spent_s' is not a number of seconds", None
-    if not isinstance(trials, list):
-        return "'trials' is not a list", None
-    for trial in trials:
-        if not isinstance(trial, dict):
-            return "a trial is not an object", None
-        wrong = [name for name, ok in TRIAL_FIELDS.items() if not ok(trial.get(name))]
-        if wrong:
-            return f"a trial's '{wrong[0]}'", None
-    return None, Batch(tuple(trials), spent)
+    found = validate(record, AddedBatch, ADDED_FILE)
+    if isinstance(found, Damaged):
+        return f"{found.field or 'the line'}: {found.why}", None
+    return None, Batch(tuple(record["trials"]), record.get("deciding_spent_s"))

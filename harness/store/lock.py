@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from harness.records.run import Lock
 from harness.store.results import ResultsUnwritable
 
 LOCK_FILE = ".lock"
@@ -124,10 +125,10 @@ class RunLock:
     def _read_holder(self) -> tuple[int, str | None] | None:
         """(pid, host); a lock of an older burtbench names no host: this one's."""
         try:
-            words = self.path.read_text().split()
-            return int(words[0]), (words[1] if len(words) > 1 else None)
-        except (FileNotFoundError, ValueError, IndexError):
+            found = Lock.of_text(self.path.read_text(errors="replace"))
+        except FileNotFoundError:
             return None
+        return found and (found.pid, found.host)
 
     def release(self) -> None:
         """Remove the lock; where the disk refuses, say so (a later run takes over a dead holder's lock)."""

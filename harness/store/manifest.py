@@ -5,7 +5,6 @@ imports no framework.
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
@@ -16,6 +15,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from engines import children
 from engines.base import find_executable
 from harness import __version__
 from harness.machine import bandwidth, ceiling, doctor
@@ -23,6 +23,8 @@ from harness.machine import host as machine
 from harness.machine import peak
 from harness.measure import tsc
 from harness.paths import ROOT, worker_env
+from harness.records.base import parse
+from harness.records.run import Manifest
 from harness.store.results import MANIFEST_FILE, write_json_atomic
 from harness.store.run_plan import RunPlan
 from workloads import all_workloads
@@ -45,9 +47,12 @@ def framework_versions(python: str = sys.executable) -> dict:
             " except Exception: return [None, None]\n"
             f"print(json.dumps({{n: v(n) for n in {list(FRAMEWORK_DISTRIBUTIONS)!r}}}))")
     try:
-        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-        return {name: with_build(*found) for name, found in json.loads(out.stdout).items()}
-    except (OSError, subprocess.SubprocessError, ValueError, TypeError):
+        out = children.run([python, "-c", code], "reading the workers' framework versions", timeout=60,
+                           capture_output=True, text=True)
+        if out.returncode != 0:
+            raise ValueError(out.stderr)
+        return {name: with_build(*found) for name, found in parse(out.stdout).items()}
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError, AttributeError):
         return {name: None for name in FRAMEWORK_DISTRIBUTIONS}
 
 
@@ -73,10 +78,10 @@ def with_build(version: str | None, version_file: str | None) -> str | None:
 
 def git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        out = children.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], "reading the checkout's commit (git)",
+                           timeout=10, capture_output=True, text=True)
+        dirty = children.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                             "reading the checkout's state (git)", timeout=10, capture_output=True, text=True)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -95,7 +100,7 @@ def native_build_info(cpu: int, workloads: tuple[str, ...], python: str = sys.ex
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10)
+        out = children.run([exe, "--version"], f"asking {exe} its version", timeout=10, capture_output=True, text=True)
     except (OSError, subprocess.SubprocessError):
         return None
     info = {"executable": exe, "version": out.stdout.strip() or out.stderr.strip()}
@@ -105,6 +110,7 @@ def native_build_info(cpu: int, workloads: tuple[str, ...], python: str = sys.ex
         info["module_same_build"] = bool(described) and described.group(1) == info["module"]["description"]
     known = all_workloads()
     if any(known[name].step_flops for name in workloads if name in known):
+        info["peak_provenance"] = peak.provenance(cpu)
         info["peak_gflops_fp32"], info["peak_source"] = peak.fp32_peak(cpu)
     if any(known[name].step_bytes for name in workloads if name in known):
         info["bandwidth"] = bandwidth.measure(cpu)
@@ -115,9 +121,12 @@ def module_build_info(python: str) -> tuple[dict | None, str]:
     """burtorch.build_info() as the workers' interpreter imports it, and where it came from (or why not)."""
     code = "import json, burtorch\nprint(json.dumps(burtorch.build_info()))"
     try:
-        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=30,
-                             env={**os.environ, **worker_env(python)})
-        return json.loads(out.stdout), f"burtorch.build_info() under {python}"
+        out = children.run([python, "-c", code], "asking the Python module its build", timeout=30, capture_output=True,
+                           text=True, env={**os.environ, **worker_env(python)})
+        info = parse(out.stdout)
+        if not isinstance(info, dict):
+            raise ValueError("not an object")
+        return info, f"burtorch.build_info() under {python}"
     except (OSError, subprocess.SubprocessError, ValueError):
         return None, f"burtorch.build_info() failed under {python}: is the module built (make setup)?"
 
@@ -134,6 +143,7 @@ def step_ceilings(plan: RunPlan, cpu: int) -> list[dict] | None:
 def build(run_id: str, plan: RunPlan, cpu: int, python: str, argv: list[str]) -> dict:
     findings = doctor.diagnose(cpu)
     return {
+        "schema": Manifest.SCHEMA,
         "run_id": run_id,
         "created_at": now(),
         "finished_at": None,

@@ -2,25 +2,26 @@
 
 Each trial is appended, flushed and fsynced before the next one starts, so a crash, a power
 loss or Ctrl-C never loses a finished trial. A torn last line (power loss mid-write) is
-reported once and ignored by every reader.
+reported once and ignored by every reader. Both files are read back through their declarations
+(harness/records/trials.py, records/run.py): a damaged measure is dropped alone, with a line naming it.
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from harness.store import readings
+from harness.records.base import Damaged, parse, salvage
+from harness.records.run import Manifest
+from harness.records.trials import TrialLine
 from harness.store.run_plan import DEFAULT_TIMING
 from harness.text import clean
 
 TRIALS_FILE = "trials.jsonl"
 MANIFEST_FILE = "manifest.json"
-STATUSES = ("ok", "failed", "timeout", "oom", "unavailable")
 
 # The fields of the one JSON line every child prints when its trial ran: the Python worker
 # (harness/running/worker.py) and the native drivers (burtorch_ext/src/driver/measured_run.hpp) alike.
@@ -142,94 +143,23 @@ def append_trial(run_dir: Path, trial: Trial) -> None:
 
 
 _reported: set[tuple[str, int, str]] = set()
-# Numbers beyond this are no measure of anything here: a damaged line, not a reading.
-LARGEST = 1e300
+# What readings.problems once took for a non-finite number (tests/test_fuzz_robust.py still passes it).
+BAD = None
 
 
-def damage(record) -> str | None:
-    """Why a parsed trial line cannot be used (wrong types, unknown status, a non-finite or
-    absurd number), or None when it can."""
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    for name in ("engine", "workload"):
-        if not isinstance(record.get(name), str) or not record[name]:
-            return f"'{name}' is not a name"
-    if not isinstance(record.get("params"), dict):
-        return "'params' is not an object"
-    if isinstance(record.get("trial"), bool) or not isinstance(record.get("trial"), int) or record["trial"] < 0:
-        return "'trial' is not a trial number"
-    if record.get("status", "ok") not in STATUSES:
-        return f"unknown status {record.get('status')!r}"
-    if not isinstance(record.get("measured_in") or "", str):
-        return "'measured_in' is not a run's name"
-    return None  # its measures are checked one by one (store/readings.py): a bad one drops alone
-
-
-def _number(text: str, kind):
-    value = kind(text)
-    if not abs(value) <= LARGEST:
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
-
-
-def _no_constant(text: str):
-    raise ValueError(f"{text} is not a measure")
-
-
-# Only a float written with a three-digit positive exponent can pass LARGEST: lines without one are
-# parsed without a hook per float (a trial line holds hundreds of them, and few integers).
-_HUGE_FLOAT = re.compile(r"[eE]\+?\d{3}")
-
-
-def _int(text: str) -> int:
-    return _number(text, int)
-
-
-def _float(text: str) -> float:
-    return _number(text, float)
-
-
-def loads(text: str):
-    """JSON as a results file may hold it: NaN, infinities and numbers beyond LARGEST are damage (ValueError)."""
-    floats = _float if _HUGE_FLOAT.search(text) else None
-    return json.loads(text, parse_float=floats, parse_int=_int, parse_constant=_no_constant)
-
-
-class _Bad:
-    """Where a trial line held NaN, an infinity or a number beyond LARGEST: a field to drop."""
-
-    def __repr__(self) -> str:
-        return "a non-finite number"
-
-
-BAD = _Bad()
-
-
-def _lenient(kind):
-    def parse(text: str):
-        try:
-            return _number(text, kind)
-        except ValueError:
-            return BAD
-    return parse
-
-
-def loads_trial(text: str):
-    """A trial line: as `loads`, but a number no measure can be reads as BAD (its field is dropped)."""
-    floats = _lenient(float) if _HUGE_FLOAT.search(text) else None
-    return json.loads(text, parse_float=floats, parse_int=_lenient(int), parse_constant=lambda _: BAD)
-
-
-def _holds_bad(value) -> bool:
-    if value is BAD:
-        return True
-    if isinstance(value, dict):
-        return any(_holds_bad(v) for v in value.values())
-    return isinstance(value, list) and any(_holds_bad(v) for v in value)
+def _trial_line(line: str, file: str, warn=None):
+    """(the record of a trial line, or Damaged): its damaged measures dropped, each said through warn(field, why)."""
+    try:
+        parsed = parse(line)
+    except ValueError:
+        return Damaged(file, "", "an incomplete trial line (interrupted write?)")
+    record, data = salvage(parsed, TrialLine, file, warn)
+    return record if isinstance(record, Damaged) else data
 
 
 def read_trials(run_dir: Path, warn=None) -> list[dict]:
-    """Every usable trial line; a torn, damaged or repeated line is reported (once per process) and skipped."""
+    """Every usable trial line (records/trials.py); a torn, damaged or repeated line is reported (once per
+    process) and skipped, a damaged measure dropped alone with a line naming it."""
     path = Path(run_dir) / TRIALS_FILE
     try:
         lines = path.read_bytes().decode("utf-8", errors="replace").split("\n")
@@ -241,30 +171,24 @@ def read_trials(run_dir: Path, warn=None) -> list[dict]:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            record = loads_trial(line)
-        except json.JSONDecodeError:
-            record, why = None, "an incomplete trial line (interrupted write?)"
-        except (ValueError, RecursionError) as exc:
-            record, why = None, f"a damaged trial line ({exc})"
+
+        def said(name, problem, number=number):
+            _once(path, number, f"{path}:{number}: dropping the field {name} ({problem}); "
+                                f"the trial's other fields are kept", warn)
+
+        record = _trial_line(line, str(path), said)
+        key = why = None
+        if isinstance(record, Damaged):
+            why = record.why if not record.field else f"a damaged trial line ({record.field}: {record.why})"
         else:
-            why = damage(record)
-            if why is None:  # a field that is no plausible measure drops alone: the trial's others stay
-                found = readings.problems(record, BAD)
-                for name, problem in found:
-                    _once(path, number, f"{path}:{number}: dropping the field {name} ({problem}); "
-                                        f"the trial's other fields are kept", warn)
-                record = readings.drop(record, found)
-                record["measured_in"] = record.get("measured_in") or Path(run_dir).name  # an older line: here
-                why = "a number no measure can be, outside its measures" if _holds_bad(record) else None
-            why = why and f"a damaged trial line ({why})"
+            record["measured_in"] = record.get("measured_in") or Path(run_dir).name  # an older line: here
             # The runner writes each trial once: a second line of it is a copy, which would count it twice;
             # but a trial recorded `unavailable` did not run, and a resumed run's record of it replaces it.
-            key = None if why else trial_key(record["engine"], record["workload"], record["params"], record["trial"])
+            key = trial_key(record["engine"], record["workload"], record["params"], record["trial"])
             if key in seen and trials[seen[key]].get("status") == "unavailable":
                 trials[seen[key]] = record
                 continue
-            if key is not None and key in seen:
+            if key in seen:
                 why = "a second copy of a trial already read"
         if why:
             _once(path, number, f"{path}:{number}: ignoring {why}", warn)
@@ -297,10 +221,7 @@ def mend_tail(run_dir: Path) -> str | None:
     last = body[start:]
     if not last.strip():
         return None
-    try:
-        usable = damage(loads_trial(last.decode("utf-8"))) is None
-    except (ValueError, RecursionError):
-        usable = False
+    usable = not isinstance(_trial_line(last.decode("utf-8", errors="replace"), str(path)), Damaged)
     if usable and data.endswith(b"\n"):
         return None
     try:
@@ -319,7 +240,10 @@ def mend_tail(run_dir: Path) -> str | None:
 
 
 def _stderr(message: str) -> None:
-    print(f"burtbench: warning: {clean(message)}", file=sys.stderr)
+    try:
+        print(f"burtbench: warning: {clean(message)}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass  # a closed stderr: the warning has nowhere to go, and reading goes on
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -349,48 +273,32 @@ class ManifestDamaged(ValueError):
     """manifest.json cannot be read as a manifest; the message says what is wrong, in one line."""
 
 
-# The type of each manifest field readers use; a field of another type is damage.
-MANIFEST_TYPES = {
-    "run_id": str, "created_at": str, "finished_at": str, "status": str, "burtbench_version": str,
-    "profile": str, "git_commit": str, "cpu": int, "argv": list, "engines": list, "workloads": list,
-    "doctor": list, "resumed_at": list, "plan": dict, "machine": dict, "python": dict, "frameworks": dict,
-    "native": dict, "ceiling": list, "tsc": dict, "energy": dict, "unavailable": dict, "options": dict,
-    "cpus": list, "merged_from": list, "mixed": list,
-}
-
-
-def read_manifest(run_dir: Path) -> dict:
-    """The manifest as written; ManifestDamaged when it is unreadable, not an object, or has a
-    field of the wrong type."""
+def read_manifest(run_dir: Path, warn=None) -> dict:
+    """The manifest as written, less each damaged field (records/run.py's Manifest; each dropped with a line
+    naming file and field); ManifestDamaged when it is unreadable or no manifest at all."""
     path = Path(run_dir) / MANIFEST_FILE
     try:
-        data = loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestDamaged(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    except json.JSONDecodeError:
+    try:
+        parsed = parse(text)
+    except ValueError:
         raise ManifestDamaged(f"{path} is not valid JSON") from None
-    except (ValueError, RecursionError) as exc:
-        raise ManifestDamaged(f"{path} is damaged: {exc}") from None
-    problem = manifest_damage(data)
-    if problem:
-        raise ManifestDamaged(f"{path} is damaged: {problem}")
+
+    def said(name, problem):
+        _once(path, 0, f"{path}: dropping the field {name} ({problem}); the manifest's other fields are kept", warn)
+
+    record, data = salvage(parsed, Manifest, str(path), said)
+    if isinstance(record, Damaged):
+        raise ManifestDamaged(f"{path} is damaged: {record.field + ': ' if record.field else ''}{record.why}")
     return data
-
-
-def manifest_damage(data) -> str | None:
-    if not isinstance(data, dict):
-        return "not a JSON object"
-    for name, kind in MANIFEST_TYPES.items():
-        value = data.get(name)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            return f"'{name}' is not a{'n' if kind.__name__[0] in 'aeiou' else ''} {kind.__name__}"
-    return None
 
 
 def sane_manifest(run_dir: Path, warn=None) -> dict:
     """For readers that can go on without it (report, compare): the manifest, or {} with a warning."""
     try:
-        return read_manifest(run_dir)
+        return read_manifest(run_dir, warn)
     except ManifestDamaged as exc:
         (warn or _stderr)(f"{exc}; going on without it")
         return {}

@@ -1,132 +1,221 @@
-// Causal multi-head self-attention over a sequence of token vectors (the mini-GPT's block).
+// Causal multi-head self-attention over sequences of token vectors (the mini-GPT's block).
 // Heads are views, never copies: a head of a token's query, key or value is a run of that
-// token's nodes. Each head of each query is one fused node per output (Op::AttentionRow), with
-// its record, forward and backward; the outputs go straight into their slice of the
-// concatenated result: scores, softmax and the weighted sum make no nodes of their own.
+// token's nodes. The attention of a whole block of sequences is one fused n-ary node per output
+// (Op::AttentionRow), laid out as the heads' concatenation, with one record: scores, causal
+// mask, softmax and the weighted sum make no nodes of their own, and forward and backward run
+// per sequence and head over small contiguous arrays (block 8 and head 4 in the mini-GPT: a
+// head's 8 x 8 weights and 8 x 4 query, key and value fit in registers).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <limits>
 #include <span>
+#include <type_traits>
 #include <vector>
 
+#include "burtorch/attention_small.hpp"
 #include "burtorch/linear.hpp"
+#include "burtorch/tanh_block.hpp"
 
 namespace burtorch {
 
 namespace detail {
 
-// What one head's outputs for one query share, at link a of each of them; then, in the link
-// array, the first node of each key's head, of each value's head, and the attention weights.
+// What the outputs of one attention block share, at link a of each of them; then, in the link
+// array, the attention weights of every sequence and head: tokens x tokens each, row t the
+// softmax over keys 0..t and zeros after (the causal mask), sizeof(T) bytes each.
 template <class T>
 struct AttentionRecord {
-  Index keys;         // the query at position t sees the keys of positions 0..t
-  Index headSize;
-  Index query;        // the first node of the query's head
-  Index firstOutput;  // the outputs are consecutive nodes
-  T scale;            // of the scores: 1 / sqrt(headSize)
+  Index sequences, tokens, heads, headSize;
+  Index query, key, value;  // each projection's outputs: consecutive nodes, token after token
+  Index firstOutput;        // the outputs are consecutive nodes, token after token
+  T scale;                  // of the scores: 1 / sqrt(headSize)
 
-  std::size_t words() const noexcept { return kWords<AttentionRecord> + 2 * keys + keys * kWords<T>; }
-  auto* keyHeads(auto* record) const noexcept { return record + kWords<AttentionRecord>; }
-  auto* valueHeads(auto* record) const noexcept { return keyHeads(record) + keys; }
-  // p_u = softmax_u(scale q . k_u), kWords<T> words each.
-  auto* weights(auto* record) const noexcept { return valueHeads(record) + keys; }
-  T weight(const Index* record, std::size_t u) const noexcept { return readRecord<T>(weights(record) + u * kWords<T>); }
+  std::size_t dModel() const noexcept { return std::size_t{heads} * headSize; }
+  std::size_t weightsPerHead() const noexcept { return std::size_t{tokens} * tokens; }
+  std::size_t weightBytes() const noexcept { return std::size_t{sequences} * heads * weightsPerHead() * sizeof(T); }
+  std::size_t words() const noexcept { return kWords<AttentionRecord> + (weightBytes() + sizeof(Index) - 1) / sizeof(Index); }
+  static std::byte* weights(Index* record) noexcept { return reinterpret_cast<std::byte*>(record + kWords<AttentionRecord>); }
+  static const std::byte* weights(const Index* record) noexcept {
+    return reinterpret_cast<const std::byte*>(record + kWords<AttentionRecord>);
+  }
+  // Where head h of the sequence's token t starts, counted from a projection's or the outputs' first node.
+  std::size_t at(std::size_t sequence, std::size_t t, std::size_t h) const noexcept { return (sequence * tokens + t) * dModel() + h * headSize; }
 };
 
-// The mini-GPT's head size (d_model 24, 6 heads): its forward and backward get loops of a
-// fixed length.
-inline constexpr std::size_t kSmallHead = 4;
+// The mini-GPT's block and head size (block 8, d_model 24, 6 heads): its loops get fixed
+// lengths, each row of 8 scores one vector.
+inline constexpr std::size_t kSmallBlock = 8, kSmallHead = 4;
 
-// y[j] = sum over u < keys of p[u] * v[firstV[u] + j] for j < hd, each as sum4 adds its terms
-// (so with its bits). kHeadSize: as in attentionHeadBackward; where known, all of a head's
-// outputs go through the keys together, a vector of them per partial sum.
-template <std::size_t kHeadSize, class T>
-BURTORCH_INLINE void weightedValues(const T* v, const Index* firstV, const T* p, std::size_t keys, std::size_t hd, T* y) noexcept {
-  if constexpr (kHeadSize == 0) {
-    const auto key = [](std::size_t u) { return static_cast<Index>(u); };
-    for (std::size_t j = 0; j < hd; ++j) y[j] = sum4<T>(keys, key, [&](Index u) { return p[u] * v[firstV[u] + j]; });
-  } else {
-    T sums[4][kHeadSize] = {};
-    std::size_t u = 0;
-    for (; u + 4 <= keys; u += 4)
-      for (std::size_t l = 0; l < 4; ++l)
-        for (std::size_t j = 0; j < kHeadSize; ++j) sums[l][j] += p[u + l] * v[firstV[u + l] + j];
-    for (; u < keys; ++u)
-      for (std::size_t j = 0; j < kHeadSize; ++j) sums[0][j] += p[u] * v[firstV[u] + j];
-    for (std::size_t j = 0; j < kHeadSize; ++j) y[j] = (sums[0][j] + sums[1][j]) + (sums[2][j] + sums[3][j]);
-  }
+// e^x over a row of scores, in place (FP32: eight lanes at a time, tanh_block.hpp).
+template <class T>
+BURTORCH_INLINE void expRow(T* row, std::size_t n) noexcept {
+  if constexpr (std::is_same_v<T, float>) kernels::expMany(row, n);
+  else for (std::size_t u = 0; u < n; ++u) row[u] = std::exp(row[u]);
 }
 
-// With dp_u = dy . v_u:
-//   dv_u += p_u dy,  ds_u = p_u (dp_u - sum_w p_w dp_w),  dq += scale ds_u k_u,  dk_u += scale ds_u q.
-// dy, dq and the dp_u are kept in scratch: the stores into the keys' and values' gradients
-// would otherwise make the compiler read them again for every term. kHeadSize: the head size
-// where the caller knows it at compile time (0: head.headSize), so that each loop over a head
-// becomes a few vector instructions.
-template <std::size_t kHeadSize, class T, class Dy>
-BURTORCH_INLINE void attentionHeadBackward(Sweep<T>& s, const AttentionRecord<T>& head, const Index* record, Dy dy) noexcept {
-  const std::size_t keys = head.keys, hd = kHeadSize != 0 ? kHeadSize : head.headSize;
-  const Index* firstK = head.keyHeads(record);
-  const Index* firstV = head.valueHeads(record);
-  static thread_local std::vector<T> scratch;  // grows to the largest head, then stays
-  if (scratch.size() < 2 * hd + keys) scratch.resize(2 * hd + keys);
-  T* BURTORCH_RESTRICT gy = scratch.data();
-  T* BURTORCH_RESTRICT dq = gy + hd;
-  T* BURTORCH_RESTRICT dp = dq + hd;
-  const Index q = head.query;
-  for (std::size_t j = 0; j < hd; ++j) {
-    gy[j] = dy(j);
-    dq[j] = s.g[q + j];
-  }
-  T mean = 0;
-  for (std::size_t u = 0; u < keys; ++u) {
-    const T* vu = s.v + firstV[u];
+// One sequence's head as small arrays: row-major (n x hd) where a loop broadcasts an element,
+// transposed (hd x n) where it runs over the tokens, so that every inner loop runs over n
+// contiguous values. kN, kHd: the sizes where known at compile time (0: n, hd at run time).
+template <std::size_t kN, std::size_t kHd, class T>
+struct Head {
+  std::size_t n, hd;
+  T scale;
+  std::size_t tokens() const noexcept { return kN != 0 ? kN : n; }
+  std::size_t size() const noexcept { return kHd != 0 ? kHd : hd; }
+};
+
+// Copies head h of one sequence's tokens out of the pool's values (first: where the sequence's
+// first token's head starts in a projection, d apart from token to token): rows n x hd, or
+// transposed into hd x n.
+template <bool kTransposed, std::size_t kN, std::size_t kHd, class T>
+BURTORCH_INLINE void gather(const Head<kN, kHd, T>& h, const T* BURTORCH_RESTRICT from, std::size_t d, T* BURTORCH_RESTRICT to) noexcept {
+  const std::size_t n = h.tokens(), hd = h.size();
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t j = 0; j < hd; ++j) (kTransposed ? to[j * n + t] : to[t * hd + j]) = from[t * d + j];
+}
+
+// p (n x n) = the causal softmax of scale q k^T, zeros above the diagonal; yt (hd x n) = (p v)^T.
+// q and v are n x hd, kt hd x n; pt is scratch (n x n).
+template <std::size_t kN, std::size_t kHd, class T>
+BURTORCH_INLINE void attendOneHead(const Head<kN, kHd, T>& h, const T* BURTORCH_RESTRICT q, const T* BURTORCH_RESTRICT kt,
+                                   const T* BURTORCH_RESTRICT v, T* BURTORCH_RESTRICT p, T* BURTORCH_RESTRICT pt,
+                                   T* BURTORCH_RESTRICT yt) noexcept {
+  const std::size_t n = h.tokens(), hd = h.size();
+  for (std::size_t t = 0; t < n; ++t) {
+    T* BURTORCH_RESTRICT row = p + t * n;
+    for (std::size_t u = 0; u < n; ++u) row[u] = T(0);
+    for (std::size_t j = 0; j < hd; ++j)
+      for (std::size_t u = 0; u < n; ++u) row[u] += q[t * hd + j] * kt[j * n + u];
+    T peak = row[0] * h.scale;
+    for (std::size_t u = 0; u <= t; ++u) peak = std::max(peak, row[u] * h.scale);
+    for (std::size_t u = 0; u < n; ++u) row[u] = row[u] * h.scale - peak;
+    expRow(row, n);
     T sum = 0;
-    for (std::size_t j = 0; j < hd; ++j) sum += gy[j] * vu[j];
-    dp[u] = sum;
-    mean += head.weight(record, u) * sum;
-  }
-  const T* BURTORCH_RESTRICT qv = s.v + q;
-  for (std::size_t u = 0; u < keys; ++u) {
-    const T p = head.weight(record, u), ds = head.scale * p * (dp[u] - mean);
-    const Index k = firstK[u], v = firstV[u];
-    const T* BURTORCH_RESTRICT kv = s.v + k;
-    T* BURTORCH_RESTRICT dk = s.g + k;
-    T* BURTORCH_RESTRICT dv = s.g + v;
-    for (std::size_t j = 0; j < hd; ++j) {
-      dv[j] += p * gy[j];
-      dq[j] += ds * kv[j];
-      dk[j] += ds * qv[j];
+    for (std::size_t u = 0; u < n; ++u) {
+      row[u] = u <= t ? row[u] : T(0);  // the causal mask
+      sum += row[u];
     }
-    s.reach(k, hd);
-    s.reach(v, hd);
+    const T inverse = T(1) / sum;
+    for (std::size_t u = 0; u < n; ++u) row[u] *= inverse;
   }
-  std::copy_n(dq, hd, s.g + q);
-  s.reach(q, hd);
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t u = 0; u < n; ++u) pt[u * n + t] = p[t * n + u];
+  for (std::size_t j = 0; j < hd * n; ++j) yt[j] = T(0);
+  for (std::size_t u = 0; u < n; ++u)
+    for (std::size_t j = 0; j < hd; ++j)
+      for (std::size_t t = 0; t < n; ++t) yt[j * n + t] += v[u * hd + j] * pt[u * n + t];
 }
 
-// Node i is the highest reached output of one head for one query (see Resume). Where the root
-// reaches every output (a transformer's always does), the flags are read once, not per term.
+// What one head's backward reads and writes: q, k, dy (n x hd), vt (hd x n), the weights p
+// (n x n); then scratch; then the gradients dqt, dkt, dvt (hd x n), which it sets.
+template <class T>
+struct HeadBackward {
+  T *q, *k, *dy, *vt, *p, *dp, *ds, *dst, *dqt, *dkt, *dvt;
+
+  static std::size_t size(std::size_t n, std::size_t hd) noexcept { return 7 * n * hd + 4 * n * n; }
+  HeadBackward(T* s, std::size_t n, std::size_t hd) noexcept
+      : q(s), k(q + n * hd), dy(k + n * hd), vt(dy + n * hd), p(vt + n * hd), dp(p + n * n), ds(dp + n * n), dst(ds + n * n),
+        dqt(dst + n * n), dkt(dqt + n * hd), dvt(dkt + n * hd) {}
+};
+
+// With y = p v, p = softmax(s) row by row, s = scale q k^T, and dp = dy v^T:
+//   dv = p^T dy,  ds = p (dp - rowsum(p dp)),  dq = scale ds k,  dk = scale ds^T q,
+// each transposed (hd x n).
+template <std::size_t kN, std::size_t kHd, class T>
+BURTORCH_INLINE void attentionHeadBackward(const Head<kN, kHd, T>& h, const HeadBackward<T>& b) noexcept {
+  const std::size_t n = h.tokens(), hd = h.size();
+  T* BURTORCH_RESTRICT dvt = b.dvt;
+  T* BURTORCH_RESTRICT dkt = b.dkt;
+  T* BURTORCH_RESTRICT dqt = b.dqt;
+  T* BURTORCH_RESTRICT dp = b.dp;
+  T* BURTORCH_RESTRICT ds = b.ds;
+  T* BURTORCH_RESTRICT dst = b.dst;
+  const T* BURTORCH_RESTRICT p = b.p;
+  for (std::size_t j = 0; j < 3 * hd * n; ++j) dqt[j] = T(0);  // dqt, dkt and dvt
+  for (std::size_t t = 0; t < n; ++t) {
+    for (std::size_t u = 0; u < n; ++u) dp[t * n + u] = T(0);
+    for (std::size_t j = 0; j < hd; ++j) {
+      const T dy = b.dy[t * hd + j];
+      for (std::size_t u = 0; u < n; ++u) {
+        dvt[j * n + u] += dy * p[t * n + u];
+        dp[t * n + u] += dy * b.vt[j * n + u];
+      }
+    }
+    T mean = 0;
+    for (std::size_t u = 0; u < n; ++u) mean += p[t * n + u] * dp[t * n + u];
+    for (std::size_t u = 0; u < n; ++u) ds[t * n + u] = h.scale * p[t * n + u] * (dp[t * n + u] - mean);
+    for (std::size_t j = 0; j < hd; ++j)
+      for (std::size_t u = 0; u < n; ++u) dkt[j * n + u] += b.q[t * hd + j] * ds[t * n + u];
+  }
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t u = 0; u < n; ++u) dst[u * n + t] = ds[t * n + u];
+  for (std::size_t u = 0; u < n; ++u)
+    for (std::size_t j = 0; j < hd; ++j)
+      for (std::size_t t = 0; t < n; ++t) dqt[j * n + t] += b.k[u * hd + j] * dst[u * n + t];
+}
+
+template <std::size_t kN, std::size_t kHd, class T>
+BURTORCH_INLINE void attentionBlockBackward(Sweep<T>& s, const AttentionRecord<T>& a, const std::byte* weights, std::size_t top) noexcept {
+  const Head<kN, kHd, T> head{a.tokens, a.headSize, a.scale};
+  const std::size_t n = head.tokens(), hd = head.size(), d = a.dModel();
+  static thread_local std::vector<T> scratch;  // grows to the largest head, then stays
+  if (scratch.size() < HeadBackward<T>::size(n, hd)) scratch.resize(HeadBackward<T>::size(n, hd));
+  const HeadBackward<T> b(scratch.data(), n, hd);
+  const Index y0 = a.firstOutput;
+  const bool dense = top + 1 == a.sequences * n * d && std::memchr(s.reached + y0, 0, top) == nullptr;
+  for (std::size_t sequence = 0; sequence < a.sequences; ++sequence)
+    for (std::size_t h = 0; h < a.heads; ++h) {
+      const std::size_t from = a.at(sequence, 0, h);
+      if constexpr (kSmallHeadKernels && std::is_same_v<T, float> && kN == kSmallBlock && kHd == kSmallHead) {
+        if (dense) {
+          std::memcpy(b.p, weights + (sequence * a.heads + h) * n * n * sizeof(T), n * n * sizeof(T));
+          attentionSmallHeadBackward(s.v + a.query + from, s.v + a.key + from, s.v + a.value + from, s.g + y0 + from, b.p, d, a.scale,
+                                     s.g + a.query + from, s.g + a.key + from, s.g + a.value + from);
+          continue;
+        }
+      }
+      gather<false>(head, s.v + a.query + from, d, b.q);
+      gather<false>(head, s.v + a.key + from, d, b.k);
+      gather<true>(head, s.v + a.value + from, d, b.vt);
+      gather<false>(head, s.g + y0 + from, d, b.dy);
+      if (!dense)  // outputs the root does not reach contribute nothing
+        for (std::size_t t = 0; t < n; ++t)
+          for (std::size_t j = 0; j < hd; ++j) {
+            const std::size_t k = from + t * d + j;
+            if (!(k == top || (k < top && s.reached[y0 + k]))) b.dy[t * hd + j] = T(0);
+          }
+      std::memcpy(b.p, weights + (sequence * a.heads + h) * n * n * sizeof(T), n * n * sizeof(T));
+      attentionHeadBackward(head, b);
+      for (std::size_t t = 0; t < n; ++t)
+        for (std::size_t j = 0; j < hd; ++j) {
+          const std::size_t k = from + t * d + j;
+          s.g[a.query + k] += b.dqt[j * n + t];
+          s.g[a.key + k] += b.dkt[j * n + t];
+          s.g[a.value + k] += b.dvt[j * n + t];
+        }
+    }
+  const std::size_t all = a.sequences * n * d;
+  s.reach(a.query, all);
+  s.reach(a.key, all);
+  s.reach(a.value, all);
+}
+
+// Node i is the highest reached output of an attention block (see Resume); outputs the root
+// does not reach contribute nothing.
 template <class T>
 BURTORCH_OUTLINE Resume attentionRowBackward(bool* reached, Index low, Index floor, Index i, Index at) noexcept {
   Sweep<T> s = Sweep<T>::resume(reached, low, floor);
   const Index* record = s.links + at;
-  const auto head = readRecord<AttentionRecord<T>>(record);
-  const Index y0 = head.firstOutput;
+  const auto a = readRecord<AttentionRecord<T>>(record);
+  const Index y0 = a.firstOutput;
   const std::size_t top = i - y0;
-  const T* g = s.g + y0;
-  bool everyOutput = top + 1 == head.headSize;
-  for (std::size_t j = 0; j < top; ++j) everyOutput = everyOutput && s.reached[y0 + j];
-  if (everyOutput && head.headSize == kSmallHead) {
-    attentionHeadBackward<kSmallHead>(s, head, record, [g](std::size_t j) { return g[j]; });
-  } else if (everyOutput) {
-    attentionHeadBackward<0>(s, head, record, [g](std::size_t j) { return g[j]; });
-  } else {
-    attentionHeadBackward<0>(s, head, record, [&](std::size_t j) { return j == top || (j < top && s.reached[y0 + j]) ? g[j] : T(0); });
-  }
-  for (std::size_t j = 0; j < top; ++j) s.reached[y0 + j] = false;
+  if (a.tokens == kSmallBlock && a.headSize == kSmallHead) attentionBlockBackward<kSmallBlock, kSmallHead>(s, a, AttentionRecord<T>::weights(record), top);
+  else attentionBlockBackward<0, 0>(s, a, AttentionRecord<T>::weights(record), top);
+  std::fill(s.reached + y0, s.reached + i, false);
   return resumeBelow(s, y0);
 }
 
@@ -171,22 +260,27 @@ class CausalSelfAttention {
 
   // x and out: one or more sequences of `tokens` tokens, each token dModel handles, row-major;
   // a token attends to the tokens of its own sequence only. The projections take every
-  // sequence's tokens at once (a block: linear.hpp). Scratch buffers grow on the first call for
-  // a size and are reused after, so steady-state steps do not allocate.
+  // sequence's tokens at once (a block: linear.hpp), then the attention of all of them is one
+  // fused block of nodes (Op::AttentionRow), proj's input. Scratch buffers grow on the first
+  // call for a size and are reused after, so steady-state steps do not allocate.
   void forward(std::span<const Value<T>> x, std::size_t tokens, std::span<Value<T>> out) {
     const std::size_t d = dModel_, hd = d / heads_, all = x.size() / d;
     BURTORCH_ASSERT(x.size() == all * d && all % tokens == 0 && out.size() == x.size());
-    fit(all);
+    fit(all, tokens);
     query.forward(x, span(q_, 0, all * d));
     key.forward(x, span(k_, 0, all * d));
     value.forward(x, span(v_, 0, all * d));
-    for (std::size_t first = 0; first < all; first += tokens)
-      for (std::size_t t = 0; t < tokens; ++t)
-        for (std::size_t h = 0; h < heads_; ++h) {
-          const std::span<Value<T>> out = span(concat_, (first + t) * d + h * hd, hd);
-          if (hd == detail::kSmallHead) attendHead<detail::kSmallHead>(first, t, h, out);
-          else attendHead<0>(first, t, h, out);
-        }
+    Pool<T>& pool = Pool<T>::local();
+    detail::AttentionRecord<T> a{static_cast<Index>(all / tokens), static_cast<Index>(tokens), static_cast<Index>(heads_),
+                                 static_cast<Index>(hd), firstOfRun(q_, all * d), firstOfRun(k_, all * d),
+                                 firstOfRun(v_, all * d), 0, T(1) / std::sqrt(static_cast<T>(hd))};
+    const Index at = pool.appendLinks(a.words());
+    a.firstOutput = pool.pushRun(all * d, Op::AttentionRow, at, 0);
+    Index* record = pool.links() + at;  // a push does not move the links
+    detail::writeRecord(record, a);
+    if (tokens == detail::kSmallBlock && hd == detail::kSmallHead) attendAll<detail::kSmallBlock, detail::kSmallHead>(a, detail::AttentionRecord<T>::weights(record));
+    else attendAll<0, 0>(a, detail::AttentionRecord<T>::weights(record));
+    for (std::size_t k = 0; k < all * d; ++k) concat_[k] = Value<T>::fromIndex(a.firstOutput + static_cast<Index>(k));
     proj.forward(span(concat_, 0, all * d), out);
   }
 
@@ -197,61 +291,57 @@ class CausalSelfAttention {
     return std::span<Value<T>>(buffer).subspan(first, count);
   }
 
-  // Head h of the query at position t of the sequence whose first token is `first`, over its
-  // positions 0..t: the softmax of the scaled scores,
-  // then the weighted sum of the value heads, one node per output (Op::AttentionRow). The values
-  // are those of the scalar graph (inner products, * scale, logSumExp, - lse, exp, then inner
-  // products with the value columns), bit for bit. Query, key and value heads are runs of
-  // consecutive nodes: each is a head's slice of a Linear layer's outputs.
-  template <std::size_t kHeadSize>
-  void attendHead(std::size_t first, std::size_t t, std::size_t h, std::span<Value<T>> out) noexcept {
-    const std::size_t d = dModel_, hd = kHeadSize != 0 ? kHeadSize : d / heads_, keys = t + 1;
-    const std::size_t base = first * d;  // the sequence's first token's handles
-    Pool<T>& pool = Pool<T>::local();
-    detail::AttentionRecord<T> head{static_cast<Index>(keys), static_cast<Index>(hd), q_[base + t * d + h * hd].index(), 0,
-                                    T(1) / std::sqrt(static_cast<T>(hd))};
-    const Index at = pool.appendLinks(head.words());
-    Index* record = pool.links() + at;  // a push does not move the links
-    Index* firstK = head.keyHeads(record);
-    Index* firstV = head.valueHeads(record);
-    for (std::size_t u = 0; u < keys; ++u) {
-      firstK[u] = k_[base + u * d + h * hd].index();
-      firstV[u] = v_[base + u * d + h * hd].index();
-    }
-    const T* v = pool.values();
-    T peak = -std::numeric_limits<T>::infinity();
-    for (std::size_t u = 0; u < keys; ++u) {
-      weights_[u] = kernels::dot(v + head.query, v + firstK[u], hd) * head.scale;
-      peak = std::max(peak, weights_[u]);
-    }
-    const auto key = [](std::size_t u) { return static_cast<Index>(u); };
-    const T lse = std::isinf(peak) ? peak : peak + std::log(detail::sum4<T>(keys, key, [&](Index u) { return std::exp(weights_[u] - peak); }));
-    for (std::size_t u = 0; u < keys; ++u) {
-      weights_[u] = std::exp(weights_[u] - lse);
-      detail::writeRecord(head.weights(record) + u * detail::kWords<T>, weights_[u]);
-    }
-    detail::weightedValues<kHeadSize>(v, firstV, weights_.data(), keys, hd, outputs_.data());
-    head.firstOutput = pool.pushRun(hd, Op::AttentionRow, at, 0);
-    std::copy_n(outputs_.data(), hd, pool.values() + head.firstOutput);
-    for (std::size_t j = 0; j < hd; ++j) out[j] = Value<T>::fromIndex(head.firstOutput + static_cast<Index>(j));
-    detail::writeRecord(record, head);
+  // A layer's outputs are consecutive nodes (linear.hpp), which the fused block reads as arrays.
+  static Index firstOfRun(const std::vector<Value<T>>& handles, std::size_t n) noexcept {
+    const Index first = handles[0].index();
+    for (std::size_t k = 1; k < n; ++k)
+      if (handles[k].index() != first + k) detail::fail("burtorch: attention's projections are not consecutive nodes");
+    return first;
   }
 
-  void fit(std::size_t tokens) {
-    const std::size_t n = tokens * dModel_;
+  // Every sequence's every head: its weights into the record, its outputs into their nodes.
+  template <std::size_t kN, std::size_t kHd>
+  void attendAll(const detail::AttentionRecord<T>& a, std::byte* weights) noexcept {
+    const detail::Head<kN, kHd, T> head{a.tokens, a.headSize, a.scale};
+    const std::size_t n = head.tokens(), hd = head.size(), d = a.dModel();
+    T* q = scratch_.data();
+    T* kt = q + n * hd;
+    T* v = kt + n * hd;
+    T* yt = v + n * hd;
+    T* p = yt + n * hd;
+    T* pt = p + n * n;
+    T* values = Pool<T>::local().values();
+    for (std::size_t sequence = 0; sequence < a.sequences; ++sequence)
+      for (std::size_t h = 0; h < a.heads; ++h) {
+        const std::size_t from = a.at(sequence, 0, h);
+        if constexpr (detail::kSmallHeadKernels && std::is_same_v<T, float> && kN == detail::kSmallBlock && kHd == detail::kSmallHead) {
+          detail::attendSmallHead(values + a.query + from, values + a.key + from, values + a.value + from, d, a.scale, p,
+                                  values + a.firstOutput + from);
+        } else {
+          detail::gather<false>(head, values + a.query + from, d, q);
+          detail::gather<true>(head, values + a.key + from, d, kt);
+          detail::gather<false>(head, values + a.value + from, d, v);
+          detail::attendOneHead(head, q, kt, v, p, pt, yt);
+          for (std::size_t t = 0; t < n; ++t)
+            for (std::size_t j = 0; j < hd; ++j) values[a.firstOutput + from + t * d + j] = yt[j * n + t];
+        }
+        std::memcpy(weights + (sequence * a.heads + h) * n * n * sizeof(T), p, n * n * sizeof(T));
+      }
+  }
+
+  void fit(std::size_t all, std::size_t tokens) {
+    const std::size_t n = all * dModel_, hd = dModel_ / heads_;
+    if (scratch_.size() < 4 * tokens * hd + 2 * tokens * tokens) scratch_.resize(4 * tokens * hd + 2 * tokens * tokens);
     if (q_.size() >= n) return;
     q_.resize(n);
     k_.resize(n);
     v_.resize(n);
     concat_.resize(n);
-    weights_.resize(tokens);
-    outputs_.resize(dModel_ / heads_);
   }
 
   std::size_t dModel_, heads_;
   std::vector<Value<T>> q_, k_, v_, concat_;
-  std::vector<T> weights_;  // one head's scores, then its attention weights
-  std::vector<T> outputs_;  // one head's outputs' values
+  std::vector<T> scratch_;  // one head of one sequence: q, k, v, outputs, weights and their transpose
 };
 
 }  // namespace burtorch

@@ -56,20 +56,20 @@ void forEachOperand(const Pool<T>& pool, Index i, F f) {
     if (layer.hasBias()) f(layer.firstBias + static_cast<Index>(row));
   } else if (op == Op::LayerNormRow) {
     const auto norm = readRecord<LayerNormRecord<T>>(links + args.b);
-    const std::size_t row = i - norm.firstOutput;
-    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < norm.n; ++k) f(at(k)); });
+    const std::size_t first = (i - norm.firstOutput) / norm.n * norm.n, row = i - norm.firstOutput - first;
+    visitList(links, args.a, [&](auto at) { for (std::size_t k = 0; k < norm.n; ++k) f(at(first + k)); });
     if (norm.firstGain != kNoIndex) {
       f(norm.firstGain + static_cast<Index>(row));
       f(norm.firstBias + static_cast<Index>(row));
     }
   } else if (op == Op::AttentionRow) {
-    const Index* record = links + args.a;
-    const auto head = readRecord<AttentionRecord<T>>(record);
-    const std::size_t row = i - head.firstOutput;
-    for (std::size_t j = 0; j < head.headSize; ++j) f(head.query + static_cast<Index>(j));
-    for (std::size_t u = 0; u < head.keys; ++u)
-      for (std::size_t j = 0; j < head.headSize; ++j) f(head.keyHeads(record)[u] + static_cast<Index>(j));
-    for (std::size_t u = 0; u < head.keys; ++u) f(head.valueHeads(record)[u] + static_cast<Index>(row));
+    const auto a = readRecord<AttentionRecord<T>>(links + args.a);
+    const std::size_t k = i - a.firstOutput, d = a.dModel(), sequence = k / d / a.tokens, t = k / d % a.tokens;
+    const std::size_t head = k % d / a.headSize, j = k % a.headSize;
+    for (std::size_t c = 0; c < a.headSize; ++c) f(a.query + static_cast<Index>(a.at(sequence, t, head) + c));
+    for (std::size_t u = 0; u <= t; ++u)
+      for (std::size_t c = 0; c < a.headSize; ++c) f(a.key + static_cast<Index>(a.at(sequence, u, head) + c));
+    for (std::size_t u = 0; u <= t; ++u) f(a.value + static_cast<Index>(a.at(sequence, u, head) + j));
   }
 }
 

@@ -1,5 +1,7 @@
 // Layer normalisation over one vector: (x - mean) / sqrt(var + eps), then gamma * . + beta, one
-// fused node per output (Op::LayerNormRow), with its record, forward and backward. The variance
+// fused node per output (Op::LayerNormRow), with its record, forward and backward; over many
+// vectors that lie in one run of nodes (a block of tokens), one record and one backward for all
+// of them, row after row over contiguous arrays. The variance
 // is taken of the centred values (not mean(x^2) - mean(x)^2), which stays accurate when the
 // mean is large compared with the spread.
 #pragma once
@@ -9,6 +11,7 @@
 #include <cstring>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "burtorch/reductions.hpp"
 
@@ -16,27 +19,39 @@ namespace burtorch {
 
 namespace detail {
 
-// What a layer norm's outputs share, at link b of each of them; the x list is at link a.
+// What a layer norm's outputs share, at link b of each of them; the x list is at link a (rows
+// of n: with rows > 1, one run of rows x n nodes). Then, in the link array, each row's mean and
+// scale (1 / sqrt(var + eps)), sizeof(T) bytes each.
 template <class T>
 struct LayerNormRecord {
   Index n;
+  Index rows;
   Index firstGain;    // kNoIndex: no gain and no bias
   Index firstBias;
-  Index firstOutput;  // the outputs are consecutive nodes
-  T mean;
-  T scale;            // 1 / sqrt(var + eps)
+  Index firstOutput;  // the outputs are consecutive nodes, row after row
+
+  std::size_t words() const noexcept { return kWords<LayerNormRecord> + 2 * rows * kWords<T>; }
+  // Row r's mean and scale.
+  static std::pair<T, T> stats(const Index* record, std::size_t r) noexcept {
+    T both[2];
+    std::memcpy(both, record + kWords<LayerNormRecord> + 2 * r * kWords<T>, sizeof both);
+    return {both[0], both[1]};
+  }
+  static void setStats(Index* record, std::size_t r, T mean, T scale) noexcept {
+    const T both[2] = {mean, scale};
+    std::memcpy(record + kWords<LayerNormRecord> + 2 * r * kWords<T>, both, sizeof both);
+  }
 };
 
-// Every output reached, x one run and a gain (a transformer's layer norms): the terms of
-// layerNormRowBackward, each in the same order, over contiguous arrays that the compiler
-// vectorises.
+// One row, x one run and a gain, dy its outputs' gradients (zero where the root does not reach
+// them): the terms of layerNormRowBackward, each in the same order, over contiguous arrays that
+// the compiler vectorises.
 template <class T>
-BURTORCH_INLINE void layerNormDenseBackward(Sweep<T>& s, const LayerNormRecord<T>& norm, Index x0) noexcept {
+BURTORCH_INLINE void layerNormDenseBackward(Sweep<T>& s, const LayerNormRecord<T>& norm, T mean, T scale, Index x0,
+                                            const T* BURTORCH_RESTRICT dy) noexcept {
   const std::size_t n = norm.n;
-  const T mean = norm.mean, scale = norm.scale;
   const T* BURTORCH_RESTRICT x = s.v + x0;
   const T* BURTORCH_RESTRICT gamma = s.v + norm.firstGain;
-  const T* BURTORCH_RESTRICT dy = s.g + norm.firstOutput;
   T sumD = 0, sumDXhat = 0;
   for (std::size_t k = 0; k < n; ++k) {
     const T d = dy[k] * gamma[k];
@@ -53,9 +68,32 @@ BURTORCH_INLINE void layerNormDenseBackward(Sweep<T>& s, const LayerNormRecord<T
     dBeta[k] += dy[k];
     dx[k] += scale * (dy[k] * gamma[k] - meanD - xhat * meanDXhat);
   }
+}
+
+// A block of rows: each row as layerNormDenseBackward, the outputs the root does not reach
+// contributing nothing.
+template <class T>
+BURTORCH_INLINE void layerNormBlockBackward(Sweep<T>& s, const LayerNormRecord<T>& norm, const Index* record, Index x0, std::size_t top) noexcept {
+  const std::size_t n = norm.n, rows = norm.rows;
+  const Index y0 = norm.firstOutput;
+  const bool dense = top + 1 == rows * n && std::memchr(s.reached + y0, 0, top) == nullptr;
+  static thread_local std::vector<T> masked;  // one row's dy where some outputs are not reached
+  if (!dense && masked.size() < n) masked.resize(n);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const T* dy = s.g + y0 + r * n;
+    if (!dense) {
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t at = r * n + k;
+        masked[k] = at == top || (at < top && s.reached[y0 + at]) ? dy[k] : T(0);
+      }
+      dy = masked.data();
+    }
+    const auto [mean, scale] = LayerNormRecord<T>::stats(record, r);
+    layerNormDenseBackward(s, norm, mean, scale, x0 + static_cast<Index>(r * n), dy);
+  }
   s.reach(norm.firstGain, n);
   s.reach(norm.firstBias, n);
-  s.reach(x0, n);
+  s.reach(x0, rows * n);
 }
 
 // Node i is the highest reached output of a layer norm (see Resume); outputs the root does not
@@ -65,14 +103,24 @@ BURTORCH_INLINE void layerNormDenseBackward(Sweep<T>& s, const LayerNormRecord<T
 template <class T>
 BURTORCH_OUTLINE Resume layerNormRowBackward(bool* reached, Index low, Index floor, Index i, Index xList, Index at) noexcept {
   Sweep<T> s = Sweep<T>::resume(reached, low, floor);
-  const auto norm = readRecord<LayerNormRecord<T>>(s.links + at);
+  const Index* record = s.links + at;
+  const auto norm = readRecord<LayerNormRecord<T>>(record);
   const std::size_t n = norm.n;
   const Index gamma0 = norm.firstGain, beta0 = norm.firstBias, y0 = norm.firstOutput;
-  const T mean = norm.mean, scale = norm.scale;
   const std::size_t top = i - y0;
   const Index xWord = s.links[xList];
+  if (norm.rows > 1) {
+    layerNormBlockBackward(s, norm, record, xWord & ~kRangeFlag, top);
+    std::fill(s.reached + y0, s.reached + i, false);
+    return resumeBelow(s, y0);
+  }
+  const std::pair<T, T> stats = LayerNormRecord<T>::stats(record, 0);
+  const T mean = stats.first, scale = stats.second;
   if (isOneRun(xWord) && gamma0 != kNoIndex && top + 1 == n && std::memchr(s.reached + y0, 0, top) == nullptr) {
-    layerNormDenseBackward(s, norm, xWord & ~kRangeFlag);
+    layerNormDenseBackward(s, norm, mean, scale, xWord & ~kRangeFlag, s.g + y0);
+    s.reach(gamma0, n);
+    s.reach(beta0, n);
+    s.reach(xWord & ~kRangeFlag, n);
     std::fill(s.reached + y0, s.reached + i, false);
     return resumeBelow(s, y0);
   }
@@ -135,26 +183,71 @@ class LayerNorm {
     BURTORCH_ASSERT(x.size() == dim_ && out.size() == dim_);
     Pool<T>& pool = Pool<T>::local();
     const RecordedList<T> xs = record(x);
-    const Index at = pool.appendLinks(detail::kWords<detail::LayerNormRecord<T>>);
+    const detail::LayerNormRecord<T> norm{static_cast<Index>(dim_), 1, affine() ? gamma_.first : kNoIndex, beta_.first, 0};
+    const Index at = pool.appendLinks(norm.words());
     const T* v = pool.values();
-    const std::pair<T, T> stats = detail::visitList(pool.links(), xs.offset, [&](auto xAt) {
-      const T m = detail::reduceForward(Op::ReduceMean, v, xAt, dim_);
-      const T meanSquares = detail::sum4<T>(dim_, xAt, [&](Index i) { const T c = v[i] - m; return c * c; }) / static_cast<T>(dim_);
-      return std::pair{m, T(1) / std::sqrt(meanSquares + eps_)};
-    });
+    const std::pair<T, T> stats = detail::visitList(pool.links(), xs.offset, [&](auto xAt) { return rowStats(v, xAt); });
+    normalise(xs.offset, at, 0, norm, stats, out);
+  }
+
+  // Each of the rows of x (rows x dim handles, row after row) as forward() computes it, with the
+  // same bits; where x is one run of nodes, as one block of rows x dim outputs with one record
+  // (the backward then takes all the rows in one call, over contiguous arrays).
+  void forwardRows(std::span<const Value<T>> x, std::span<Value<T>> out) const noexcept {
+    const std::size_t rows = x.size() / dim_;
+    BURTORCH_ASSERT(x.size() == rows * dim_ && out.size() == x.size());
+    if (rows < 2 || !affine() || !isRun(x)) {
+      for (std::size_t r = 0; r < rows; ++r) forward(x.subspan(r * dim_, dim_), out.subspan(r * dim_, dim_));
+      return;
+    }
+    Pool<T>& pool = Pool<T>::local();
+    const RecordedList<T> xs = record(x);
+    const detail::LayerNormRecord<T> norm{static_cast<Index>(dim_), static_cast<Index>(rows), gamma_.first, beta_.first, 0};
+    const Index at = pool.appendLinks(norm.words());
+    const Index x0 = x[0].index();
+    for (std::size_t r = 0; r < rows; ++r) {
+      const Index first = x0 + static_cast<Index>(r * dim_);
+      const std::pair<T, T> stats = rowStats(pool.values(), [first](std::size_t k) { return first + static_cast<Index>(k); });
+      normalise(xs.offset, at, r, norm, stats, out.subspan(r * dim_, dim_));
+    }
+  }
+
+ private:
+  static bool isRun(std::span<const Value<T>> x) noexcept {
+    for (std::size_t k = 1; k < x.size(); ++k)
+      if (x[k].index() != x[0].index() + k) return false;
+    return true;
+  }
+
+  template <class At>
+  std::pair<T, T> rowStats(const T* v, At xAt) const noexcept {
+    const T m = detail::reduceForward(Op::ReduceMean, v, xAt, dim_);
+    const T meanSquares = detail::sum4<T>(dim_, xAt, [&](Index i) { const T c = v[i] - m; return c * c; }) / static_cast<T>(dim_);
+    return {m, T(1) / std::sqrt(meanSquares + eps_)};
+  }
+
+  // Row r of the record at `at` (x's list at xList): its stats kept, its dim outputs made (the
+  // block's first output goes into the record).
+  void normalise(Index xList, Index at, std::size_t r, detail::LayerNormRecord<T> norm, std::pair<T, T> stats,
+                 std::span<Value<T>> out) const noexcept {
+    Pool<T>& pool = Pool<T>::local();
     const T mu = stats.first, scale = stats.second;
-    const Index y0 = pool.pushRun(dim_, Op::LayerNormRow, xs.offset, at);
+    const Index y0 = pool.pushRun(dim_, Op::LayerNormRow, xList, at);
     T* values = pool.values();
-    detail::visitList(pool.links(), xs.offset, [&](auto xAt) {
+    detail::visitList(pool.links(), xList, [&](auto xAt) {
       for (std::size_t i = 0; i < dim_; ++i) {
-        T y = (values[xAt(i)] - mu) * scale;
+        T y = (values[xAt(r * dim_ + i)] - mu) * scale;
         if (affine()) y = y * values[gamma_.first + i] + values[beta_.first + i];
         values[y0 + i] = y;
         out[i] = Value<T>::fromIndex(y0 + static_cast<Index>(i));
       }
     });
-    const detail::LayerNormRecord<T> norm{static_cast<Index>(dim_), affine() ? gamma_.first : kNoIndex, beta_.first, y0, mu, scale};
-    detail::writeRecord(pool.links() + at, norm);
+    Index* record = pool.links() + at;
+    if (r == 0) {
+      norm.firstOutput = y0;
+      detail::writeRecord(record, norm);
+    }
+    detail::LayerNormRecord<T>::setStats(record, r, mu, scale);
   }
 
  private:

@@ -1,6 +1,8 @@
 // burtorch-bench --bandwidth BYTES[,BYTES...]: this core's memory bandwidth with working sets of these
 // sizes (harness/machine/bandwidth.py sizes them for each cache level and for DRAM from the machine's
-// own cache sizes). Two sweeps over one buffer, in the widest registers the build targets:
+// own cache sizes). Two sweeps over one buffer, in the widest registers the build targets, each over
+// kStreams quarters of it at once (several streams in ascending order, as a core's prefetchers follow
+// them best, and as a step reads a layer's weights, inputs and gradients side by side):
 //   read:  every value loaded into independent sums (bytes read per second);
 //   rmw:   every value loaded, scaled and stored back in place, as an SGD update does
 //          (bytes read plus bytes written per second).
@@ -30,7 +32,8 @@ namespace bandwidth {
 using Lane = kernels::Register<float, kernels::kWidest<float>>;
 // Independent sums: enough to cover the latency of the adds at two loads a cycle.
 inline constexpr std::size_t kSums = 8;
-inline constexpr std::size_t kStep = kSums * Lane::kWidth;  // floats per round of the read sweep
+inline constexpr std::size_t kStreams = 4;                   // kSums / kStreams sums per stream
+inline constexpr std::size_t kStep = kSums * Lane::kWidth;  // floats per round of the read sweep, over every stream
 inline constexpr std::size_t kAlignment = 64;                 // a cache line: no load straddles two
 
 struct AlignedFree {
@@ -56,8 +59,11 @@ inline bool parseSizes(std::string_view text, std::vector<std::size_t>& out) {
 BURTORCH_OUTLINE inline void readSweep(const float* data, std::size_t count, float* total) noexcept {
   typename Lane::V sums[kSums];
   for (auto& s : sums) s = Lane::zero();
-  for (std::size_t i = 0; i < count; i += kStep)
-    for (std::size_t s = 0; s < kSums; ++s) sums[s] = Lane::add(sums[s], Lane::load(data + i + s * Lane::kWidth));
+  constexpr std::size_t kPerStream = kSums / kStreams;
+  const std::size_t per = count / kStreams;  // a multiple of kPerStream lanes: count is one of kStep
+  for (std::size_t i = 0; i < per; i += kPerStream * Lane::kWidth)
+    for (std::size_t s = 0; s < kSums; ++s)
+      sums[s] = Lane::add(sums[s], Lane::load(data + (s % kStreams) * per + i + (s / kStreams) * Lane::kWidth));
   for (std::size_t s = 1; s < kSums; ++s) sums[0] = Lane::add(sums[0], sums[s]);
   float out[Lane::kWidth];
   Lane::store(out, sums[0]);
@@ -67,7 +73,9 @@ BURTORCH_OUTLINE inline void readSweep(const float* data, std::size_t count, flo
 // Scales every value in place: a power of two, so that values never drift however many sweeps run.
 BURTORCH_OUTLINE inline void updateSweep(float* data, std::size_t count, float scale) noexcept {
   const typename Lane::V factor = Lane::broadcast(&scale);
-  for (std::size_t i = 0; i < count; i += Lane::kWidth) Lane::store(data + i, Lane::mul(Lane::load(data + i), factor));
+  const std::size_t per = count / kStreams;
+  for (std::size_t i = 0; i < per; i += Lane::kWidth)
+    for (std::size_t s = 0; s < kStreams; ++s) Lane::store(data + s * per + i, Lane::mul(Lane::load(data + s * per + i), factor));
 }
 
 // The best rate, in bytes per second, of timings of `sweep` repeated for at least 0.1 ms each, over

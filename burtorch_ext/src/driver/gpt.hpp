@@ -110,15 +110,15 @@ class Gpt {
       }
     const auto x = span(x_, all * shape_.dModel), normed = span(normed_, all * shape_.dModel), y = span(y_, all * shape_.dModel);
     for (Block& block : blocks_) {
-      for (std::size_t t = 0; t < all; ++t) block.ln1.forward(row(x, t), row(normed, t));
+      block.ln1.forwardRows(x, normed);
       block.attention.forward(normed, tokens, y);
       addInto(x, y);
-      for (std::size_t t = 0; t < all; ++t) block.ln2.forward(row(x, t), row(normed, t));
+      block.ln2.forwardRows(x, normed);
       block.ff1.forward(normed, span(hidden_, all * shape_.ff()));
       block.ff2.forward(span(hidden_, all * shape_.ff()), y);
       addInto(x, y);
     }
-    for (std::size_t t = 0; t < all; ++t) lnf_.forward(row(x, t), row(normed, t));
+    lnf_.forwardRows(x, normed);
     const auto logits = span(logits_, all * shape_.vocab);
     head_.forward(normed, logits);
     for (std::size_t s = 0; s < count; ++s) {
@@ -149,8 +149,6 @@ class Gpt {
   }
 
   static std::span<Value<T>> span(std::vector<Value<T>>& values, std::size_t count) { return std::span<Value<T>>(values).first(count); }
-
-  std::span<Value<T>> row(std::span<Value<T>> tokens, std::size_t t) const { return tokens.subspan(t * shape_.dModel, shape_.dModel); }
 
   // The residual connection: x <- x + y, element by element.
   static void addInto(std::span<Value<T>> x, std::span<const Value<T>> y) {

@@ -94,7 +94,7 @@ Nodes<T> layerNorm(const LayerNorm<T>& norm, const Nodes<T>& x) {
   const std::span<const Value<T>> in = x.live();
   Nodes<T> out{std::vector<Value<T>>(in.size())};
   const std::span<Value<T>> to(out.values);
-  for (std::size_t t = 0; t < in.size() / d; ++t) norm.forward(in.subspan(t * d, d), to.subspan(t * d, d));
+  norm.forwardRows(in, to);
   return out;
 }
 

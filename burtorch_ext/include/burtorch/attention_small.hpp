@@ -1,0 +1,103 @@
+// The mini-GPT's attention head (block 8, head size 4) in FP32 with AVX: a row of 8 scores is one
+// register, the causal mask a lane comparison, e^x eight lanes at once (tanh_block.hpp), and each
+// token's head of 4 one 128-bit register read and written where it lies in the pool (tokens d
+// values apart). attention.hpp's loops compute the same for any size, in any precision.
+#pragma once
+
+#include <cfloat>
+#include <cstddef>
+
+#include "burtorch/simd.hpp"
+#include "burtorch/tanh_block.hpp"
+
+namespace burtorch::detail {
+
+#if BURTORCH_AVX
+inline constexpr bool kSmallHeadKernels = true;
+
+inline float laneMax(__m256 x) noexcept {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
+inline float laneSum(__m256 x) noexcept {
+  __m128 m = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_add_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
+// Lanes u <= t: the keys token t sees.
+inline __m256 causalMask(std::size_t t) noexcept {
+  return _mm256_cmp_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_ps(static_cast<float>(t)), _CMP_LE_OQ);
+}
+
+// The 8 tokens' heads of 4 (tokens d apart) transposed: four rows of 8.
+inline void transposeHeads(const float* x, std::size_t d, __m256 rows[4]) noexcept {
+  alignas(32) float t[4][8];
+  for (std::size_t u = 0; u < 8; ++u)
+    for (std::size_t j = 0; j < 4; ++j) t[j][u] = x[u * d + j];
+  for (std::size_t j = 0; j < 4; ++j) rows[j] = _mm256_load_ps(t[j]);
+}
+
+// p (8 x 8, row t the softmax of token t's scaled scores over keys 0..t, zeros after) and
+// y = p v, one head of one sequence.
+inline void attendSmallHead(const float* q, const float* k, const float* v, std::size_t d, float scale, float* p, float* y) noexcept {
+  __m256 kt[4];
+  transposeHeads(k, d, kt);
+  for (std::size_t t = 0; t < 8; ++t) {
+    const float* qt = q + t * d;
+    __m256 s = _mm256_mul_ps(_mm256_set1_ps(qt[0]), kt[0]);
+    for (std::size_t j = 1; j < 4; ++j) s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(qt[j]), kt[j]));
+    s = _mm256_mul_ps(s, _mm256_set1_ps(scale));
+    const __m256 mask = causalMask(t);
+    const float peak = laneMax(_mm256_blendv_ps(_mm256_set1_ps(-FLT_MAX), s, mask));
+    const __m256 x = _mm256_max_ps(_mm256_sub_ps(s, _mm256_set1_ps(peak)), _mm256_set1_ps(-87.0f));
+    const __m256 e = _mm256_and_ps(kernels::detail::expLanes(x), mask);
+    _mm256_storeu_ps(p + t * 8, _mm256_mul_ps(e, _mm256_set1_ps(1.0f / laneSum(e))));
+    __m128 out = _mm_setzero_ps();
+    for (std::size_t u = 0; u <= t; ++u) out = _mm_add_ps(out, _mm_mul_ps(_mm_set1_ps(p[t * 8 + u]), _mm_loadu_ps(v + u * d)));
+    _mm_storeu_ps(y + t * d, out);
+  }
+}
+
+// The backward of attendSmallHead (attention.hpp's attentionHeadBackward says what it computes):
+// adds to dq, dk and dv (tokens d apart) from dy (tokens d apart) and the weights p.
+inline void attentionSmallHeadBackward(const float* q, const float* k, const float* v, const float* dy, const float* p, std::size_t d,
+                                       float scale, float* dq, float* dk, float* dv) noexcept {
+  __m256 vt[4], dkt[4], dvt[4];
+  transposeHeads(v, d, vt);
+  for (std::size_t j = 0; j < 4; ++j) dkt[j] = dvt[j] = _mm256_setzero_ps();
+  alignas(32) float ds[8];
+  for (std::size_t t = 0; t < 8; ++t) {
+    const __m256 pt = _mm256_loadu_ps(p + t * 8);
+    const float* dyt = dy + t * d;
+    __m256 dp = _mm256_mul_ps(_mm256_set1_ps(dyt[0]), vt[0]);
+    for (std::size_t j = 1; j < 4; ++j) dp = _mm256_add_ps(dp, _mm256_mul_ps(_mm256_set1_ps(dyt[j]), vt[j]));
+    const float mean = laneSum(_mm256_mul_ps(pt, dp));
+    const __m256 dst = _mm256_mul_ps(_mm256_set1_ps(scale), _mm256_mul_ps(pt, _mm256_sub_ps(dp, _mm256_set1_ps(mean))));
+    for (std::size_t j = 0; j < 4; ++j) {
+      dvt[j] = _mm256_add_ps(dvt[j], _mm256_mul_ps(_mm256_set1_ps(dyt[j]), pt));
+      dkt[j] = _mm256_add_ps(dkt[j], _mm256_mul_ps(_mm256_set1_ps(q[t * d + j]), dst));
+    }
+    _mm256_store_ps(ds, dst);
+    __m128 dqt = _mm_loadu_ps(dq + t * d);
+    for (std::size_t u = 0; u <= t; ++u) dqt = _mm_add_ps(dqt, _mm_mul_ps(_mm_set1_ps(ds[u]), _mm_loadu_ps(k + u * d)));
+    _mm_storeu_ps(dq + t * d, dqt);
+  }
+  alignas(32) float kRows[4][8], vRows[4][8];
+  for (std::size_t j = 0; j < 4; ++j) {
+    _mm256_store_ps(kRows[j], dkt[j]);
+    _mm256_store_ps(vRows[j], dvt[j]);
+  }
+  for (std::size_t u = 0; u < 8; ++u)
+    for (std::size_t j = 0; j < 4; ++j) {
+      dk[u * d + j] += kRows[j][u];
+      dv[u * d + j] += vRows[j][u];
+    }
+}
+#else
+inline constexpr bool kSmallHeadKernels = false;
+#endif
+
+}  // namespace burtorch::detail
