@@ -96,9 +96,11 @@ gate-engine: setup
 	run="$$(ls -1d $(GATE_OUT)/*/ | tail -n 1)"; run="$${run%/}"; \
 	$(BIN)/burtbench compare "$$run@burtorch@$(GATE_BASE)" "$$run@burtorch@HEAD" --fail-if-more-instructions $(GATE_PCT)
 
-# The newest run under results/ (the committed reference run is rendered with `burtbench report results/reference`).
+# The newest run under results/, a `run --slurm` run by its merged folder (by run id: a run id starts with its
+# date; the committed reference run is rendered with `burtbench report results/reference`).
 report: setup
-	@run="$$(ls -1d results/*/manifest.json 2>/dev/null | grep -v '^results/reference/' | sort | tail -n 1)"; run="$${run%/manifest.json}"; \
+	@run="$$(ls -1d results/*/manifest.json results/*/merged/*/manifest.json 2>/dev/null | grep -v '^results/reference/' \
+	  | awk -F/ '{ print $$(NF-1) " " $$0 }' | sort | tail -n 1 | cut -d' ' -f2)"; run="$${run%/manifest.json}"; \
 	if [ -z "$$run" ]; then echo "make report: no run in results/ yet: make bench-linux first" >&2; exit 2; fi; \
 	$(BIN)/burtbench report "$$run"
 
