@@ -120,10 +120,6 @@ class Cases:
                 "low": low, "high": high, "promise": f"{'≥' if at_least else '≤'} {promise:.0%}", "short": short}
 
 
-def _holds(e: effect.Effect, truth: float) -> bool | None:
-    return None if e.low is None or effect.unbounded(e) else e.low <= truth <= e.high
-
-
 def _windows(rounds, size: int) -> list[list]:
     ordered = sorted(rounds)
     return [ordered[i:i + size] for i in range(0, len(ordered) - size + 1, size)]
@@ -141,8 +137,8 @@ def judged(cases: Cases, runs: list[dict], index: int, noise: Noise, threshold: 
             continue
         for window in _windows(set(a) & set(b), WINDOW):
             wa, wb = _keep(a, window), _keep(b, window)
-            cases.add("holds_plain", index, pair, _holds(effect.effect(wa, wb), truth))
-            cases.add("holds_noise", index, pair, _holds(effect.effect(wa, wb, noise=noise), truth))
+            cases.add("holds_plain", index, pair, effect.holds(effect.effect(wa, wb), truth))
+            cases.add("holds_noise", index, pair, effect.holds(effect.effect(wa, wb, noise=noise), truth))
         for span in _windows(set(a) & set(b), DESIGN_ROUNDS):
             scaled = {r: v * PLANTED for r, v in _keep(b, span).items()}
             for name, used in (("planted_plain", PLAIN), ("planted_noise", noise)):

@@ -226,6 +226,11 @@ def unbounded(e: Effect) -> str:
     return "reaches ∞" if math.isinf(max(ends, default=1)) else ""
 
 
+def holds(e: Effect, truth: float) -> bool | None:
+    """Whether the interval holds `truth`; None where it gives no interval that bounds a ratio."""
+    return None if e.low is None or unbounded(e) else e.low <= truth <= e.high
+
+
 def _bounded(e: Effect) -> Effect:
     """An estimate or interval that reaches 0 or ∞ (a trial at 0 s, a ratio past the float range) is no
     interval: its estimate stays, with why."""

@@ -4,7 +4,7 @@ and each trial's own value of the claim's metric (a quotient's parts from one tr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engines import all_engines
 from engines.base import BASELINE
@@ -86,8 +86,7 @@ def run_noise(run: Run) -> Noise:
     record = run.manifest.get("noise")
     source = record.get("source") if isinstance(record, dict) and isinstance(record.get("source"), str) else None
     found = from_record(record, source) if source else None
-    return found or Noise(ASSUMED.acf, ASSUMED.between_sd, ASSUMED.between_df,
-                          "assumed (the run recorded no calibration of its machine)")
+    return found or replace(ASSUMED, source="assumed (the run recorded no calibration of its machine)")
 
 
 def added_rounds(run: Run, engine: str, workload: str, params: dict) -> set:
