@@ -132,8 +132,8 @@ def build_parser() -> Parser:
                         help="with --interference: engines of the reference trials")
     doctor.add_argument("--workload", default=",".join(PROBE_WORKLOADS), metavar="W,...",
                         help="with --interference: workloads of the reference trials")
-    calibrate_command.add_options(describe(sub, "calibrate", "A/A runs for a few minutes: how often this "
-                                                             "machine's 95%% intervals hold, kept for doctor"))
+    calibrate_command.add_options(describe(sub, "calibrate", "runs for a few minutes: what this machine "
+                                                             "adds to every interval, and whether its 95%% holds"))
     return parser
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 
+from harness.analysis.noise import MIN_RUNS
 from harness.errors import EXIT_NOT_ALL_RUN, EXIT_USAGE
+from harness.machine.calibrations import MAX_AGE_DAYS
 
 # `burtbench --help`'s examples, after the list of commands.
 EXAMPLES = """examples:
@@ -33,7 +35,7 @@ EXAMPLES = """examples:
   burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
   burtbench run --engine burtorch --workload tiny,small --upstream ~/src/burtorch-b1a9d66.tar.gz
   burtbench doctor
-  burtbench calibrate                             5 minutes of A/A runs: how often this machine's 95% holds
+  burtbench calibrate                             about 5 minutes of runs: what this machine adds to every interval
 """
 
 # (description, examples) per subcommand.
@@ -108,11 +110,14 @@ HELP = {
                "turbo, SMT, isolation), each with its fix, and which measures the machine cannot take.",
                """  burtbench doctor
   burtbench doctor --interference --cpus 0-7      what running 8 trials at once costs here"""),
-    "calibrate": ("Run a few engines, each beside an exact copy of itself (run --aa), in two runs for about --minutes, "
-                  "then say what this machine makes of the stated 95%: the share of A/A intervals that hold ×1 "
-                  "(paired, Welch, from one run to the next), of A/A pairs answered faster or slower (with a floor "
-                  "and without), of planted boundary cases the deciding rule decides, and how far reruns moved a "
-                  "factor. Writes RESULTS/calibration/<machine>/calibration.md and .json; doctor shows the latest.",
+    "calibrate": ("Run a few engines at the same points, each beside an exact copy of itself (run --aa), in "
+                  f"{MIN_RUNS} runs for about --minutes, then say what this machine adds beyond one run's rounds "
+                  "(the correlation of rounds within a run, a run's own shift of a factor, engine against engine "
+                  "as a claim's factors are made) and what it makes of the stated 95%: the shares of intervals "
+                  "that hold the machine's factor, clustered by run, with that noise and without it; of planted "
+                  "boundary cases the claims' rule decides; and how far reruns moved a factor. Writes "
+                  "RESULTS/calibration/<machine>/calibration.md and .json; a run on the same host and core within "
+                  f"{MAX_AGE_DAYS} days carries it in its intervals, and doctor shows the latest.",
                   """  burtbench calibrate                             about 5 minutes
   burtbench calibrate --minutes 20                more cases: a sharper reading of each share
   burtbench calibrate --engine torch/eager --minutes 10      one framework's noise beside its copy"""),
