@@ -15,7 +15,7 @@ from harness.commands import versus
 from harness.machine import ceiling
 from harness.measure import affinity
 from harness.analysis.tables import build_tables
-from harness.store.runs import load_run
+from harness.store.runs import load_run, read_trials
 from workloads import load
 
 REFERENCE = Path(__file__).resolve().parents[1] / "results" / "reference"
@@ -121,3 +121,17 @@ def test_the_report_and_the_perf_grid_show_the_share_of_the_ceiling_or_na(tmp_pa
     assert f"{100 * gflops / 50:3.0f}%" in line and line.endswith(" 120%")
     assert " n/a " in next(line for line in out.splitlines() if '"batch": 64, "hidden_dim": 128}' in line)
     assert "n/a: no library SGEMM: numpy: not installed" in out
+
+
+def test_the_perf_grid_holds_a_step_to_the_peak_its_run_recorded_the_one_its_roofline_uses(tmp_path, capsys):
+    run_dir = _run_with(tmp_path, [])
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["native"]["peak_gflops_fp32"] = 400.0
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    versus.main([str(run_dir)])
+    out = capsys.readouterr().out
+    assert "400.0 GFLOP/s" in out, "the run's own peak, not one probed now on whatever core runs versus"
+    point = json.dumps({"batch": 64, "hidden_dim": 1024}, sort_keys=True)
+    line = next(line for line in out.splitlines() if point in line)
+    ours = next(r for r in versus.rows(read_trials(run_dir), "burtorch/eager/cpp/cpu") if r[1] == point)
+    assert f"{100 * versus.step_gflops('mlp', point, ours[2]) / 400:3.0f}%" in line

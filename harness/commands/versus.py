@@ -2,7 +2,7 @@
 per iteration against the fastest engine of another framework (its peer), and the ratio (peer /
 ENGINE: above 1, ENGINE is faster). Only trials that finished and passed their check count.
 Beside ENGINE's time at the training points: its GFLOP/s (workloads/flops.py's count of a step)
-and their share of this core's peak FP32 rate, as `burtorch-bench --peak` measures it (or
+and their share of this core's peak FP32 rate, the one the run recorded and its roofline uses (or
 --peak-gflops), and of the practical ceiling: the best library SGEMM at the step's own products,
 as the run measured it on its core (manifest.json's "ceiling", machine/ceiling.py), "n/a" with the
 reason where no library ran, and of our block products alone at the same shapes (%prod). At each
@@ -58,15 +58,19 @@ def step_gflops(workload: str, params: str, seconds: float) -> float | None:
 
 
 def _rate(gflops: float | None, peak: float | None) -> str:
-    if gflops is None:
-        return ""
-    share = f" {100 * gflops / peak:3.0f}%" if peak else ""
-    return f"{gflops:6.1f}{share}"
+    return "" if gflops is None else f"{gflops:6.1f} {_peak(gflops, peak)}".rstrip()
 
 
 def _peak(gflops: float | None, peak: float | None) -> str:
     """A rate's share of the peak alone, for the peer beside ours (its GFLOP/s follow from the ratio)."""
     return f"{100 * gflops / peak:3.0f}%" if gflops is not None and peak else ""
+
+
+def recorded_peak(runs: list[Path]) -> float | None:
+    """The FP32 peak the runs recorded in their manifests, the one their rooflines use (the highest where
+    they differ: a core's peak is the best it reaches); None where none recorded one."""
+    peaks = [(read_manifest(run).get("native") or {}).get("peak_gflops_fp32") for run in runs]
+    return max((float(p) for p in peaks if p), default=None)
 
 
 def ceilings(runs: list[Path]) -> dict[tuple, dict]:
@@ -127,13 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.commands.versus", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--engine", default="burtorch/eager/cpp/cpu")
-    parser.add_argument("--peak-gflops", type=float, help="this core's peak FP32 GFLOP/s (default: burtorch-bench --peak)")
+    parser.add_argument("--peak-gflops", type=float, help="this core's peak FP32 GFLOP/s (default: the one the runs recorded, "
+                        "which their rooflines use; else burtorch-bench --peak now)")
     args = parser.parse_args(argv)
     trials_of = {run: read_trials(run) for run in args.runs}
     table = rows([t for trials in trials_of.values() for t in trials], args.engine)
     library = ceilings(args.runs)
     roof_at = roof_points(trials_of)
-    peak = args.peak_gflops or fp32_peak(affinity.allowed_cpus()[-1])[0]
+    peak = args.peak_gflops or recorded_peak(args.runs) or fp32_peak(affinity.allowed_cpus()[-1])[0]
     print(f"{args.engine} against the fastest engine of another framework (ratio = peer / ours: above 1, ours is faster)")
     print(f"GFLOP/s: a training step's products as the model counts them, for every engine (workloads/flops.py: "
           f"an effective rate where an engine multiplies less); % of this core's peak, "
