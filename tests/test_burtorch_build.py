@@ -6,6 +6,8 @@ installed project (`pip install -e .`) when present, else from this tree.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import importlib
 import os
@@ -36,8 +38,22 @@ def _configure(build: Path, extra_env: dict | None = None, extra_args: tuple = (
     return subprocess.run(args, capture_output=True, text=True, env=env)
 
 
+@contextlib.contextmanager
+def _one_builder():
+    """Holds build/burtorch-tests/ for one process at a time: the suite's workers (pytest -n) share it."""
+    BUILD.parent.mkdir(parents=True, exist_ok=True)
+    with open(BUILD.parent / "burtorch-tests.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def configured_tree() -> Path:
     """build/burtorch-tests/, configured (not built)."""
+    with _one_builder():
+        return _configured()
+
+
+def _configured() -> Path:
     if not (BUILD / "CMakeCache.txt").exists():
         done = _configure(BUILD, extra_args=("-DBURTORCH_NATIVE=OFF",))  # portable whatever the environment says
         assert done.returncode == 0, done.stdout + done.stderr
@@ -47,10 +63,11 @@ def configured_tree() -> Path:
 @functools.lru_cache(maxsize=None)
 def build_targets(*targets: str) -> Path:
     """Builds the named CMake targets in build/burtorch-tests/ and returns that folder."""
-    configured_tree()
     nice = ["nice"] if shutil.which("nice") else []  # the machine is shared: build politely
-    built = subprocess.run([*nice, "cmake", "--build", str(BUILD), "-j2", "--config", "Release", "--target", *targets],
-                           capture_output=True, text=True)
+    with _one_builder():
+        _configured()
+        built = subprocess.run([*nice, "cmake", "--build", str(BUILD), "-j2", "--config", "Release", "--target",
+                                *targets], capture_output=True, text=True)
     assert built.returncode == 0, built.stdout[-4000:] + built.stderr[-4000:]
     return BUILD
 

@@ -17,6 +17,8 @@ def _a_file(tmp_path):
 
 
 BAD_INPUTS = [
+    (["runn"], "no command 'runn'; did you mean 'run'?"),
+    (["compar", "a", "b"], "did you mean 'compare'?"),
     (["run", "--engine", "pytorch"], "unknown engine 'pytorch'"),
     (["run", "--engine", "torch/eagr"], "did you mean 'torch/eager'"),
     (["run", "--engine", "burtorch,"], "empty name"),
@@ -46,7 +48,7 @@ BAD_INPUTS = [
     (["compare", "/nonexistent/a", "/nonexistent/b"], "not a burtbench run folder"),
     (["compare", "a", "b", "--format", "xml"], "invalid choice"),
     (["compare", "a", "b", "--fail-if-slower", "x"], "a number > 0"),
-    (["frobnicate"], "invalid choice"),
+    (["frobnicate"], "no command 'frobnicate' (commands: list, run,"),
     (["--debug"], "required"),
     (["run", "--engnie", "burtorch"], "did you mean '--engine'? (see 'burtbench run --help')"),
     (["envs", "--prune", "0"], "expected a number of days > 0, or 'all'"),

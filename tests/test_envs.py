@@ -217,3 +217,22 @@ def test_two_autograd_releases_from_the_package_index(tmp_path):
     assert all(t["status"] == "ok" and t["check"]["ok"] for t in trials)
     folder = render(run_dir, tmp_path / "reports")
     assert "| 1.9.1" in (folder / "tables" / "versions_tiny.md").read_text()
+
+
+@pytest.mark.parametrize("platform, variable, under", [
+    ("linux", "XDG_CACHE_HOME", ""), ("win32", "LOCALAPPDATA", ""), ("darwin", None, "Library/Caches")])
+def test_the_environments_live_beside_the_machine_caches_and_follow_burtbench_cache(
+        monkeypatch, tmp_path, platform, variable, under):
+    from harness.envs.cache import default_env_dir
+    from harness.records import machine
+
+    monkeypatch.setenv("BURTBENCH_CACHE", str(tmp_path / "mine"))
+    assert default_env_dir() == tmp_path / "mine" / "envs", "one cache folder for all that outlives a run"
+    monkeypatch.delenv("BURTBENCH_CACHE")
+    monkeypatch.setattr(machine.sys, "platform", platform)
+    monkeypatch.setattr(machine.Path, "home", lambda: tmp_path / "home")
+    if variable:
+        monkeypatch.setenv(variable, str(tmp_path / "base"))
+    expected = (tmp_path / "base") if variable else tmp_path / "home" / under
+    assert default_env_dir() == expected / "burtbench" / "envs"
+    assert machine.cache_dir() == expected / "burtbench"

@@ -71,7 +71,7 @@ def test_a_bad_field_drops_the_field_with_file_and_line_never_the_trial(a_run, t
         assert len(said) == 1 and said[0].startswith(f"{run_dir / results.TRIALS_FILE}:2: dropping the field {name}")
         assert trials[1]["status"] == "ok" and (name == "per_iter_s" or trials[1]["per_iter_s"]["n"] > 0)
     else:  # kept: a number in its range
-        assert not said and readings.problems(trials[1], results.BAD) == []
+        assert not said and readings.problems(trials[1]) == []
 
 
 def test_instructions_per_iteration_are_held_to_the_time_they_took(a_run, tmp_path):

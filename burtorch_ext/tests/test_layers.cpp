@@ -172,6 +172,15 @@ TEST_CASE("Embedding: a lookup is a view of the row") {
   pool.rewind(Mark{});
 }
 
+// A layer norm's gain and shift drawn near (1, 0) from `seed`, so that gradients meet both.
+static bool loadRandomAffine(LayerNorm<double>& norm, std::size_t width, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<double> gamma(width), beta(width);
+  for (double& g : gamma) g = rng.uniform(0.5, 1.5);
+  for (double& b : beta) b = rng.uniform(-0.5, 0.5);
+  return norm.load(gamma, beta);
+}
+
 TEST_CASE("LayerNorm: zero mean, unit variance, gradients") {
   auto& pool = Pool<double>::local();
   pool.rewind(Mark{});
@@ -184,11 +193,7 @@ TEST_CASE("LayerNorm: zero mean, unit variance, gradients") {
   pool.rewind(Mark{});
 
   LayerNorm<double> affine(4);
-  Rng rng(8);
-  std::vector<double> gamma(4), beta(4);
-  for (double& g : gamma) g = rng.uniform(0.5, 1.5);
-  for (double& b : beta) b = rng.uniform(-0.5, 0.5);
-  CHECK(affine.load(gamma, beta));
+  CHECK(loadRandomAffine(affine, 4, 8));
   const NodeRange<double> in = inputLeaves(4, 6);
   EXPECT_NODE_GRADIENTS("layer norm", span(0, in.first + in.count), [&] {
     std::vector<V> out(4);
@@ -204,11 +209,7 @@ TEST_CASE("LayerNorm: gradients when the root reaches only some outputs, through
     auto& pool = Pool<double>::local();
     pool.rewind(Mark{});
     LayerNorm<double> norm(6, withAffine);
-    Rng rng(12);
-    std::vector<double> gamma(6), beta(6);
-    for (double& g : gamma) g = rng.uniform(0.5, 1.5);
-    for (double& b : beta) b = rng.uniform(-0.5, 0.5);
-    CHECK(!withAffine || norm.load(gamma, beta));
+    CHECK((!withAffine || loadRandomAffine(norm, 6, 12)));
     const NodeRange<double> in = inputLeaves(6, 7);
     const NodeRange<double> all = span(0, in.first + in.count);
     const auto normed = [&](bool reversed) {
@@ -229,11 +230,7 @@ TEST_CASE("LayerNorm over a block of rows: gradients of all, one and two outputs
   auto& pool = Pool<double>::local();
   pool.rewind(Mark{});
   LayerNorm<double> norm(4);
-  Rng rng(31);
-  std::vector<double> gamma(4), beta(4);
-  for (double& g : gamma) g = rng.uniform(0.5, 1.5);
-  for (double& b : beta) b = rng.uniform(-0.5, 0.5);
-  CHECK(norm.load(gamma, beta));
+  CHECK(loadRandomAffine(norm, 4, 31));
   const NodeRange<double> in = inputLeaves(3 * 4, 9);
   const NodeRange<double> all = span(0, in.first + in.count);
   const auto normed = [&] {

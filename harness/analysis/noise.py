@@ -63,7 +63,8 @@ class Noise:
         if n < 2 or not any(self.acf):
             return 1.0, float(max(n - 1, 1))
         at = [r if isinstance(r, (int, float)) else i for i, r in enumerate(rounds)]
-        return _inflation(tuple(int(round(r - at[0])) for r in at), self.acf, round(confidence, 6))
+        used = tuple(self.rho(lag) for lag in range(1, len(self.acf) + 1))
+        return _inflation(tuple(int(round(r - at[0])) for r in at), used, round(confidence, 6))
 
     def text(self) -> str:
         if self.plain:
@@ -91,10 +92,11 @@ SIMULATED = 20_000  # draws of a few correlated rounds: their t ratio's quantile
 
 @lru_cache(maxsize=4096)
 def _inflation(offsets: tuple[int, ...], acf: tuple[float, ...], confidence: float) -> tuple[float, float]:
+    """Noise.inflation's, for rounds at `offsets` and correlations as Noise.rho reads them."""
     n = len(offsets)
     at = np.array(offsets, dtype=float)
     lags = np.abs(at[:, None] - at[None, :]).astype(int)
-    table = np.array([1.0, *(min(max(x, 0.0), MOST_CORRELATED) for x in acf)])
+    table = np.array([1.0, *acf])
     corr = np.where(lags < len(table), table[np.minimum(lags, len(table) - 1)], 0.0)
     centre = np.eye(n) - 1.0 / n
     trace = float(np.trace(centre @ corr @ centre))

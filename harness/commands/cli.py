@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -35,6 +36,11 @@ from workloads import PROBE_WORKLOADS
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line instead of usage + message
+        unknown = re.match(r"argument command: invalid choice: '(.*)' \(choose from", message, re.S)
+        if unknown and hasattr(self, "commands"):  # argparse names no closest command of its own before 3.14
+            word = unknown.group(1)
+            message = f"no command '{clean(word)}'{selection.did_you_mean(word, self.commands)} " \
+                      f"(commands: {', '.join(self.commands)})"
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
     def parse_args(self, args=None, namespace=None):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.records.base import Damaged, load
 from harness.records.envs import EnvRecord
+from harness.records.machine import cache_dir
 from harness.store.runs import check_out_dir
 from harness.text import clean
 from harness.units import mib
@@ -30,13 +31,7 @@ PRUNE_DAYS = 30
 
 
 def default_env_dir() -> Path:
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "burtbench" / "envs"
+    return cache_dir() / "envs"
 
 
 def env_dir(option: str | None) -> Path:

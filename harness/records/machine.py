@@ -9,6 +9,7 @@ each run and kept in its manifest with the same provenance (records/run.py's Nat
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -65,10 +66,17 @@ class CeilingCache(MachineCache):
 
 
 def cache_dir() -> Path:
-    """Where the machine caches live: $BURTBENCH_CACHE, else the user's cache folder's burtbench/."""
+    """Where burtbench keeps what outlives a run (the machine caches, the environments of --env):
+    $BURTBENCH_CACHE, else the platform's user cache folder's burtbench/."""
     if os.environ.get("BURTBENCH_CACHE"):
         return Path(os.environ["BURTBENCH_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "burtbench"
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "burtbench"
 
 
 class BandwidthProbe(Record):

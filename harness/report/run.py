@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import Counter
 
 from harness.store.runs import Run
+from harness.text import clean
 from harness.units import count
 
 
@@ -19,9 +20,12 @@ def status_notes(run: Run) -> list[str]:
         listed = ", ".join(f"{n} {s}" for s, n in sorted(failed.items()))
         notes.append(f"{sum(failed.values())} of {count(len(run.trials), 'trial')} did not succeed ({listed}): "
                      f"their rows are marked in the tables.")
-    wrong = sum(1 for t in run.trials if isinstance(t.get("check"), dict) and t["check"].get("ok") is False)
+    wrong = Counter(clean(f"{t.get('engine')} on {t.get('workload')}") for t in run.trials
+                    if isinstance(t.get("check"), dict) and t["check"].get("ok") is False)
     if wrong:
-        notes.append(f"{count(wrong, 'trial')} computed a wrong result (their check failed): their rows are marked.")
+        notes.append(f"{count(sum(wrong.values()), 'trial')} computed a wrong result (their check failed; "
+                     + ", ".join(f"{where}: {n}" for where, n in sorted(wrong.items()))
+                     + "): their rows are marked and never answer a claim.")
     return notes + parallel_notes(run.manifest)
 
 

@@ -14,9 +14,9 @@ from harness.records.trials import TrialLine, ranges
 RANGES = ranges()
 
 
-def problems(record: dict, bad=None) -> list[tuple[str, str]]:
-    """(field, why) for every field of a trial record that is no plausible measure (`bad`: unused, the
-    parser now reads NaN and infinities as numbers every bound refuses)."""
+def problems(record: dict) -> list[tuple[str, str]]:
+    """(field, why) for every field of a trial record that is no plausible measure (NaN and infinities
+    included: every bound refuses them)."""
     found = []
     salvage(copy.deepcopy(record), TrialLine, "", lambda name, why: found.append((name, why)))
     return found

@@ -143,8 +143,6 @@ def append_trial(run_dir: Path, trial: Trial) -> None:
 
 
 _reported: set[tuple[str, int, str]] = set()
-# What readings.problems once took for a non-finite number (tests/test_fuzz_robust.py still passes it).
-BAD = None
 
 
 def _trial_line(line: str, file: str, warn=None):
