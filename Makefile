@@ -66,8 +66,11 @@ clang:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang >/dev/null; } || \
 	  echo "note: clang could not be installed; the tinygrad engines will be unavailable"
 
+# One worker per core of this project's 2-core machines (TEST_WORKERS=1: one process); each test file
+# runs whole in one worker, so that its module fixtures are built once.
+TEST_WORKERS ?= 2
 test: setup browser slurm clang
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 perf: setup
 	$(BIN)/burtbench run --engine burtorch,micrograd --workload tiny,small --profile quick $(RUN_ARGS)

@@ -17,6 +17,14 @@ def fake_engines(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def no_width_from_the_workers(monkeypatch):
+    """pytest-xdist tells its workers COLUMNS=80: a test reads the width its output would have when piped,
+    as in one process (a test that needs a width sets its own)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def reports_elsewhere(monkeypatch, tmp_path_factory):
     """`burtbench run` ends by rendering reports/<run-id>/ in the working directory: in tests (and
     their children), a temporary folder instead of the checkout's reports/."""

@@ -54,6 +54,8 @@ def test_an_honest_machine_reads_consistent_with_95_percent(honest):
         assert shares[name]["cases"] >= 400 and len(shares[name]["runs"]) == noise.MIN_RUNS
         assert shares[name]["share"] >= 0.92 and not shares[name]["short"], name
     assert shares["planted_noise"]["share"] <= 0.055 and shares["answered_without_floor"]["share"] <= 0.1
+    for name in [*calibration.PLANTED_PATHS, "planted_rows", "planted_pooled"]:  # every path a claim takes
+        assert shares[name]["cases"] >= 40 and not shares[name]["short"], name
     assert honest["noise"]["between_sd"] < 0.03
 
 
@@ -64,6 +66,8 @@ def test_a_run_shift_reads_short_for_one_runs_rounds_and_holds_with_the_measured
     assert shares["holds_plain"]["short"] and shares["holds_plain"]["share"] < 0.8
     assert not shares["holds_noise"]["short"] and shares["holds_noise"]["share"] >= 0.93
     assert shares["planted_plain"]["share"] > 0.1 >= shares["planted_noise"]["share"]
+    for name in [*calibration.PLANTED_PATHS, "planted_rows", "planted_pooled"]:
+        assert not shares[name]["short"], f"{name}: the measured noise keeps every path's error within 5%"
     assert 0.06 < shifted["noise"]["between_sd"] < 0.2 and shifted["noise"]["between_df"] == noise.MIN_RUNS - 1
     assert shifted["rerun_spread"]["largest"] > 1.1  # reruns moved factors of two engines, not one engine's time
 
@@ -170,6 +174,9 @@ def test_calibrate_end_to_end_on_a_fake_engine_and_a_run_after_it_carries_its_no
                                                                                    monkeypatch):
     # Two runs instead of MIN_RUNS: every step of the command, at the cost of a wide run-to-run component.
     monkeypatch.setattr(running_calibrate, "RUNS", 2)
+    monkeypatch.setattr(running_calibrate, "SIMULATED_CASES", 10)  # the page's simulation: test_coverage.py's
+    monkeypatch.setattr(running_calibrate, "WORKLOADS", "tiny")  # one point: every kind of case, a third the trials
+    monkeypatch.setattr(running_calibrate, "POINT", ())
     assert main(["calibrate", "--minutes", "0.01", "--engine", "fake/ok", "--cpu", "0", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "run 2 of 2" in out and "intervals held the machine's factor in" in out

@@ -11,8 +11,10 @@ judges its own case.
   of freedom are the runs less one, since a machine's state moves every pair of a run at once;
 - holds: an interval over WINDOW rounds of one run (a claim's planned trials) holds the machine's factor,
   read with this run's rounds only (plain) and with the noise the other runs measured (the claims' rule);
-- planted: the other engine's trials scaled so that the machine's factor sits on a boundary, the deciding
-  rule (DESIGN's looks) decides it: any decision is an error;
+- planted: the other engine's trials scaled so that the machine's factor sits on a boundary, then judged
+  through every path a claim takes (PLANTED_PATHS: the deciding rule paired and unpaired, as a flat claim's
+  sweep ends are, a plan of --trials N, --adaptive's looks, rows held together, two runs pooled): any
+  decision is an error;
 - answered: change.time_answer calls an A/A pair faster or slower, without a floor and with the floor of the
   pair's neighbouring windows.
 A run's cases share its state, so every share is a mean of the runs' own shares, with a t interval over
@@ -34,6 +36,7 @@ from harness.analysis.compare import by_round
 from harness.analysis.noise import PLAIN, Noise, from_record, log_ratios as _logs, measure
 from harness.analysis.points import group, trial_time
 from harness.analysis.stats import CONFIDENCE
+from harness.store.run_plan import DEFAULT_MAX_TRIALS
 from harness.analysis.summary import format_seconds, shown_params
 from harness.machine.calibrations import factor, summary
 from harness.text import clean, markdown_cell
@@ -41,17 +44,38 @@ from harness.text import clean, markdown_cell
 WINDOW = effect.MIN_TRIALS  # rounds an interval is read over: a claim's planned trials
 PLANTED = 1.5  # the factor the other engine's trials are scaled by, on the boundary at that factor
 DESIGN = coverage.DESIGN  # the deciding rounds' looks
-DESIGN_ROUNDS = DESIGN.first + effect.MAX_DECIDING_ROUNDS  # one planted case's rounds: the first look, its batch
-MIN_ROUNDS = max(3 * WINDOW, DESIGN_ROUNDS)  # a run's rounds: windows beside each other, one design
+TRIALS_ASKED = 8  # a plan of `run --trials 8`, as the README's versions example asks
+ROWS = 3  # rows a claim holds together (a largest factor over a sweep): windows of one pair side by side
+# Planted cases by the path they take: (its words, the looks a point of that plan takes, paired).
+PLANTED_PATHS = {
+    "planted_noise": ("the deciding rule's looks", DESIGN, True),
+    "planted_welch": ("the same looks unpaired (Welch: a flat claim's sweep ends)", DESIGN, False),
+    "planted_trials": (f"a plan of --trials {TRIALS_ASKED}", effect.Looks(TRIALS_ASKED, DESIGN.most), True),
+    "planted_adaptive": (f"--adaptive's looks (--max-trials {DEFAULT_MAX_TRIALS})",
+                         effect.Looks(WINDOW, DESIGN.most + DEFAULT_MAX_TRIALS), True),
+}
+
+
+def design_rounds(looks: effect.Looks) -> int:
+    """The most rounds a point of that design takes: its first look, then one batch or one round a look."""
+    return looks.first + (effect.MAX_DECIDING_ROUNDS if looks.most == 2 else looks.most - 1)
+
+
+# A run's rounds: windows side by side for rows held together, and every planted design once.
+MIN_ROUNDS = max(ROWS * WINDOW, *(design_rounds(looks) for _, looks, _ in PLANTED_PATHS.values()))
 # name: (what is counted, whether 95% promises at least CONFIDENCE of cases (else at most 1 - CONFIDENCE)).
 SHARES = {
     "holds_noise": ("intervals that hold the machine's factor, with the noise the other runs measured "
                     "(the claims' rule)", True),
     "holds_plain": ("intervals that hold the machine's factor, from one run's rounds alone (no run level)", True),
-    "planted_noise": (f"planted boundary cases decided (×{PLANTED:g}, the deciding rule's looks, with the noise)",
-                      False),
-    "planted_plain": (f"planted boundary cases decided (×{PLANTED:g}, the deciding rule's looks, no run level)",
-                      False),
+    **{name: (f"planted boundary cases decided (×{PLANTED:g}): {words}, with the noise", False)
+       for name, (words, _, _) in PLANTED_PATHS.items()},
+    "planted_rows": (f"planted boundary cases decided (×{PLANTED:g}): the largest of {ROWS} rows held together, "
+                     "with the noise", False),
+    "planted_pooled": (f"planted boundary cases decided (×{PLANTED:g}): two runs pooled as a level, with the "
+                       "machine's run component", False),
+    "planted_plain": (f"planted boundary cases decided (×{PLANTED:g}): the deciding rule's looks, no run level "
+                      "(before)", False),
     "answered_with_floor": ("A/A pairs answered faster or slower, with a floor (the pair's neighbouring rounds)",
                             False),
     "answered_without_floor": ("A/A pairs answered faster or slower, without a floor", False),
@@ -81,9 +105,10 @@ def is_copy(pair: Pair) -> bool:
                                                     if env.removesuffix(AA_COPY) else base)
 
 
-def _machine_factor(runs: list[dict], index: int, pair: Pair) -> float | None:
-    """The pair's factor over every run but `index`: what the machine gives, judged apart from that run."""
-    logs = [_logs(*run[pair])[1].mean() for k, run in enumerate(runs) if k != index and pair in run]
+def _machine_factor(runs: list[dict], index: int, pair: Pair, also: int | None = None) -> float | None:
+    """The pair's factor over every run but `index` (and `also`): what the machine gives, judged apart from
+    the runs judged."""
+    logs = [_logs(*run[pair])[1].mean() for k, run in enumerate(runs) if k not in (index, also) and pair in run]
     return math.exp(float(np.mean(logs))) if logs else None
 
 
@@ -139,13 +164,47 @@ def judged(cases: Cases, runs: list[dict], index: int, noise: Noise, threshold: 
             wa, wb = _keep(a, window), _keep(b, window)
             cases.add("holds_plain", index, pair, effect.holds(effect.effect(wa, wb), truth))
             cases.add("holds_noise", index, pair, effect.holds(effect.effect(wa, wb, noise=noise), truth))
-        for span in _windows(set(a) & set(b), DESIGN_ROUNDS):
-            scaled = {r: v * PLANTED for r, v in _keep(b, span).items()}
-            for name, used in (("planted_plain", PLAIN), ("planted_noise", noise)):
-                decision, _ = effect.sequential(_keep(a, span), scaled, (truth * PLANTED,), DESIGN, noise=used)
-                cases.add(name, index, pair, decision.decided)
+        planted(cases, runs, index, pair, truth, noise)
         if is_copy(pair):
             answered(cases, index, pair, a, b, threshold)
+
+
+def planted(cases: Cases, runs: list[dict], index: int, pair: Pair, truth: float, noise: Noise) -> None:
+    """Run `index`'s pair with the second engine's trials scaled by PLANTED, judged against the boundary at
+    the machine's factor times PLANTED through each path a claim takes: every decision is a wrong one."""
+    a, b = runs[index][pair]
+    scaled = {r: v * PLANTED for r, v in b.items()}
+    edge = (truth * PLANTED,)
+    for name, (_, looks, paired) in PLANTED_PATHS.items():
+        for span in _windows(set(a) & set(b), design_rounds(looks)):
+            decision, _ = effect.sequential(_keep(a, span), _keep(scaled, span), edge, looks, paired, noise=noise)
+            cases.add(name, index, pair, decision.decided)
+    for span in _windows(set(a) & set(b), design_rounds(DESIGN)):
+        decision, _ = effect.sequential(_keep(a, span), _keep(scaled, span), edge, DESIGN, noise=PLAIN)
+        cases.add("planted_plain", index, pair, decision.decided)
+    windows = _windows(set(a) & set(b), WINDOW)
+    for k in range(0, len(windows) - ROWS + 1, ROWS):
+        rows = [effect.looked(_keep(a, w), _keep(scaled, w), DESIGN, rows=ROWS, noise=noise) for w in windows[k:k + ROWS]]
+        if all(e.low is not None for e in rows):
+            low, high = max(e.low for e in rows), max(e.high for e in rows)
+            cases.add("planted_rows", index, pair, not low <= edge[0] <= high)
+    pooled_with(cases, runs, index, pair, noise)
+
+
+def pooled_with(cases: Cases, runs: list[dict], index: int, pair: Pair, noise: Noise) -> None:
+    """Run `index`'s windows of the pair pooled with the next run's, as `burtbench claims` pools two runs, the
+    boundary at the factor of the runs left out times PLANTED."""
+    other = (index + 1) % len(runs)
+    truth = _machine_factor(runs, index, pair, also=other)
+    if other == index or pair not in runs[other] or truth is None:
+        return
+    (a, b), (c, d) = runs[index][pair], runs[other][pair]
+    for mine, theirs in zip(_windows(set(a) & set(b), WINDOW), _windows(set(c) & set(d), WINDOW)):
+        pa = {(0, r): a[r] for r in mine} | {(1, r): c[r] for r in theirs}
+        pb = {(0, r): b[r] * PLANTED for r in mine} | {(1, r): d[r] * PLANTED for r in theirs}
+        found = effect.effect(pa, pb, run_of=lambda key: key[0], noise=noise)
+        if found.low is not None:
+            cases.add("planted_pooled", index, pair, not found.low <= truth * PLANTED <= found.high)
 
 
 def answered(cases: Cases, index: int, pair: Pair, a: dict, b: dict, threshold: float) -> None:
