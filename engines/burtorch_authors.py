@@ -88,14 +88,17 @@ def executables(workload: str, params: dict, iterations: int, given: str = "", p
     tree = source_tree(given)
     values = knob_values(workload, params, iterations)
     results = []
-    for step in PROGRAMS[workload].steps:
+    steps = PROGRAMS[workload].steps
+    for index, step in enumerate(steps):
         try:
             changes = builder.plan_changes(tree, step, values[step.target])
         except ValueError as exc:
             raise ProgramUnavailable(f"cannot make a variant of their {step.target}: {exc}") from None
         key = (str(tree.root), step.target, changes)
         if key not in _builds or not _builds[key].ok:
-            _builds[key] = builder.build(tree, step.target, changes, progress=progress)
+            # A point of several programs is one unit of the plan's count: each of its builds says which it is.
+            of = f"program {index + 1} of {len(steps)}: " if len(steps) > 1 else ""
+            _builds[key] = builder.build(tree, step.target, changes, progress=progress + of)
         built = _builds[key]
         if not built.ok:
             raise ProgramUnavailable(f"their {step.target} ({built.variant}) did not build: {built.reason}")

@@ -283,3 +283,23 @@ def test_the_authors_builds_say_how_far_they_are_and_how_long_is_left(monkeypatc
     # tiny at 1 (its init run) and 1,000 iterations, the MLP at 20: three programs, one build each
     assert announced == ["[1/3] ", "[2/3, about 20 s left] ", "[3/3, about 10 s left] "]
     assert burtorch_authors._progress(1, 40, 120.0) == "[2/40, about 78 min left] "
+
+
+def test_a_point_of_two_programs_names_each_of_its_builds_under_one_count(monkeypatch):
+    """save/load is their saving program, then their loading one: one unit of the plan's count, each build
+    saying which of the two it is, never the same count announced twice for two builds."""
+    from types import SimpleNamespace
+
+    announced = []
+    monkeypatch.setattr(burtorch_authors, "source_tree", lambda given="": SimpleNamespace(root="their-tree"))
+    monkeypatch.setattr(burtorch_authors, "knob_values", lambda workload, params, iterations: {
+        step.target: {} for step in burtorch_authors.PROGRAMS[workload].steps})
+    monkeypatch.setattr(burtorch_authors.builder, "plan_changes", lambda tree, step, values: ())
+    monkeypatch.setattr(burtorch_authors, "_builds", {})
+
+    def build(tree, target, changes, progress=""):
+        announced.append(progress)
+        return SimpleNamespace(ok=True)
+    monkeypatch.setattr(burtorch_authors.builder, "build", build)
+    burtorch_authors.executables("save_load", {}, 1, progress="[21/34] ")
+    assert announced == ["[21/34] program 1 of 2: ", "[21/34] program 2 of 2: "]

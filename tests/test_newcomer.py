@@ -13,6 +13,7 @@ import pytest
 
 from harness.analysis import change, effect
 from harness.analysis.compare_view import rest_line
+from harness.report import claim_files
 from harness.judging.verdicts import BETTER, NOT_REPRODUCED, WORSE, Verdict, direction
 from harness.planning.preview import INTERVAL
 from harness.report import epilogue, versions
@@ -113,6 +114,7 @@ def test_a_cross_says_which_way_it_missed():
                                  Path("report"), 100)
     text = " ".join(" ".join(lines).split())
     assert f"[red]✗ {WORSE}[/] ×0.15" in text and "95%: an interval made this way holds the true factor in 95 of 100" in text
+    assert claim_files.cell(ahead.ours).startswith(f"✗ **not reproduced** ({BETTER}): ×3.74"), "claims.md says it too"
 
 
 @pytest.mark.parametrize("argv, unavailable, asked", [

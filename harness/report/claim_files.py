@@ -17,6 +17,7 @@ from harness.judging import claims
 from harness.analysis import paper
 from harness.report import release_claims
 from harness.judging.claims import Judged, Verdict
+from harness.judging.verdicts import direction
 from harness.store.runs import Run
 from harness.text import markdown_cell
 from workloads import all_workloads
@@ -66,7 +67,9 @@ def cell(v: Verdict) -> str:
     if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE):
         return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**"
     trials = f" ({v.trials[0]} / {v.trials[1]} trials)" if v.trials else ""
-    return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**: {shown(v, 'ours')}{trials}" + (f" at {v.at}" if v.at else "")
+    way = f" ({direction(v)})" if direction(v) else ""
+    return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**{way}: {shown(v, 'ours')}{trials}" + \
+        (f" at {v.at}" if v.at else "")
 
 
 def markdown_table(judged: list[Judged]) -> str:
