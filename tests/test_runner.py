@@ -258,3 +258,30 @@ def test_a_graph_worker_imports_nothing_heavy_before_its_peaks_are_read():
     loaded = set(ast.literal_eval(proc.stderr.strip().splitlines()[0]))
     assert "micrograd.engine" in loaded
     assert loaded & NOT_BEFORE_THE_PEAKS == set()
+
+
+def test_a_number_no_measure_can_be_is_dropped_before_the_trial_is_written(fake_engines, tmp_path):
+    """What a child (or a meter beside it) reports goes through the trial line's declaration before it is
+    written: the impossible number is dropped alone and named; the trial and its time are kept."""
+    from engines import all_engines
+    from harness.measure import affinity
+    from harness.planning.plan import make_plan
+    from harness.running.runner import measure
+    from harness.running.spawn import ChildSpawner, RunOptions
+    from workloads import load
+
+    class Meter:
+        def start(self):
+            pass
+
+        def stop(self):
+            return {"energy_total_j": -5.0, "energy_source": "a meter that ran backwards"}
+
+    (pt,) = make_plan([all_engines()["fake/ok/python/cpu"]], [load("small")], "smoke")
+    trial = measure(pt, ChildSpawner(RunOptions(cpu=affinity.default_cpu())), (None, "no rate"), None, Meter())
+    assert trial.status == "ok" and trial.per_iter_s["median"] > 0 and trial.energy_total_j is None
+    assert trial.extra["dropped"].startswith("energy_total_j: ")
+    results.append_trial(tmp_path, trial)
+    said = []
+    (back,) = results.read_trials(tmp_path, said.append)
+    assert said == [] and back["energy_total_j"] is None and back["energy_source"] == "a meter that ran backwards"

@@ -1,5 +1,6 @@
 """A trial as trials.jsonl keeps it (one JSON line each, harness/store/results.py writes them), and the
-line a trial's child prints (its payload): every number bounded.
+line a trial's child prints (its payload), held to the same declaration before the trial is written
+(harness/running/runner.bounded): every number bounded.
 
 The bounds are generous on purpose: they catch damage (a torn edit, a bad converter, a child that
 printed garbage), never a slow or a fast machine. A field out of them drops alone (None, or out of

@@ -25,6 +25,8 @@ from harness.planning.plan import PlannedTrial
 from harness.running import instructions
 from harness.running.spawn import ChildRun, ChildSpawner, RunOptions
 from harness.running.worker import EXIT_UNAVAILABLE, parse_value
+from harness.records.base import Damaged, salvage
+from harness.records.trials import TrialLine
 from harness.store.results import ResultsUnwritable, Trial
 from harness.store.run_plan import DEFAULT_TIMING
 
@@ -177,6 +179,7 @@ def signal_name(number: int) -> str:
 
 
 TRIAL_FIELDS = set(Trial.__dataclass_fields__)
+CHILD_LINE = "the child's result line"
 
 
 def assign(trial: Trial, fields: dict) -> None:
@@ -246,7 +249,23 @@ def measure(pt: PlannedTrial, spawner: ChildSpawner, tsc: tuple[float | None, st
         trial.instructions_per_iter, trial.instructions_reason = count.per_iter, count.reason
         trial.instructions_cost_s = count.cost_s
         trial.instructions_build = counted.note if counted else None
-    return trial
+    return bounded(trial)
+
+
+def bounded(trial: Trial) -> Trial:
+    """The trial as its child measured it, held to the trial line's declaration (records/trials.py) before
+    it is written: a number no measure can be (a child that printed garbage) is dropped alone, and the
+    trial says which and why, so that trials.jsonl never holds what its reader would refuse."""
+    dropped = []
+    record, data = salvage(json.loads(trial.to_json()), TrialLine, CHILD_LINE,
+                           lambda name, why: dropped.append(f"{name}: {why}"))
+    if isinstance(record, Damaged):
+        return dataclasses.replace(trial, status="failed", reason=f"{CHILD_LINE}: {record.field}: {record.why}")
+    fields = {name: data.get(name) for name in TRIAL_FIELDS if name != "extra"}
+    kept = dataclasses.replace(trial, **fields, extra=dict(data.get("extra") or {}))
+    if dropped:
+        kept.extra["dropped"] = "; ".join(dropped)
+    return kept
 
 
 def count_instructions(pt: PlannedTrial, spawner: ChildSpawner, inputs: Path | None) -> instructions.Count:
