@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from engines import children
 from engines.base import BuiltOnFirstUse
 from engines.file_lock import exclusive
-from engines.state import ABSENT, read_json
+from engines.state import BurnState, read_json
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = Path(__file__).resolve().parent / "burn_driver"
@@ -124,16 +124,12 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
-# What burtbench-state.json holds (engines/state.py): anything else is no state, and the driver is built again.
-STATE_SHAPE = {"built": (str, ABSENT), "failure": ({"digest": str, "vendor": (str, None), "reason": str}, ABSENT)}
-
-
 def state_file() -> Path:
     return build_dir() / "burtbench-state.json"
 
 
 def read_state() -> dict:
-    return read_json(state_file(), STATE_SHAPE)
+    return read_json(state_file(), BurnState)
 
 
 def write_state(state: dict) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from engines import children
 from engines.base import BuiltOnFirstUse
 from engines.file_lock import exclusive
-from engines.state import ABSENT, read_json
+from engines.state import LibTorchState, read_json
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = Path(__file__).resolve().parent / "libtorch_driver"
@@ -35,8 +35,7 @@ BUILD_DIR = PROJECT_ROOT / "build" / "libtorch"
 EXECUTABLE = BUILD_DIR / ("libtorch-bench.exe" if os.name == "nt" else "libtorch-bench")
 # What the last configure and the last failed build were done with (see module docstring).
 STATE_FILE = BUILD_DIR / "burtbench-state.json"
-# What it holds (engines/state.py): anything else is no state, and the driver is built again.
-STATE_SHAPE = {"configured": (dict, None, ABSENT), "failure": ({"digest": str, "reason": str}, ABSENT)}
+# What it holds: engines/state.LibTorchState (anything else is no state, and the driver is built again).
 BUILD_LOG = BUILD_DIR / "build.log"
 # Beside BUILD_DIR, not in it: a fresh build deletes BUILD_DIR.
 BUILD_LOCK = BUILD_DIR.with_name("libtorch.lock")
@@ -70,7 +69,7 @@ def sources_digest() -> str:
 
 
 def read_state() -> dict:
-    return read_json(STATE_FILE, STATE_SHAPE)
+    return read_json(STATE_FILE, LibTorchState)
 
 
 def write_state(state: dict) -> None:

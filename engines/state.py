@@ -1,44 +1,74 @@
-"""The one reader of the JSON files a build leaves to remember itself (Burn's and LibTorch's drivers,
-the authors' programs, the environments' records).
+"""The JSON files a build leaves to remember itself (Burn's and LibTorch's drivers, the authors' programs),
+each declared once here with pydantic, the library of harness/records/ (which engines/ cannot import).
 
-Such a file is a cache: whatever is in it that is not what its writer writes (a damaged, hand-edited or
-older file) reads as no state at all, so the build runs again instead of a reader failing on it.
-A shape is the file's content as its writer makes it:
-
-- a type, or a tuple of alternatives (`(str, None)`); `None` is JSON's null, True/False that value;
-- a dict: an object holding those keys, each of its shape; ABSENT among a key's alternatives: it may
-  be missing. `{str: shape}`: an object with any keys, each value of that shape;
-- `[shape]`: a list of such items.
+Such a file is a cache: whatever in it is not what its writer writes (a damaged, hand-edited or older
+file) reads as no state at all, so the build runs again instead of a reader failing on it. A field may
+be missing (never written yet); where present it must have its declared type, JSON's true being no
+string or count. Keys a newer writer adds are kept.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any, Literal
 
-ABSENT = object()
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 
-def read_json(path: Path, shape) -> dict:
-    """The JSON object at `path` if it has `shape`, else {} (no state: what it remembered is made again)."""
+class State(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class Failure(State):
+    """The last failed build: what it was built from (a later build of the same sources fails alike)."""
+    digest: str
+    reason: str
+
+
+class BurnFailure(Failure):
+    vendor: str | None  # the crates' folder it was built from, None: crates.io
+
+
+class BurnState(State):
+    """build/burn/burtbench-state.json."""
+    built: str = None  # the digest of the sources the driver was built from
+    failure: BurnFailure = None
+
+
+class LibTorchState(State):
+    """build/libtorch/burtbench-state.json."""
+    configured: dict[str, Any] | None = None  # what CMake was configured with
+    failure: Failure = None
+
+
+class Built(State):
+    ok: Literal[True]
+    executable: str
+
+
+class NotBuilt(State):
+    ok: Literal[False]
+    reason: str | None
+
+
+class AuthorsState(State):
+    """A variant's burtbench-build.json: what it is, what it was built from and with, each target's outcome."""
+    identity: dict[str, Any] = None
+    source: dict[str, Any] = None
+    compiler: dict[str, dict[str, Any]] = None
+    targets: dict[str, Built | NotBuilt] = None
+
+
+class AuthorsWork(State):
+    """The shared configured tree's burtbench-work.json: which files a variant changed in it."""
+    identity: dict[str, Any] = None
+    changed: list[str] = None
+
+
+def read_json(path: Path, model: type[State]) -> dict:
+    """The JSON object at `path` as written, if it is the record `model` declares; else {} (no state: what it
+    remembered is made again)."""
     try:
-        found = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        found = model.model_validate_json(Path(path).read_bytes())
+    except (OSError, ValidationError):
         return {}
-    return found if isinstance(found, dict) and fits(found, shape) else {}
-
-
-def fits(value, shape) -> bool:
-    if isinstance(shape, tuple):
-        return any(fits(value, alternative) for alternative in shape)
-    if shape is ABSENT or shape is None or isinstance(shape, bool):
-        return value is shape
-    if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            return False
-        if list(shape) == [str]:
-            return all(fits(item, shape[str]) for item in value.values())
-        return all(fits(value.get(key, ABSENT), item) for key, item in shape.items())
-    if isinstance(shape, list):
-        return isinstance(value, list) and all(fits(item, shape[0]) for item in value)
-    # JSON's true is no number: a count or a time that reads `true` is not one.
-    return isinstance(value, shape) and not (isinstance(value, bool) and shape is not bool)
+    return found.model_dump(exclude_unset=True)  # as plain data: callers read and update the state as a dict

@@ -1,6 +1,6 @@
 """Issue 48's principle 8 for the build caches: a state file the tool wrote and reads back that holds
 valid JSON of the wrong shape (damaged, hand-edited, an older tool's) reads as no state, so the build
-runs again, where it once ended in "unexpected AttributeError". One reader for all (engines/state.py).
+runs again, where it once ended in "unexpected AttributeError". Each declared once (engines/state.py).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rich.console import Console
 from engines import burn, libtorch
 from engines.authors import build as builder
 from engines.authors.source import SourceTree
-from engines.state import ABSENT, fits
+from engines.state import AuthorsState, AuthorsWork, BurnState, read_json
 from harness.envs import cache
 
 # Valid JSON, none of it what a writer writes.
@@ -25,15 +25,19 @@ WRONG_SHAPES = ['{"failure": "x"}', '{"failure": {"digest": 1, "reason": "r"}}',
                 '{"source": true, "built": false}']
 
 
-def test_a_shape_says_what_may_be_missing_null_or_any_key():
-    shape = {"built": (str, ABSENT), "failure": ({"digest": str, "reason": (str, None)}, ABSENT),
-             "targets": ({str: {"ok": bool}}, ABSENT), "changed": ([str], ABSENT)}
-    assert fits({}, shape) and fits({"built": "d", "targets": {"x": {"ok": False}}, "changed": ["a"]}, shape)
-    assert fits({"failure": {"digest": "d", "reason": None}}, shape)
-    assert not fits({"failure": {"digest": "d"}}, shape)  # a key the reader reads, missing
-    assert not fits({"built": None}, shape) and not fits({"targets": {"x": {"ok": 1}}}, shape)
-    assert not fits({"changed": ["a", 1]}, shape)
-    assert not fits({"n": True}, {"n": int})  # JSON's true is no count
+def test_a_declaration_says_what_may_be_missing_and_what_must_be_whole(tmp_path):
+    def read(model, data):
+        (tmp_path / "state.json").write_text(json.dumps(data))
+        return read_json(tmp_path / "state.json", model)
+
+    assert read(BurnState, {}) == {} and read(BurnState, {"built": "d", "newer": 1}) == {"built": "d", "newer": 1}
+    assert read(BurnState, {"failure": {"digest": "d", "vendor": None, "reason": "r"}})["failure"]["reason"] == "r"
+    assert read(BurnState, {"failure": {"digest": "d", "reason": "r"}}) == {}  # a key the reader reads, missing
+    assert read(BurnState, {"built": None}) == {} and read(BurnState, {"built": True}) == {}
+    written = {"targets": {"x": {"ok": False, "reason": None}, "y": {"ok": True, "executable": "/b/y"}}}
+    assert read(AuthorsState, written) == written
+    assert read(AuthorsState, {"targets": {"x": {"ok": 1}}}) == {}  # JSON's 1 is no true
+    assert read(AuthorsWork, {"changed": ["a", 1]}) == {} and read(AuthorsWork, {"changed": ["a"]}) == {"changed": ["a"]}
 
 
 @pytest.mark.parametrize("text", WRONG_SHAPES)

@@ -42,7 +42,7 @@ from engines.authors.source import PROJECT_ROOT, SourceTree
 from engines.authors.variants import (Change, changed_bytes, current_values, find_knob, plan_changes,
                                       prepare_variant_source, variant_name)
 from engines.file_lock import exclusive
-from engines.state import ABSENT, read_json
+from engines.state import AuthorsState, AuthorsWork, read_json
 
 __all__ = ["BuildResult", "Change", "build", "compile_against", "current_values", "find_knob", "first_error",
            "is_built", "plan_changes", "prepare_variant_source", "upstream_build_root", "variant_name"]
@@ -51,10 +51,6 @@ BUILD_TIMEOUT_S = 1800
 STATE_NAME = "burtbench-build.json"
 WORK = "work"
 WORK_STATE = "burtbench-work.json"
-# What the two state files hold (engines/state.py): anything else is no state, and the build runs again.
-STATE_SHAPE = {"identity": (dict, ABSENT), "source": (dict, ABSENT), "compiler": ({str: dict}, ABSENT),
-               "targets": ({str: ({"ok": True, "executable": str}, {"ok": False, "reason": (str, None)})}, ABSENT)}
-WORK_SHAPE = {"identity": (dict, ABSENT), "changed": ([str], ABSENT)}
 # Bump when the way we configure or build changes: older records are then rebuilt.
 RECIPE = 2
 
@@ -115,7 +111,7 @@ def _configured(tree: SourceTree, work: Path, fingerprint: str, timeout_s: float
     """The shared tree copied and configured (once per source); None when ready, else why not."""
     identity = {"recipe": RECIPE, "fingerprint": fingerprint}
     binary = work / "cmake"
-    if (read_json(work / WORK_STATE, WORK_SHAPE).get("identity") == identity and (binary / "CMakeCache.txt").is_file()
+    if (read_json(work / WORK_STATE, AuthorsWork).get("identity") == identity and (binary / "CMakeCache.txt").is_file()
             and (work / "src" / "burt" / "CMakeLists.txt").is_file()):
         return None
     shutil.rmtree(work, ignore_errors=True)
@@ -135,7 +131,7 @@ def _configured(tree: SourceTree, work: Path, fingerprint: str, timeout_s: float
 
 def _apply(tree: SourceTree, work: Path, changes: tuple[Change, ...]) -> None:
     """Make the shared tree's files the variant's: its changed lines, and theirs everywhere else."""
-    state = read_json(work / WORK_STATE, WORK_SHAPE)
+    state = read_json(work / WORK_STATE, AuthorsWork)
     changed = []
     for rel in sorted(set(state.get("changed", [])) | {c.file for c in changes}):
         original = (tree.root / rel).read_bytes()
@@ -171,7 +167,7 @@ def is_built(tree: SourceTree, target: str, changes: tuple[Change, ...] = (),
     changes = tuple(changes)
     key, fingerprint = _source_key(tree)
     root = upstream_build_root(project_root) / key
-    state = read_json(root / variant_name(target, changes) / STATE_NAME, STATE_SHAPE)
+    state = read_json(root / variant_name(target, changes) / STATE_NAME, AuthorsState)
     return _finished(state, _identity(fingerprint, changes), target, root / WORK) is not None
 
 
@@ -207,13 +203,13 @@ def build(tree: SourceTree, target: str, changes: tuple[Change, ...] = (), proje
             return result(True, None, Path(entry["executable"]), True, state.get("compiler", {}).get(target, {}))
         return result(False, entry.get("reason"), None, True, {})
 
-    hit = remembered(read_json(state_path, STATE_SHAPE))
+    hit = remembered(read_json(state_path, AuthorsState))
     if hit is not None:
         return hit
 
     lock = upstream_build_root(project_root) / "build.lock"
     with exclusive(lock, f"burtbench: waiting for another process's build of the authors' programs (lock: {lock})"):
-        state = read_json(state_path, STATE_SHAPE)
+        state = read_json(state_path, AuthorsState)
         hit = remembered(state)
         if hit is not None:
             return hit

@@ -9,7 +9,7 @@ One module per family:
 - calibration.py: a machine's calibration.json (`burtbench calibrate`) and the noise a run keeps in its
   manifest.
 base.py holds the reading API (read, read_cache, salvage, Damaged). The build states of engines/ are
-declared in engines/state.py: engines/ imports nothing from harness/.
+declared in engines/state.py, with the same library: engines/ imports nothing from harness/.
 
 This package is at harness/'s floor: it imports nothing from harness/'s stages.
 """
