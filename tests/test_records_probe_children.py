@@ -5,6 +5,7 @@ doing. The driver is a fake that sleeps (no core is measured)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -47,3 +48,14 @@ def test_sigterm_during_the_bandwidth_probe_stops_the_probe_and_says_what_it_was
     while alive(sleeper) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(sleeper), "the probe's own child is gone too"
+
+
+def test_every_child_but_a_trial_starts_through_the_one_helper():
+    """Probes, library timings, venvs, builds, git, installers and SLURM's clients: each started through
+    engines/children.py, which stops it with its command and says what it was doing; a trial's child
+    through harness/running/spawn.py, whose signals the trial loop handles."""
+    starts = re.compile(r"subprocess\.(run|Popen|call|check_call|check_output)\(|os\.(system|popen|exec\w*|spawn\w*)\(")
+    found = [f"{path.relative_to(ROOT)}:{number}" for package in ("harness", "engines")
+             for path in (ROOT / package).rglob("*.py")
+             for number, line in enumerate(path.read_text().splitlines(), 1) if starts.search(line)]
+    assert sorted(where.split(":")[0] for where in found) == ["engines/children.py", "harness/running/spawn.py"], found

@@ -50,7 +50,8 @@ def compiler_identity() -> dict:
     """The C++ compiler CMake will pick ($CXX, else c++ on PATH) and its version line: part of a build's key."""
     path = shutil.which(os.environ.get("CXX") or "c++") or ""
     try:
-        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout if path else ""
+        version = children.run([path, "--version"], f"asking {path} its version", 30, capture_output=True,
+                               text=True).stdout if path else ""
     except (OSError, subprocess.SubprocessError):
         version = ""
     return {"path": path, "version": version.partition("\n")[0].strip()}
@@ -106,7 +107,8 @@ def compiler_info(binary_dir: Path, target: str) -> dict:
                 info["generator"] = line.split("=", 1)[1]
     if info.get("path"):
         try:
-            out = subprocess.run([info["path"], "--version"], capture_output=True, text=True, timeout=30)
+            out = children.run([info["path"], "--version"], f"asking {info['path']} its version", 30,
+                               capture_output=True, text=True)
             info["version"] = (out.stdout.splitlines() or [""])[0]
         except (OSError, subprocess.TimeoutExpired):
             pass

@@ -19,11 +19,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Mapping
 
+from engines import children
 from engines.authors.source import PROJECT_ROOT
 from engines.file_lock import exclusive
 
@@ -62,7 +62,7 @@ def preload_library(project_root: Path = PROJECT_ROOT) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{LIB_NAME}.{os.getpid()}"
         cmd = [cc, "-O2", "-shared", "-fPIC", "-Wall", "-o", str(tmp), str(C_SOURCE)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        proc = children.run(cmd, "building the peak-memory library", 120, capture_output=True, text=True)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)
             first = next((line for line in proc.stderr.splitlines() if "error" in line), proc.stderr.strip()[:300])

@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines import children
 from engines.file_lock import exclusive
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -65,8 +66,8 @@ class SourceTree:
 def _git(args: list[str], cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
            "LC_ALL": "C"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return children.run(["git", *args], f"git {args[0] if args else ''}", timeout, cwd=cwd, env=env,
+                        capture_output=True, text=True, stdin=subprocess.DEVNULL)
 
 
 def _first_git_error(stderr: str) -> str:

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 
+from engines import children
 from harness.errors import UsageError
 from harness.text import clean
 
@@ -41,7 +42,8 @@ def require_sbatch() -> None:
 
 def call(argv: list[str], stdin: str | None = None) -> str:
     try:
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
+        done = children.run(argv, f"asking SLURM ({argv[0]})", CLIENT_TIMEOUT_S, input=stdin, capture_output=True,
+                            text=True)
     except FileNotFoundError:
         raise SlurmError(f"{argv[0]}: not on PATH") from None
     except subprocess.TimeoutExpired:

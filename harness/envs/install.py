@@ -54,10 +54,13 @@ def python_version(python: str) -> str:
     """'CPython 3.11.7' of an interpreter (part of an environment's key)."""
     code = "import platform; print(platform.python_implementation(), platform.python_version())"
     try:
-        return subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60,
-                              check=True).stdout.strip()
+        done = children.run([python, "-c", code], f"asking {python} its version", 60, capture_output=True,
+                            text=True)
     except (OSError, subprocess.SubprocessError) as exc:
         raise InstallFailed(f"cannot run {python}: {exc}") from None
+    if done.returncode != 0:
+        raise InstallFailed(f"cannot run {python}: exit code {done.returncode}")
+    return done.stdout.strip()
 
 
 def folder_name(spec: EnvSpec, version: str) -> str:

@@ -192,7 +192,7 @@ def _python_facts(python: str) -> dict:
             "try:\n import pybind11; cmake = pybind11.get_cmake_dir()\nexcept Exception: cmake = ''\n"
             "print(json.dumps({'version': platform.python_implementation() + ' ' + platform.python_version(),"
             " 'path': [p for p in sys.path if p], 'pybind11': cmake}))")
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+    done = children.run([python, "-c", code], f"asking {python} its paths", 120, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -260,12 +260,18 @@ def build(revision: Revision, spec: str, isa: str, root: Path, python: str = sys
     return finish()
 
 
+def _checked(cmd: list[str], doing: str) -> None:
+    done = children.run(cmd, doing, 300, capture_output=True)
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, cmd, done.stdout, done.stderr)
+
+
 def _install(folder: Path, binary: Path, python: str, facts: dict, models: Path) -> tuple[str, str]:
     """The build's driver into the folder's bin/ and its module, with the revision's model code
     (MODELS, as the top-level module burtorch_models), into a venv's own site-packages, which comes
     before every other path on the interpreter's sys.path; this interpreter's own paths follow
     (numpy for the models), so the module found is this build's."""
-    subprocess.run([python, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True, timeout=300)
+    _checked([python, "-m", "venv", "--without-pip", str(folder)], f"making the venv {folder}")
     bindir = folder / ("Scripts" if sys.platform == "win32" else "bin")
     drivers = [p for p in binary.rglob("burtorch-bench*") if p.is_file() and os.access(p, os.X_OK)]
     if not drivers:
@@ -280,8 +286,7 @@ def _install(folder: Path, binary: Path, python: str, facts: dict, models: Path)
         shutil.copy2(models, site / models.name)
         # Compiled now: a counted child that compiled it would count that once, in its N-step child
         # and not its 2N (measured: the first MLP count of a run 2.8% low, 1.78M instructions a step).
-        subprocess.run([python, "-m", "py_compile", str(site / models.name)], check=True, capture_output=True,
-                       timeout=300)
+        _checked([python, "-m", "py_compile", str(site / models.name)], f"compiling {models.name}")
     (site / "zz_burtbench_base.pth").write_text("\n".join(facts["path"]) + "\n")
     return str(bindir / ("python.exe" if sys.platform == "win32" else "python")), str(driver)
 

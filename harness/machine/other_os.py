@@ -9,6 +9,8 @@ import platform
 import re
 import subprocess
 
+from engines import children
+
 # ---- macOS --------------------------------------------------------------------------------
 
 def macos_facts() -> dict:
@@ -121,10 +123,10 @@ def windows_power_plan() -> str | None:
 def command(args: list[str]) -> str | None:
     """Stripped stdout of a short command, or None if it fails."""
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=5, check=True)
+        done = children.run(args, f"asking {args[0]}", 5, capture_output=True, text=True)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip()
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def _int(text: str | None) -> int | None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from engines import children
+
 UWH_TO_J = 3600 / 1e6
 MWH_TO_J = 3.6
 # The kernel's ACPI battery driver re-reads the battery at most once a second (its cache_time);
@@ -159,8 +161,8 @@ WMI_QUERY = (
 def powershell_battery() -> dict:
     """Runs WMI_QUERY; no dependency beyond the PowerShell every Windows has."""
     try:
-        out = subprocess.run(["powershell", "-NoProfile", "-NonInteractive", "-Command", WMI_QUERY],
-                             capture_output=True, text=True, timeout=30)
+        out = children.run(["powershell", "-NoProfile", "-NonInteractive", "-Command", WMI_QUERY],
+                           "asking PowerShell the battery", 30, capture_output=True, text=True)
     except (OSError, subprocess.SubprocessError) as exc:
         raise Unusable(f"PowerShell WMI query failed: {exc}") from exc
     if out.returncode != 0:

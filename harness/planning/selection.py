@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from engines import children
 from engines.none import FLOOR
 from harness.errors import UsageError
 from harness.measure import affinity
@@ -187,7 +188,8 @@ def check_python(path: str | None) -> str:
              "import harness.running.worker")
     env = {**os.environ, **worker_env(path)}
     try:
-        done = subprocess.run([path, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+        done = children.run([path, "-c", probe], f"checking --python {path}", 60, capture_output=True, text=True,
+                            env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"--python {path}: does not run ({exc})") from None
     if done.returncode != 0:
