@@ -188,3 +188,12 @@ def test_claims_md_names_its_design_its_family_and_the_noise_it_was_judged_with(
     older = full_run(tmp_path / "old", finished_at="2026-11-27T12:00:00+00:00", noise=None)
     assert "assumed (the run recorded no calibration of its machine)" in \
         (render_report(older, tmp_path / "older").folder / "claims.md").read_text()
+
+
+def test_a_run_of_engines_that_judge_no_claim_says_so_in_one_line_not_22_rows(tmp_path):
+    """Measured: a versions run of autograd alone wrote a claims page of 22 claims, each 'not measurable'."""
+    run = write_run(tmp_path / "results" / "versions", LINUX,
+                    repeated([make_trial("micrograd/eager/python/cpu", "tiny", TINY, 0, 1e-5)]))
+    page = (render_report(run, tmp_path / "reports").folder / "claims.md").read_text()
+    assert "This run judges none of the paper's 22 claims (no claim of the paper can be judged by these engines" in page
+    assert "not measurable" not in page and "| Claim |" not in page

@@ -140,5 +140,7 @@ def test_reruns_of_one_machine_say_how_far_they_moved_and_which_intervals_miss(t
     assert "abstract-gpt-time (ours)" in machine.reruns.apart
     assert max(machine.reruns.moves) == pytest.approx(1.5, rel=0.01)
     text = "\n".join(pooled.lines([machine]))
-    assert "have intervals that do not overlap (abstract-gpt-time (ours)" in text and "a run counts once" in text
+    apart = len(machine.reruns.apart)
+    assert f"{apart} {'has an interval that does' if apart == 1 else 'have intervals that do'} not overlap (" \
+           "abstract-gpt-time (ours)" in text and "a run counts once" in text
     assert "wrong by chance" in pooled.markdown([machine])

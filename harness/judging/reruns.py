@@ -34,8 +34,9 @@ class Reruns:
             return ""
         names = ", ".join(f"{a} and {b}" for a, b in self.pairs)
         apart = f" ({', '.join(self.apart)})" if self.apart else ""
-        return (f"reruns ({names}): of {self.compared} factors with an interval in both runs, {len(self.apart)} have "
-                f"intervals that do not overlap{apart}; factors moved by ×/÷{statistics.median(self.moves):.3g} "
+        have = "has an interval that does" if len(self.apart) == 1 else "have intervals that do"
+        return (f"reruns ({names}): of {self.compared} factors with an interval in both runs, {len(self.apart)} {have} "
+                f"not overlap{apart}; factors moved by ×/÷{statistics.median(self.moves):.3g} "
                 f"(median), up to ×/÷{max(self.moves):.3g}")
 
 

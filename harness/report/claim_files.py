@@ -18,6 +18,7 @@ from harness.analysis import paper
 from harness.report import release_claims
 from harness.judging.claims import Judged, Verdict
 from harness.judging.verdicts import direction
+from harness.planning.claim_points import NO_CLAIM_JUDGED
 from harness.store.runs import Run
 from harness.text import markdown_cell
 from workloads import all_workloads
@@ -149,6 +150,9 @@ def markdown(run: Run, judged: list[Judged], status: list[str], noise: Noise = P
              picture: Path | None = None) -> str:
     head = [f"# The BurTorch paper's claims on run {run.run_id}", ""]
     head += [f"> **{line}**" for line in status] + ([""] if status else [])
+    if all(v.verdict == claims.NOT_MEASURABLE for v in both(judged)):  # a run of other engines: nothing to list
+        return "\n".join(head + [f"This run judges none of the paper's {len(judged)} claims ({NO_CLAIM_JUDGED}). "
+                                 f"Machine: {machine_text(run)}; profile {run.plan.profile}.", ""])
     head += [f"{counts_both(judged)}. Machine: {machine_text(run)}; profile {run.plan.profile}. Several runs, of "
              "this machine or others: `burtbench claims RUN [RUN ...]` pools one machine's trials and judges each "
              "machine apart.", "",
