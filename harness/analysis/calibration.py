@@ -36,9 +36,9 @@ from harness.analysis.compare import by_round
 from harness.analysis.noise import PLAIN, Noise, from_record, log_ratios as _logs, measure
 from harness.analysis.points import group, trial_time
 from harness.analysis.stats import CONFIDENCE
-from harness.store.run_plan import DEFAULT_MAX_TRIALS
 from harness.analysis.summary import format_seconds, shown_params
 from harness.machine.calibrations import factor, summary
+from harness.store.run_plan import DEFAULT_MAX_TRIALS
 from harness.text import clean, markdown_cell
 
 WINDOW = effect.MIN_TRIALS  # rounds an interval is read over: a claim's planned trials
@@ -195,7 +195,7 @@ def pooled_with(cases: Cases, runs: list[dict], index: int, pair: Pair, noise: N
     """Run `index`'s windows of the pair pooled with the next run's, as `burtbench claims` pools two runs, the
     boundary at the factor of the runs left out times PLANTED."""
     other = (index + 1) % len(runs)
-    truth = _machine_factor(runs, index, pair, also=other)
+    truth = 1.0 if is_copy(pair) else _machine_factor(runs, index, pair, also=other)
     if other == index or pair not in runs[other] or truth is None:
         return
     (a, b), (c, d) = runs[index][pair], runs[other][pair]
