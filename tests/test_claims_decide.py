@@ -144,3 +144,20 @@ def test_reruns_of_one_machine_say_how_far_they_moved_and_which_intervals_miss(t
     assert f"{apart} {'has an interval that does' if apart == 1 else 'have intervals that do'} not overlap (" \
            "abstract-gpt-time (ours)" in text and "a run counts once" in text
     assert "wrong by chance" in pooled.markdown([machine])
+
+
+def test_a_verdict_the_plan_decided_stands_when_rounds_added_for_another_claim_widen_its_interval(tmp_path):
+    """Measured: rounds added to decide one claim at a point shared with another made that other's decided
+    '✓ reproduced' read '? undecided' at its later look. A decision taken at the first look stands."""
+    from dataclasses import replace
+
+    from harness.analysis.tables import build_tables
+    from harness.judging import claims
+
+    trials = [t for k in range(3) for t in gpt_round(k, 0.01)]
+    trials += [replace(t, added=True) for t in gpt_round(3, 0.9)]  # one wild added round
+    run = load_run(write_run(tmp_path / "run", LINUX, trials))
+    later = {j.claim.id: j.ours for j in claims._judged(run, build_tables(run), claims.load_claims())}
+    assert later["abstract-gpt-time"].verdict == claims.UNDECIDED, "the later look alone no longer decides"
+    first = next(j.ours for j in claims.judge(run, build_tables(run)) if j.claim.id == "abstract-gpt-time")
+    assert first.verdict in claims.DECIDED and first.trials == (3, 3)

@@ -33,10 +33,12 @@ for that OS.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from engines.base import AUTHORS
 from harness.analysis.points import run_points
 from harness.judging import rules as claim_rules
-from harness.analysis.tables import Table
+from harness.analysis.tables import Table, build_tables
 from harness.judging.verdicts import (BY_KEY, DECIDED, NOT_COMPARABLE, NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC,
                                      PARTLY, REPRODUCED, SUBJECTS, SYMBOLS, UNDECIDED, VERDICTS, Judged, Subject,
                                      Verdict, fx, interval)
@@ -83,11 +85,26 @@ def verdict_for(claim: Claim, subject: Subject, run: Run, tables: list[Table], p
 
 
 def judge(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None) -> list[Judged]:
-    """Both subjects' verdicts on every claim, from the report's tables and the run's points."""
+    """Both subjects' verdicts on every claim, from the report's tables and the run's points. A verdict the
+    plan's own trials decided (the first look) stands: rounds added to decide other claims at the same points
+    are a later look, and a decision once taken is not looked at again (the sequential design's error is
+    spent over its looks as a stopping rule)."""
+    chosen = claims if claims is not None else load_claims()
+    judged = _judged(run, tables, chosen)
+    planned = replace(run, trials=[t for t in run.trials if not t.get("added")])
+    if len(planned.trials) == len(run.trials):
+        return judged
+    first = _judged(planned, build_tables(planned), chosen)
+    return [Judged(j.claim, *(early if early.verdict in DECIDED else late
+                              for early, late in zip(f.verdicts(), j.verdicts())))
+            for f, j in zip(first, judged)]
+
+
+def _judged(run: Run, tables: list[Table], claims: tuple[Claim, ...]) -> list[Judged]:
     points = run_points(run)
     absent = {s.key: absent_subject(run, s) for s in SUBJECTS}
     return [Judged(claim, *(verdict_for(claim, s, run, tables, points, absent[s.key]) for s in SUBJECTS))
-            for claim in (claims if claims is not None else load_claims())]
+            for claim in claims]
 
 
 def evaluate(run: Run, tables: list[Table], claims: tuple[Claim, ...] | None = None,
