@@ -113,3 +113,12 @@ def test_more_rounds_cannot_decide_what_the_run_component_alone_spans():
     wide = Noise(between_sd=0.2, between_df=math.inf, source="test")
     decision, _ = sequential(a, b, (2.05,), Looks(3, 2), noise=wide)
     assert not decision.decided and decision.more is None
+
+
+def test_the_deciding_batch_decides_most_of_what_the_plan_left_undecided_unless_the_run_shift_spans(table):
+    """What the deciding budget buys, simulated: a factor ×1.3 past its boundary, left undecided by the plan's
+    three trials, is decided by the batch in most runs with independent rounds; where each run's own shift
+    is as wide as the distance (sd 0.1), no number of rounds of one run decides it (another run must)."""
+    bought = {r.noise: r for r in table if r.measure == "decides what the plan left undecided"}
+    assert set(bought) == set(coverage.NOISES) and all(r.cases >= 100 for r in bought.values())
+    assert bought["independent"].share > 0.6 and bought["run shift 0.1"].share < 0.1

@@ -32,6 +32,7 @@ ROWS = 5  # rows a maximum is taken over
 CALIBRATION_ROUNDS = 40  # a synthetic calibration run's rounds
 CALIBRATION_PAIRS = 6
 SLOW = 0.14  # the sticky state's slowdown (log): ×1.15
+BEYOND = 1.3  # a factor this far past its boundary: what the deciding batch is for
 ENTER, LEAVE = 0.05, 0.2  # the sticky state's chances a round
 # The deciding rounds' design: a claim's planned trials, then one batch of rounds that may decide it.
 DESIGN = Looks(first=MIN_TRIALS, most=1 + (MAX_DECIDING_ROUNDS > 0))
@@ -149,10 +150,26 @@ def boundary(kind: str, noise: Noise, cases: int, rng, design: Looks = DESIGN) -
                    f"≤ {1 - CONFIDENCE:.0%}") for name, count in decided.items()]
 
 
+def buys(kind: str, noise: Noise, cases: int, rng, design: Looks = DESIGN) -> Result:
+    """What the deciding batch buys: the machine's factor BEYOND past the boundary, the share of the cases the
+    plan's trials left undecided that the batch decides (none can where a run's shift alone spans)."""
+    edge = 2.0 * math.exp(machine_offset(kind))
+    undecided = decided = 0
+    for _ in range(cases):
+        a, b = run(rng, kind, design.first + MAX_DECIDING_ROUNDS, math.log(2.0 * BEYOND))
+        decision, looks = sequential(a, b, (edge,), design, noise=noise)
+        if looks > 1 or not decision.decided:
+            undecided += 1
+            decided += decision.decided
+    return Result(f"deciding batch: the factor ×{BEYOND:g} past the boundary", "decides what the plan left undecided",
+                  kind, undecided, decided / undecided if undecided else 0.0, "what at most "
+                  f"{MAX_DECIDING_ROUNDS} more rounds buy")
+
+
 def one_noise(kind: str, cases: int, seed: int) -> list[Result]:
     rng = np.random.default_rng([seed, NOISES.index(kind)])
     noise = calibrated(kind)
-    return paths(kind, noise, cases, rng) + boundary(kind, noise, cases, rng)
+    return paths(kind, noise, cases, rng) + boundary(kind, noise, cases, rng) + [buys(kind, noise, cases // 4, rng)]
 
 
 def simulate(cases: int = 2000, seed: int = 0, kinds: tuple[str, ...] = NOISES, workers: int = 1) -> list[Result]:
