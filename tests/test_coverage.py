@@ -122,3 +122,15 @@ def test_the_deciding_batch_decides_most_of_what_the_plan_left_undecided_unless_
     bought = {r.noise: r for r in table if r.measure == "decides what the plan left undecided"}
     assert set(bought) == set(coverage.NOISES) and all(r.cases >= 100 for r in bought.values())
     assert bought["independent"].share > 0.6 and bought["run shift 0.1"].share < 0.1
+
+
+def test_correlations_measured_lag_by_lag_that_no_rounds_could_have_still_widen_the_interval():
+    """Measured: a calibration of one point read 0.9, 0.1, 0.9, … at lags 1, 2, 3: no matrix of rounds has those
+    correlations, and every run after it stopped with "Matrix is not positive definite"."""
+    noise = Noise(acf=(0.9, 0.1, 0.9, 0.1, 0.9), between_sd=0.0, between_df=4, source="test")
+    for rounds in (3, 6, 14):
+        inflation, df = noise.inflation(list(range(rounds)))
+        assert inflation > 1 and 1 <= df < rounds
+    a = {k: 1.0 + 0.02 * (k % 3) for k in range(6)}
+    b = {k: 2.0 * v * (1.03 if k % 2 else 0.97) for k, v in a.items()}
+    assert effect(a, b, noise=noise).low < effect(a, b).low < 2.0 < effect(a, b).high < effect(a, b, noise=noise).high

@@ -97,7 +97,7 @@ def _inflation(offsets: tuple[int, ...], acf: tuple[float, ...], confidence: flo
     at = np.array(offsets, dtype=float)
     lags = np.abs(at[:, None] - at[None, :]).astype(int)
     table = np.array([1.0, *acf])
-    corr = np.where(lags < len(table), table[np.minimum(lags, len(table) - 1)], 0.0)
+    corr = _correlation(np.where(lags < len(table), table[np.minimum(lags, len(table) - 1)], 0.0))
     centre = np.eye(n) - 1.0 / n
     trace = float(np.trace(centre @ corr @ centre))
     if trace <= 1e-9:
@@ -111,6 +111,17 @@ def _inflation(offsets: tuple[int, ...], acf: tuple[float, ...], confidence: flo
     grid = np.geomspace(0.3, 1000, 400)
     quantiles = stats.t.ppf((1 + confidence) / 2, grid)  # falls as df grows
     return inflation, float(np.interp(-wanted, -quantiles, grid))
+
+
+def _correlation(matrix: np.ndarray) -> np.ndarray:
+    """The nearest correlation matrix of rounds (unit diagonal, no negative eigenvalue) to one built lag by lag:
+    correlations measured at each lag apart, from a few rounds, need not make one that any rounds could have."""
+    values, vectors = np.linalg.eigh(matrix)
+    if values.min() > 1e-9:
+        return matrix
+    fixed = (vectors * np.clip(values, 1e-9, None)) @ vectors.T
+    scale = np.sqrt(np.diag(fixed))
+    return fixed / np.outer(scale, scale)
 
 
 def from_record(record, source: str) -> Noise | None:
