@@ -33,7 +33,7 @@ nominal level (Pocock-type), found from the joint law of the looks' t statistics
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -62,11 +62,12 @@ class Effect:
     why: str | None = None
     runs: int = 1  # the runs pooled as a level (across_runs); 1: the trials of one run
     noise: Noise = PLAIN  # what the machine adds beyond this run's rounds (harness/analysis/noise.py)
+    resolution: float = 0.0  # what each reading is known to, relative (read_to): 0, exactly
 
     @property
     def measurement(self) -> bool:
-        """Every trial gave the same value (peak memory): a number measured, not an interval."""
-        return self.low is not None and self.low == self.high
+        """Every trial gave the same value (peak memory): a number measured, not an interval over trials."""
+        return self.low is not None and self.spread == 0 and self.runs == 1 and self.noise.plain
 
     @property
     def decided_interval(self) -> bool:
@@ -78,7 +79,8 @@ class Effect:
 
     def method(self) -> str:
         if self.measurement:
-            return f"every trial the same value ({self.n_a} and {self.n_b} trials): a measurement, no interval"
+            known = f"known to ±{self.resolution:.2%} (a page a reading)" if self.resolution else "no interval"
+            return f"every trial the same value ({self.n_a} and {self.n_b} trials): a measurement, {known}"
         if self.runs > 1:
             within = "paired" if self.paired else "Welch"
             found = f"t over {self.runs} runs' factors ({within} within each), {self.n_a} and {self.n_b} trials"
@@ -90,6 +92,18 @@ class Effect:
 
     def interval_text(self) -> str:
         return f"[{_num(self.low)}, {_num(self.high)}]" if self.low is not None else f"(no interval: {self.why})"
+
+
+def read_to(e: Effect, a: dict, b: dict, resolution: float) -> Effect:
+    """`e` with each reading known only to `resolution` (its units: a page of memory): the interval widened by
+    what one resolution on each side moves B / A, so that two readings of one quantity that differ by less
+    than their resolution are not told apart."""
+    if e.low is None or not resolution or not a or not b or min(a.values()) <= resolution \
+            or min(b.values()) <= 0:
+        return e
+    on_a, on_b = resolution / min(a.values()), resolution / min(b.values())
+    return replace(e, low=e.low * (1 - on_b) / (1 + on_a), high=e.high * (1 + on_b) / (1 - on_a),
+                   resolution=max(on_a, on_b))
 
 
 def _num(x: float) -> str:

@@ -45,8 +45,11 @@ class Metric:
     relative: bool = True
     # A word shown after our value, kept in the table's `<key>_kind` field (the roofline bound's kind).
     kind: Callable[[Point], str | None] | None = None
+    # What one reading is known to, in SI units (0: as exact as a float): a peak of memory is whole pages.
+    resolution: float = 0.0
 
 
+PAGE = 4096  # bytes: the least a process's peak of memory moves by (it maps whole pages)
 PER_ITERATION_NOTE = (f"Times are per iteration: ours = the {POINT_STATISTIC} of each trial's time, the {STATISTIC} "
                       "({our_iterations} iterations per trial); paper = its total over {paper_iterations} "
                       "iterations / {paper_iterations}.")
@@ -203,11 +206,11 @@ METRICS = {
 # The trial field holding the memory the paper reports for MLP/GPT on each OS (paper_workloads.md).
 PAPER_MEMORY = {
     "linux": Metric("peak_virtual_bytes", "Peak virtual (VmPeak)", MIB_LABEL, 1 / MIB,
-                    lambda p: p.mean("peak_virtual_bytes"), paper="peak_mem_mb", paper_to_si=MIB),
+                    lambda p: p.mean("peak_virtual_bytes"), paper="peak_mem_mb", paper_to_si=MIB, resolution=PAGE),
     "windows": Metric("peak_private_bytes", "Peak private", MIB_LABEL, 1 / MIB, lambda p: p.mean("peak_private_bytes"),
-                      paper="peak_mem_mb", paper_to_si=MIB, source_field="peak_private_source"),
+                      paper="peak_mem_mb", paper_to_si=MIB, source_field="peak_private_source", resolution=PAGE),
     "macos": Metric("peak_resident_bytes", "Peak resident", MIB_LABEL, 1 / MIB, _resident, paper="peak_mem_mb",
-                    paper_to_si=MIB),
+                    paper_to_si=MIB, resolution=PAGE),
 }
 # --instructions: beside time in any table whose run counted them, labelled a proxy.
 INSTRUCTIONS = Metric("instructions_per_iter", "Instructions / iteration (a proxy)", "instr.", 1.0,

@@ -46,9 +46,11 @@ class Factor:
     looks: Looks
     paired: bool = True
     noise: Noise = PLAIN  # what the machine adds beyond the run's rounds (run_noise)
+    resolution: float = 0.0  # what one reading is known to (Metric.resolution: a page of memory)
 
     def effect(self, rows: int = 1) -> Effect:
-        return effects.looked(self.subject, self.other, self.looks, self.paired, rows, run_of, self.noise)
+        found = effects.looked(self.subject, self.other, self.looks, self.paired, rows, run_of, self.noise)
+        return effects.read_to(found, self.subject, self.other, self.resolution)
 
     def how(self, rows: int = 1) -> str:
         """The interval's method and level, in words: '…, look 2 of up to 6: a 99.42% interval; held together
@@ -72,7 +74,12 @@ def factor(run: Run, engines: tuple[str, str], workload: str, params: dict, metr
     added = set().union(*(_added(point) for point in points))
     common = set(subject) & set(other) if paired else set(subject) | set(other)
     return Factor(subject, other, Looks(max(len(common - added), 1), run.plan.most_looks), paired,
-                  run_noise(run) if timed(metrics) else PLAIN)
+                  run_noise(run) if timed(metrics) else PLAIN, resolution(metrics))
+
+
+def resolution(metrics: list[Metric]) -> float:
+    """What one reading of a factor's measure is known to: its metric's, where the factor reads one metric."""
+    return metrics[0].resolution if len(metrics) == 1 else 0.0
 
 
 def timed(metrics: list[Metric]) -> bool:

@@ -11,7 +11,7 @@ from harness.analysis import effect as effects
 from harness.analysis import paper
 from harness.analysis.effect import Looks
 from harness.judging.rows import (Factor, Row, added_rounds, claim_tables, matches, metric_keys, point_text,
-                                       ratio_rows, trial_samples)
+                                       ratio_rows, resolution, trial_samples)
 from harness.analysis.metrics import resolve
 from harness.analysis.tables import Table
 from harness.judging.verdicts import (NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, SUBJECTS,
@@ -92,6 +92,7 @@ def ratio_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> 
     verdict.at = f"{best.point}: {best.engine}"
     if best.effect is not None:
         verdict.trials, verdict.method = (best.effect.n_a, best.effect.n_b), best.factor.how(together)
+        verdict.measurement = best.effect.measurement
     bounds, names = regions(verdict.paper, claim.tolerance)
     if 0 < low and high < math.inf:
         verdict.low, verdict.high = low, high
@@ -248,11 +249,13 @@ def flat_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> V
     ends = [(trial_samples(run, subject, workload, params, [metric]), added_rounds(run, subject, workload, params))
             for _, _, params, workload in (smallest, largest)]
     first = min(len(set(sample) - added) for sample, added in ends)
-    spread = Factor(ends[0][0], ends[1][0], Looks(max(first, 1), run.plan.most_looks), paired=False)
+    spread = Factor(ends[0][0], ends[1][0], Looks(max(first, 1), run.plan.most_looks), paired=False,
+                    resolution=resolution([metric]))
     found = spread.effect()
     verdict.ours = found.estimate or high / low
     verdict.low, verdict.high = found.low, found.high
     verdict.trials, verdict.method = (found.n_a, found.n_b), spread.how()
+    verdict.measurement = found.measurement
     verdict.at = ", ".join(dict.fromkeys(label for _, label, _, _ in ours))
     span = (f"{metric.title} {low * metric.scale:,.3g} → {high * metric.scale:,.3g} {metric.unit} "
             f"over {len(ours)} points")

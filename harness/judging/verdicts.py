@@ -58,6 +58,7 @@ class Verdict:
     high: float | None = None
     trials: tuple[int, int] | None = None  # (the subject's, the other side's) trials behind the factor
     method: str = ""
+    measurement: bool = False  # the factor is a reading (every trial the same), not an interval over trials
     # Undecided: (workload, params, engine, more trials per side or None) of the rows that would decide it.
     needs: list[tuple] = field(default_factory=list)
 

@@ -100,8 +100,8 @@ def counts_both(judged: list[Judged]) -> str:
 def family_line(verdicts: list[Verdict]) -> str:
     """How many decided verdicts may be wrong by chance at the stated level: an expectation over the verdicts
     decided on a real interval (a measurement, every trial the same, has none to be wrong by)."""
-    decided = [v for v in verdicts if v.verdict in claims.DECIDED and v.low is not None and v.low != v.high]
-    measured = sum(v.verdict in claims.DECIDED and v.low is not None and v.low == v.high for v in verdicts)
+    decided = [v for v in verdicts if v.verdict in claims.DECIDED and v.low is not None and not v.measurement]
+    measured = sum(v.verdict in claims.DECIDED and v.low is not None and v.measurement for v in verdicts)
     error = 1 - CONFIDENCE
     also = (f" {measured} more {'is' if measured == 1 else 'are'} decided on a measurement (every trial the same "
             "value: no interval, nothing left to chance)." if measured else "")
