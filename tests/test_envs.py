@@ -79,8 +79,10 @@ def test_two_versions_in_one_run_then_reused(fakefw, wheelhouse, tmp_path, capsy
 
     # A second run reuses both environments: nothing is installed again.
     before = {spec: installed_file(made[spec]).stat().st_mtime_ns for spec in (OLD, NEW)}
-    assert main(run_args(tmp_path / "second", env_dir, wheelhouse, OLD, NEW)) == 0
+    assert main(run_args(tmp_path / "second", env_dir, wheelhouse, OLD, NEW) + ["--change", "20"]) == 0
     again = results.read_manifest(only_run(tmp_path / "second"))["environments"]
+    asked = render(only_run(tmp_path / "second"), tmp_path / "reports-second") / "tables" / "versions_tiny.md"
+    assert "(20%; run or compare --change PCT asks about another)" in asked.read_text()  # the run's own --change
     assert again[OLD]["reused"] and again[NEW]["reused"]
     assert {spec: installed_file(again[spec]).stat().st_mtime_ns for spec in (OLD, NEW)} == before
     assert again[OLD]["path"] == made[OLD]["path"]

@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+from harness.analysis.change import ASKED_CHANGE
 from harness.envs.cache import default_env_dir as where
 from harness.errors import UsageError
 from harness.paths import reports_root
@@ -38,7 +39,10 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--noise-threshold", type=at_most(positive_float, MAX_NOISE_PCT), default=ASKED.noise_threshold,
                      metavar="PCT", help="coefficient of variation over trials above which a point is noisy, "
                                          "and --adaptive's target; not the change a versions answer decides "
-                                         f"(compare --change) (default {ASKED.noise_threshold:g})")
+                                         f"(--change) (default {ASKED.noise_threshold:g})")
+    run.add_argument("--change", type=at_most(positive_float, MAX_NOISE_PCT), metavar="PCT",
+                     help="with several --env: the change each versions answer decides, faster, slower or the same "
+                          f"within it (default {ASKED_CHANGE * 100:g}, as compare --change)")
     run.add_argument("--claims-budget", type=at_most(non_negative_float, 24 * 60), default=ASKED.claims_budget,
                      metavar="MINUTES",
                      help="after the plan, add rounds at the points of the paper's claims still undecided (their "

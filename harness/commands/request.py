@@ -33,7 +33,7 @@ from workloads import all_workloads
 from workloads.base import PROFILES
 
 # What a resumed run takes from its manifest: giving any of these again is an error.
-PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "adaptive", "max_trials", "noise_threshold",
+PLAN_OPTIONS = ("workload", "engine", "param", "profile", "trials", "adaptive", "max_trials", "noise_threshold", "change",
                 "claims_budget", "timeout", "data_dir", "upstream", "no_upstream", "env", "env_dir", "pip_arg", "shard",
                 "timing", "seed", "aa", "no_aa", "instructions")
 # Options of a one-core run that a task decides for itself, or that a SLURM run does otherwise.
@@ -162,6 +162,7 @@ def new_plan(ask: RunAsk, estimate_from: Path | None) -> tuple[RunPlan, list[str
     plan = RunPlan(profile=profile, engines=tuple(e.id for e in engines), workloads=tuple(w.name for w in usable),
                    narrow=narrow, trials=ask.trials, timeout_s=ask.timeout, explicit_engines=named,
                    noise_threshold=ask.noise_threshold / 100, adaptive_max_trials=per_point, data_dir=data_dir,
+                   change=None if ask.change is None else ask.change / 100,
                    upstream=upstream, timing=ask.timing or DEFAULT_TIMING, envs=tuple(environments["envs"]),
                    env_dir=environments["env_dir"], pip_args=tuple(environments["pip_args"]),
                    claims_budget_min=ask.claims_budget, aa=aa, instructions=ask.instructions,

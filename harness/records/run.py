@@ -52,6 +52,7 @@ class Plan(Record):
     timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S)] | None = None
     explicit_engines: bool | None = None
     noise_threshold: Annotated[float, Field(gt=0, le=MAX_NOISE_PCT / 100)] | None = None
+    change: Annotated[float, Field(gt=0, le=MAX_NOISE_PCT / 100)] | None = None
     adaptive: Adaptive | Annotated[int, Field(ge=1, le=MAX_TRIALS_PER_POINT)] | None = None
     data_dir: str | None = None
     upstream: str | None = None

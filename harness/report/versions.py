@@ -201,7 +201,7 @@ def build(run: Run) -> list[VersionTable]:
     unavailable = {eid: why for eid, why in listed.items() if split_id(str(eid))[1]} if isinstance(listed, dict) else {}
     revisions = revisions_of(run.manifest, tuple(run.plan.envs))
     names = {text: name for text, (_, name) in revisions.items()}
-    tables, threshold = [], change.ASKED_CHANGE
+    tables, threshold = [], run.plan.change or change.ASKED_CHANGE
     for workload, engines in by_workload.items():
         rows, notes = [], []
         for (engine, params), points in sorted(engines.items()):
@@ -241,7 +241,7 @@ def build(run: Run) -> list[VersionTable]:
             "pair it came from (the wider of the two versions' pairs). The answer, the same in compare and the "
             "run's closing lines (harness/analysis/effect.py): faster or slower where the whole interval lies "
             "beyond the floor; the same where it lies within a floor narrower than the change asked about "
-            f"({threshold:.0%}; compare --change PCT asks about another); else undecided, with what would decide it (an interval that "
+            f"({threshold:.0%}; run or compare --change PCT asks about another); else undecided, with what would decide it (an interval that "
             "reaches 0 or ∞ decides nothing). An answer without a floor (--no-aa) says so. 'Decided by' "
             "names the measure.",
             workload, FIELDS, rows, _shown(workload, rows), notes, "; ".join(counted_as)))

@@ -37,6 +37,7 @@ class RunAsk:
     adaptive: bool = False
     max_trials: int | None = None
     noise_threshold: float = DEFAULT_NOISE_THRESHOLD * 100  # in percent, as the option takes it
+    change: float | None = None  # in percent (--change); None: the versions answers' default
     claims_budget: float = DEFAULT_CLAIMS_BUDGET_MIN
     cpu: int | None = None
     cpus: str | None = None

@@ -44,6 +44,7 @@ class RunPlan:
     timeout_s: float | None = None  # per trial; None: the workload's
     explicit_engines: bool = False  # --engine named engines (not `all`)
     noise_threshold: float = DEFAULT_NOISE_THRESHOLD
+    change: float | None = None  # the change a versions answer decides (--change), a share; None: change.ASKED_CHANGE
     adaptive_max_trials: int | None = None  # --adaptive's --max-trials; None: not adaptive
     data_dir: str | None = None
     upstream: str | None = None  # the authors' source (--upstream), resolved
