@@ -134,3 +134,20 @@ def test_correlations_measured_lag_by_lag_that_no_rounds_could_have_still_widen_
     a = {k: 1.0 + 0.02 * (k % 3) for k in range(6)}
     b = {k: 2.0 * v * (1.03 if k % 2 else 0.97) for k, v in a.items()}
     assert effect(a, b, noise=noise).low < effect(a, b).low < 2.0 < effect(a, b).high < effect(a, b, noise=noise).high
+
+
+def test_two_runs_pooled_with_a_calibration_that_saw_no_run_shift_are_no_t_with_one_degree_of_freedom():
+    """Measured: two bench runs that each decided five claims alike pooled to 'undecided' on all five: the
+    calibration had measured no run shift (sd 0, 4 degrees of freedom), and pooling read that as no
+    calibration at all, a t over two runs' factors with one degree of freedom."""
+    a = {(run, k): 1.0 + 0.02 * (k % 3) for run in (0, 1) for k in range(3)}
+    b = {(run, k): (2.0 if run else 2.2) * v * (1.02 if k % 2 else 0.98) for (run, k), v in a.items()}
+    measured = Noise(acf=(0.02,), between_sd=0.0, between_df=4, source="calibrated")
+    pooled = effect(a, b, run_of=lambda key: key[0], noise=measured)
+    nothing_known = effect(a, b, run_of=lambda key: key[0])
+    assert pooled.runs == 2 and nothing_known.low < pooled.low < 2.1 < pooled.high < nothing_known.high
+    assert pooled.high / pooled.low < 1.6, "as sure as each run alone, not a t with one degree of freedom"
+    for run in (0, 1):
+        alone = effect({k: v for k, v in a.items() if k[0] == run}, {k: v for k, v in b.items() if k[0] == run},
+                       noise=measured)
+        assert pooled.high / pooled.low < 1.5 * alone.high / alone.low

@@ -217,9 +217,12 @@ def across_runs(a: dict, b: dict, run_of, paired: bool, confidence: float, noise
         within = float(np.mean([w.variance for w in per_run]))
         within_df = satterthwaite([(w.variance, w.df) for w in per_run])
     seen = max(float(means.var(ddof=1)) - within, 0.0)
-    weight = 0.0 if math.isinf(noise.between_df) and noise.between_sd else (k - 1) / ((k - 1) + noise.between_df)
-    between = noise.between_sd ** 2 * (1 - weight) + seen * weight if noise.between_sd else seen
-    between_df = noise.between_df + k - 1 if noise.between_sd else k - 1
+    if noise.between_sd or not math.isinf(noise.between_df):  # the machine's run component: assumed, or measured
+        weight = 0.0 if math.isinf(noise.between_df) else (k - 1) / ((k - 1) + noise.between_df)
+        between = noise.between_sd ** 2 * (1 - weight) + seen * weight
+        between_df = noise.between_df + k - 1
+    else:  # nothing known of the machine: the runs' own spread, with the few degrees of freedom it has
+        between, between_df = seen, k - 1
     pooled = Within(mean, within / k, within_df, n_a, n_b, paired, float(means.std(ddof=1)))
     found = _interval(pooled, confidence, Noise(noise.acf, math.sqrt(between), between_df, noise.source), runs=k)
     return Effect(found.estimate, found.low, found.high, n_a, n_b, paired, found.spread, found.why, k, noise)
