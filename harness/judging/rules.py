@@ -11,7 +11,7 @@ from harness.analysis import effect as effects
 from harness.analysis import paper
 from harness.analysis.effect import Looks
 from harness.judging.rows import (Factor, Row, added_rounds, claim_tables, matches, metric_keys, point_text,
-                                       ratio_rows, resolution, trial_samples)
+                                       ratio_rows, trial_samples)
 from harness.analysis.metrics import resolve
 from harness.analysis.tables import Table
 from harness.judging.verdicts import (NOT_MEASURABLE, NOT_REPRODUCED, OS_SPECIFIC, PARTLY, REPRODUCED, SUBJECTS,
@@ -250,7 +250,7 @@ def flat_verdict(claim: Claim, subject: str, run: Run, tables: list[Table]) -> V
             for _, _, params, workload in (smallest, largest)]
     first = min(len(set(sample) - added) for sample, added in ends)
     spread = Factor(ends[0][0], ends[1][0], Looks(max(first, 1), run.plan.most_looks), paired=False,
-                    resolution=resolution([metric]))
+                    resolution=metric.resolution)
     found = spread.effect()
     verdict.ours = found.estimate or high / low
     verdict.low, verdict.high = found.low, found.high
