@@ -175,13 +175,11 @@ def planted(cases: Cases, runs: list[dict], index: int, pair: Pair, truth: float
     a, b = runs[index][pair]
     scaled = {r: v * PLANTED for r, v in b.items()}
     edge = (truth * PLANTED,)
-    for name, (_, looks, paired) in PLANTED_PATHS.items():
+    judged = [(name, looks, paired, noise) for name, (_, looks, paired) in PLANTED_PATHS.items()]
+    for name, looks, paired, used in [*judged, ("planted_plain", DESIGN, True, PLAIN)]:
         for span in _windows(set(a) & set(b), design_rounds(looks)):
-            decision, _ = effect.sequential(_keep(a, span), _keep(scaled, span), edge, looks, paired, noise=noise)
+            decision, _ = effect.sequential(_keep(a, span), _keep(scaled, span), edge, looks, paired, noise=used)
             cases.add(name, index, pair, decision.decided)
-    for span in _windows(set(a) & set(b), design_rounds(DESIGN)):
-        decision, _ = effect.sequential(_keep(a, span), _keep(scaled, span), edge, DESIGN, noise=PLAIN)
-        cases.add("planted_plain", index, pair, decision.decided)
     windows = _windows(set(a) & set(b), WINDOW)
     for k in range(0, len(windows) - ROWS + 1, ROWS):
         rows = [effect.looked(_keep(a, w), _keep(scaled, w), DESIGN, rows=ROWS, noise=noise) for w in windows[k:k + ROWS]]

@@ -98,8 +98,8 @@ def read_to(e: Effect, a: dict, b: dict, resolution: float) -> Effect:
     """`e` with each reading known only to `resolution` (its units: a page of memory): the interval widened by
     what one resolution on each side moves B / A, so that two readings of one quantity that differ by less
     than their resolution are not told apart."""
-    if e.low is None or not resolution or not a or not b or min(a.values()) <= resolution \
-            or min(b.values()) <= 0:
+    if e.low is None or not resolution or min(a.values(), default=0) <= resolution \
+            or min(b.values(), default=0) <= resolution:
         return e
     on_a, on_b = resolution / min(a.values()), resolution / min(b.values())
     return replace(e, low=e.low * (1 - on_b) / (1 + on_a), high=e.high * (1 + on_b) / (1 - on_a),
