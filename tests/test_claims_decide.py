@@ -53,8 +53,8 @@ def undecided_run(tmp_path) -> Path:
 def test_a_round_for_an_undecided_claim_pairs_both_engines_in_a_new_round(undecided_run):
     plan = [planned(e, k) for k in range(3) for e in (BT, PT)]
     added = Deciding(plan, undecided_run, budget_s=60.0, clock=Clock())()
-    # One batch, sized to decide at the level it is judged at (99%): 4 rounds of both engines.
-    assert sorted((pt.engine.id, pt.trial) for pt in added) == [(e, k) for e in (BT, PT) for k in range(3, 7)]
+    # One batch, sized to decide 4 times in 5 at the level it is judged at (99%): 5 rounds of both engines.
+    assert sorted((pt.engine.id, pt.trial) for pt in added) == [(e, k) for e in (BT, PT) for k in range(3, 8)]
     assert all(pt.why == "deciding abstract-gpt-time (ours)" for pt in added)
     assert "deciding abstract-gpt-time" in added[0].label()
 
@@ -62,11 +62,26 @@ def test_a_round_for_an_undecided_claim_pairs_both_engines_in_a_new_round(undeci
 def test_the_budget_holds_on_a_fake_clock(undecided_run):
     plan = [planned(e, k) for k in range(3) for e in (BT, PT)]
     clock = Clock()
-    deciding = Deciding(plan, undecided_run, budget_s=26.0, clock=clock)
-    assert len(deciding()) == 8  # a round costs 6 s (its trials' own times): the batch of 4 fits 26 s
-    clock.now += 5.0  # 5 s of the budget spent: the 24 s batch would pass it
+    deciding = Deciding(plan, undecided_run, budget_s=32.0, clock=clock)
+    assert len(deciding()) == 10  # a round costs 6 s (its trials' own times): the batch of 5 fits 32 s
+    clock.now += 5.0  # 5 s of the budget spent: the 30 s batch would pass it
     assert deciding() == []
-    assert Deciding(plan, undecided_run, budget_s=20.0, clock=Clock())() == []  # the batch is over budget
+    assert Deciding(plan, undecided_run, budget_s=25.0, clock=Clock())() == []  # the batch is over budget
+
+
+def test_both_subjects_undecided_beside_one_engine_share_one_batch_of_rounds(tmp_path):
+    """Ours and the authors' each undecided against PyTorch at one point: the point gets one batch, the larger
+    of the two asked for, in which all three engines run the same rounds (each subject's rounds pair with
+    PyTorch's), where two batches would have numbered PyTorch's rounds twice and dropped the second."""
+    authors = "burtorch-authors/eager/cpp/cpu"
+    trials = [t for k in range(3) for t in gpt_round(k, 0.05)]
+    trials += [make_trial(authors, "gpt", {"batch": 1}, k, 5e-4 * (1 + 0.1 * (1 if k % 2 else -1)),
+                          wall_time_s=1.0, init_time_s=1.0) for k in range(3)]
+    plan = [planned(e, k) for k in range(3) for e in (BT, PT, authors)]
+    added = Deciding(plan, write_run(tmp_path / "run", LINUX, trials), budget_s=600.0, clock=Clock())()
+    rounds = {e: sorted(pt.trial for pt in added if pt.engine.id == e) for e in (BT, PT, authors)}
+    assert rounds[BT] == rounds[PT] == rounds[authors] and rounds[PT][0] == 3 and len(rounds[PT]) == 5
+    assert {pt.why for pt in added} == {"deciding abstract-gpt-time (authors), abstract-gpt-time (ours)"}
 
 
 def test_decided_claims_add_nothing(tmp_path):

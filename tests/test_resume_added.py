@@ -40,7 +40,7 @@ class Undecided(deciding.Deciding):
     def undecided(self, run):
         engines = tuple(dict.fromkeys(pt.engine.id for pt in self.plan if pt.workload.name == "small"))
         params = next(pt.params for pt in self.plan if pt.workload.name == "small")
-        return {("small", params_key(params), engines): (1, WHY)}
+        return {("small", params_key(params)): (engines, 1, WHY)}
 
 
 def stand_in(pt, spawner, tsc, inputs=None, meter=None):
@@ -177,9 +177,9 @@ def deciding_at(tmp_path, spent: float, budget_s: float, ended: bool = False) ->
 
 
 def test_a_resumed_run_decides_with_the_budget_its_rounds_left(tmp_path):
-    # A round costs 6 s (its trials' own times), the batch of 4 rounds 24 s: it fits 30 s less 2 spent, not less 8.
-    assert len(deciding_at(tmp_path / "a", 2.0, 30.0)) == 8
-    assert deciding_at(tmp_path / "b", 8.0, 30.0) == []
+    # A round costs 6 s (its trials' own times), the batch of 5 rounds 30 s: it fits 36 s less 2 spent, not less 8.
+    assert len(deciding_at(tmp_path / "a", 2.0, 36.0)) == 10
+    assert deciding_at(tmp_path / "b", 8.0, 36.0) == []
     assert deciding_at(tmp_path / "c", 2.0, 600.0, ended=True) == []  # the rounds had ended: a resume adds none
 
 

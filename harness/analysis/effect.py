@@ -45,6 +45,9 @@ from harness.store.run_plan import MAX_DECIDING_ROUNDS
 
 MIN_TRIALS = 3  # fewer trials on a side give a ratio and no interval
 MOST_MORE = 100  # beyond this many more trials, more trials are not the way to decide
+# Rounds asked for are sized to decide 4 times in 5 where the factor is what the rounds so far estimate:
+# sized to just clear the boundary at the estimate, a batch would decide only half the time.
+DECIDING_POWER = 0.8
 FIRST_SHARE = 0.8  # of the error, spent at the first look: most claims are decided there, far from a boundary
 SIMULATED_PATHS = 200_000  # of the looks' t statistics: the level found is within ~0.001 of its error
 
@@ -292,8 +295,9 @@ def decide(e: Effect, boundaries: tuple[float, ...], confidence: float | None = 
 def more_trials(e: Effect, inside: tuple[float, ...], confidence: float = CONFIDENCE) -> int | None:
     """Trials per side to add so that the interval at `confidence` (the level the added rounds will be
     judged at), with the spread seen so far and the machine's run-to-run component, clears the boundary
-    nearest the estimate; None where the estimate sits on it, where the run-to-run component alone keeps it
-    across (more rounds of this run cannot decide; another run can), or more than MOST_MORE would be needed."""
+    nearest the estimate with DECIDING_POWER; None where the estimate sits on it, where the run-to-run
+    component alone keeps it across (more rounds of this run cannot decide; another run can), or more than
+    MOST_MORE would be needed."""
     distance = min(abs(math.log(e.estimate) - math.log(b)) for b in inside)
     if not e.spread or distance == 0 or e.runs > 1:
         return None
@@ -302,7 +306,7 @@ def more_trials(e: Effect, inside: tuple[float, ...], confidence: float = CONFID
     between = e.noise.between_sd ** 2
     half = np.hypot(stats.t.ppf((1 + confidence) / 2, n - 1) * np.sqrt(within),  # as _interval reads them
                     _quantile(confidence, e.noise.between_df) * math.sqrt(between))
-    narrow = np.nonzero(half < distance)[0]
+    narrow = np.nonzero(half + stats.norm.ppf(DECIDING_POWER) * np.sqrt(within + between) < distance)[0]
     return int(n[narrow[0]] - e.n) if len(narrow) else None
 
 

@@ -7,10 +7,12 @@ component (harness/analysis/effect.py, more_trials; where that component alone k
 across the boundary, more rounds of this run cannot decide it and none are added: another run can). A
 round at a row is one more trial of the subject and of the other engine at that point, in the same
 round, so that they pair. Rows go cheapest first for the trials they need (Kalibera & Jones: repeat
-where the variance is, for its cost); each row gets the whole batch it needs (at most
-MAX_DECIDING_ROUNDS) where it fits the budget left, as the design's one later look, and a point that had
-its batch gets no other. It runs in the runner's process as the trial loop's follow-up
-(running/orchestrator.py).
+where the variance is, for its cost), those whose batch fits MAX_DECIDING_ROUNDS before those that need
+more (they get that many: the spread of three trials is known only roughly); each point gets one batch,
+the most its rows ask for, where it fits the budget left, as the design's one later look, and a point
+that had its batch gets no other. The rows at one point share its rounds: a round there runs every engine
+they read (PyTorch once beside both subjects, where a claim of each reads it). It runs in the runner's
+process as the trial loop's follow-up (running/orchestrator.py).
 """
 from __future__ import annotations
 
@@ -48,18 +50,16 @@ class Deciding:
             return []
         left = self.budget_s - (self.clock() - self.started)
         run = load_run(self.run_dir)
-        rounds = []
-        for (workload, params, engines), (more, why) in self.undecided(run).items():
-            if more > MAX_DECIDING_ROUNDS:
-                continue  # a batch the design allows cannot decide it: its rounds would be spent for nothing
-            batch = more
+        batches = []
+        for (workload, params), (engines, more, why) in self.undecided(run).items():
+            batch = min(more, MAX_DECIDING_ROUNDS)
             cost = sum(self.trial_cost(run, engine, workload, params) for engine in engines) * batch
-            rounds.append((cost, batch, workload, params, engines, why))
+            batches.append((more > MAX_DECIDING_ROUNDS, cost, batch, workload, params, engines, why))
         added = []
-        for cost, batch, workload, params, engines, why in sorted(rounds, key=lambda r: r[0]):
+        for _, cost, batch, workload, params, engines, why in sorted(batches, key=lambda b: b[:2]):
             if cost > left:
                 continue
-            trials = self.batch_at(run, workload, params, engines, why, {pt.key() for pt in added}, batch)
+            trials = self.batch_at(run, workload, params, engines, why, batch)
             if trials:
                 added += trials
                 left -= cost
@@ -67,10 +67,11 @@ class Deciding:
         return added
 
     @staticmethod
-    def undecided(run) -> dict[tuple, tuple[int, str]]:
-        """{(workload, params key, (subject, engine)): (fewest more trials it needs, why)} of every row that
-        would decide an undecided claim with more trials."""
-        rows: dict[tuple, tuple[int, str]] = {}
+    def undecided(run) -> dict[tuple, tuple[tuple, int, str]]:
+        """{(workload, params key): (the engines, the most more trials a row there asks for, why)} of every
+        point whose rows would decide an undecided claim with more trials. Rows at one point share its rounds:
+        a round there runs every engine any of them reads, so that each pair of them pairs."""
+        points: dict[tuple, tuple[tuple, int, list]] = {}
         for judged in claims.judge(run, build_tables(run)):
             for v in judged.verdicts():
                 if v.verdict != claims.UNDECIDED:
@@ -78,10 +79,12 @@ class Deciding:
                 for workload, params, engine, _, more in v.needs:
                     if more is None:
                         continue
-                    key = (workload, params_key(params), tuple(dict.fromkeys((v.engine, engine))))
-                    if key not in rows or more < rows[key][0]:
-                        rows[key] = (more, f"deciding {judged.claim.id} ({claims.BY_KEY[v.subject].short})")
-        return rows
+                    key = (workload, params_key(params))
+                    engines, most, why = points.get(key, ((), 0, []))
+                    deciding = f"{judged.claim.id} ({claims.BY_KEY[v.subject].short})"
+                    points[key] = (tuple(dict.fromkeys((*engines, v.engine, engine))), max(most, more),
+                                   why if deciding in why else [*why, deciding])
+        return {key: (engines, more, "deciding " + ", ".join(why)) for key, (engines, more, why) in points.items()}
 
     @staticmethod
     def trial_cost(run, engine: str, workload: str, params: str) -> float:
@@ -91,8 +94,7 @@ class Deciding:
                  and params_key(t.get("params")) == params]
         return statistics.fmean(spent) if spent else 0.0
 
-    def batch_at(self, run, workload: str, params: str, engines: tuple, why: str, taken: set,
-                 batch: int) -> list[PlannedTrial]:
+    def batch_at(self, run, workload: str, params: str, engines: tuple, why: str, batch: int) -> list[PlannedTrial]:
         """`batch` new rounds at the point: in each, one trial of each engine, all with that round's index."""
         templates = {}
         for pt in self.plan:
@@ -107,5 +109,4 @@ class Deciding:
             return []  # the design's later look is spent here: another would spend error it does not have
         done = [t.get("trial") for t in here]
         first = max([i for i in done if isinstance(i, int)] + [pt.trial for pt in templates.values()]) + 1
-        trials = [replace(pt, trial=first + k, why=why, added=True) for k in range(batch) for pt in templates.values()]
-        return [] if any(pt.key() in taken for pt in trials) else trials
+        return [replace(pt, trial=first + k, why=why, added=True) for k in range(batch) for pt in templates.values()]

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from engines.base import finite
-from harness.analysis.effect import CONFIDENCE, MIN_TRIALS, Looks
+from harness.analysis.effect import CONFIDENCE, DECIDING_POWER, MIN_TRIALS, Looks
 from harness.analysis.noise import PLAIN, Noise
 from harness.store.run_plan import MAX_DECIDING_ROUNDS
 from harness.analysis.points import STATISTIC
@@ -127,8 +127,9 @@ def design_line(run: Run) -> str:
     the run's own plan."""
     design = Looks(first=MIN_TRIALS, most=run.plan.most_looks)
     added = "" if design.most <= 1 else (f" Rounds added for undecided claims (`--claims-budget`: at most "
-                                         f"{MAX_DECIDING_ROUNDS} at a point, in one batch sized to decide at the "
-                                         "level it is judged at) are the later look.")
+                                         f"{MAX_DECIDING_ROUNDS} at a point, in one batch sized to decide "
+                                         f"{DECIDING_POWER:.0%} of the time at the level it is judged at) are the "
+                                         "later look.")
     return f"Intervals: {design.text().replace(f'({MIN_TRIALS} trials)', '(the planned trials)')}; planned trials " \
            f"per point in this run: {planned_trials(run)}.{added}"
 
