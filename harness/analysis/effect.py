@@ -45,9 +45,7 @@ from harness.store.run_plan import MAX_DECIDING_ROUNDS
 
 MIN_TRIALS = 3  # fewer trials on a side give a ratio and no interval
 MOST_MORE = 100  # beyond this many more trials, more trials are not the way to decide
-# Rounds asked for are sized to decide 4 times in 5 where the factor is what the rounds so far estimate:
-# sized to just clear the boundary at the estimate, a batch would decide only half the time.
-DECIDING_POWER = 0.8
+DECIDING_POWER = 0.8  # added rounds decide this often at the estimated factor (just clearing it: half the time)
 FIRST_SHARE = 0.8  # of the error, spent at the first look: most claims are decided there, far from a boundary
 SIMULATED_PATHS = 200_000  # of the looks' t statistics: the level found is within ~0.001 of its error
 
@@ -295,9 +293,8 @@ def decide(e: Effect, boundaries: tuple[float, ...], confidence: float | None = 
 def more_trials(e: Effect, inside: tuple[float, ...], confidence: float = CONFIDENCE) -> int | None:
     """Trials per side to add so that the interval at `confidence` (the level the added rounds will be
     judged at), with the spread seen so far and the machine's run-to-run component, clears the boundary
-    nearest the estimate with DECIDING_POWER; None where the estimate sits on it, where the run-to-run
-    component alone keeps it across (more rounds of this run cannot decide; another run can), or more than
-    MOST_MORE would be needed."""
+    nearest the estimate with DECIDING_POWER; None where the estimate sits on it, where the run-to-run component
+    alone keeps it across (more rounds of this run cannot decide; another run can), or past MOST_MORE."""
     distance = min(abs(math.log(e.estimate) - math.log(b)) for b in inside)
     if not e.spread or distance == 0 or e.runs > 1:
         return None
