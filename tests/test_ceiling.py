@@ -107,11 +107,11 @@ def test_the_report_and_the_perf_grid_show_the_share_of_the_ceiling_or_na(tmp_pa
     run_dir = _run_with(tmp_path, ours)
     table = next(t for t in build_tables(load_run(run_dir)) if t.name == "mlp_b64")
     row = next(r for r in table.rows if r["engine"] == "burtorch/eager/cpp/cpu" and r["params"]["hidden_dim"] == 1024)
-    assert row["library_share"] == pytest.approx(413_270_016 / row["time_per_step_s"] / 50e9)
+    assert row["library_share_fraction"] == pytest.approx(413_270_016 / row["time_per_step_s"] / 50e9)
     assert "Share of library SGEMM (%), ours" in table.shown.columns
-    assert row["products_share"] == pytest.approx(60 / 50)
+    assert row["products_share_fraction"] == pytest.approx(60 / 50)
     python_row = next(r for r in table.rows if r["engine"] == "burtorch/eager/python/cpu" and r["params"]["hidden_dim"] == 1024)
-    assert python_row["products_share"] is None, "our products are the driver's: shown on its row only"
+    assert python_row["products_share_fraction"] is None, "our products are the driver's: shown on its row only"
     assert any("fake 1.0; n/a: no library SGEMM: numpy: not installed" in note for note in table.notes)
     versus.main([str(run_dir), "--peak-gflops", "100"])
     out = capsys.readouterr().out

@@ -1,14 +1,19 @@
-"""An ETA that counts everything: the builds before the first trial, valgrind's counting from what a run
-measured, A/A copies as their originals, and a source run chosen for how much of the plan it measured."""
+"""An ETA that counts everything: the builds and --env installs before the first trial, valgrind's counting
+from what a run measured, A/A copies as their originals, and a source run chosen for how much of the plan it
+measured."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from engines import all_engines, burn
 from harness.commands.cli import main
+from harness.envs import install
+from harness.envs.cache import RECORD
+from harness.envs.specs import parse_spec
 from harness.machine.host import describe
 from harness.planning import estimate
 from harness.planning.preview import duration
@@ -103,3 +108,36 @@ def test_an_a_a_copy_is_priced_as_its_original(fake_engines, tmp_path):
         other = type(pt)(**{**pt.__dict__, "engine": all_engines()[FAKE].replace(env=env)})
         assert estimator.source(other) == "run"
         assert estimator.trial_s(other) == pytest.approx(estimator.trial_s(pt))
+
+
+ENV_SPEC = "burtbench-fakefw==1.0"
+
+
+def test_each_environment_to_install_is_in_the_eta_until_it_is_installed(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("BURTBENCH_ENGINE_MODULES", "tests.fakes.fake_versions")
+    env_dir = tmp_path / "envs"
+    argv = ["run", "--engine", "fakefw", "--workload", "tiny", "--profile", "smoke", "--no-aa", "--env", ENV_SPEC,
+            "--env-dir", str(env_dir), "--out", str(tmp_path / "runs"), "--dry-run"]
+    assert main(argv) == 0
+    rough = duration(estimate.ROUGH_BUILD_S[estimate.ENV_BUILD])
+    out = capsys.readouterr().out
+    assert f"built first: environment {ENV_SPEC} (installed), {rough} (rough: none measured on this CPU)" in out
+    assert rough in next(line for line in out.splitlines() if "│ builds" in line)
+    # Installed (its record ready, its interpreter there, as envs/install.py leaves it): nothing to build.
+    folder = env_dir / install.folder_name(parse_spec(ENV_SPEC), install.python_version(sys.executable))
+    install.interpreter(folder).parent.mkdir(parents=True)
+    install.interpreter(folder).write_text("")
+    (folder / RECORD).write_text(json.dumps({"spec": ENV_SPEC, "ready": True}))
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "built first" not in out and "│ builds" not in out
+
+
+def test_an_install_is_priced_at_what_the_last_run_that_made_one_took(tmp_path):
+    made = {"installer": "pip", "reused": False, "setup_s": 5.4, "problem": None}
+    environments = {ENV_SPEC: made, "burtbench-fakefw==2.0": {**made, "reused": True, "setup_s": 0.2},
+                    "burtbench-fakefw==9.9": {**made, "problem": "no such version", "setup_s": 0.9}}
+    source = previous_run(tmp_path / "installed", "2026-01-01T00:00:00+00:00", manifest={"environments": environments})
+    wanted = [estimate.Build(estimate.ENV_BUILD, f"environment {ENV_SPEC} (installed)")] * 2
+    # Only the environment made there counts: one reused, or one the installer refused, took no install.
+    assert [(s, where) for _, s, where in estimate.Estimator(source).builds(wanted)] == [(5.4, "as in installed")] * 2

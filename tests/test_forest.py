@@ -112,3 +112,33 @@ def test_the_png_of_a_run_and_none_where_no_claim_has_a_factor(tmp_path):
     nothing = [claims.Judged(j.claim, *(claims.Verdict(j.claim, claims.NOT_MEASURABLE, s.key)
                                         for s in claims.SUBJECTS)) for j in judged]
     assert forest.draw(nothing, path, "Synthetic CPU 9000, Linux") is None and not path.exists()
+
+
+def test_labels_readable_and_the_verdicts_clear_of_the_intervals_when_drawn():
+    """Nine decades (×0.01 to ×100,000,000) and a long interval at the right end: the axis labels only decades
+    whose labels stand apart, and each factor's text ends inside the axis, left of the verdicts' column."""
+    time, exact, b64, flat = synthetic()
+    V = claims.Verdict
+    wide = claims.Judged(time.claim, V(time.claim, claims.REPRODUCED, "authors", ours=8.9e7, low=6.7e7, high=1.8e8,
+                                       paper=20.0),
+                         V(time.claim, claims.NOT_REPRODUCED, "ours", ours=0.012, low=0.008, high=0.02, paper=20.0))
+    fig = forest.figure([wide, exact, b64, flat], "Synthetic CPU 9000, Linux")
+    try:
+        renderer = fig.canvas.get_renderer()
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        area = ax.get_window_extent(renderer)
+        ticks = [t for t in ax.get_xticklabels() if t.get_text()]
+        assert len(ticks) >= 3 and "×1" in [t.get_text() for t in ticks]
+        boxes = [t.get_window_extent(renderer) for t in ticks]
+        assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+        values = [t for t in ax.texts if t.get_gid() == forest.VALUE]
+        verdicts = [t for t in ax.texts if t.get_gid() == forest.VERDICT]
+        assert "×8.90e+07 [6.70e+07, 1.80e+08]" in [t.get_text() for t in values]
+        assert len(verdicts) == 6  # both subjects on each of the three rows
+        for text in values:
+            box = text.get_window_extent(renderer)
+            assert area.x0 <= box.x0 and box.x1 <= area.x1, text.get_text()
+        assert not [t.get_text() for t in verdicts if t.get_window_extent(renderer).overlaps(area)]
+    finally:
+        forest._pyplot().close(fig)

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 from tests_support import chromium
 
+from harness.analysis import metrics
 from harness.analysis.noise import PLAIN
 from harness.report.render import render
 from harness.analysis.tables import build_tables
 from harness.store.results import MANIFEST_FILE, Trial, append_trial
 from harness.store.runs import load_run
+from harness.units import MIB, MIB_LABEL
 
 PAPER_CSV = Path(__file__).resolve().parents[1] / "harness" / "analysis" / "paper_results.csv"
 MB = 2**20
@@ -305,6 +307,22 @@ def test_csv_keeps_raw_numbers(linux_report):
     assert float(rows["torch/eager/python/cpu"]["rel_time_per_iter_s"]) == pytest.approx(1500)
     assert rows["mlx/eager/python/cpu"]["in_run"] == "False"
     assert float(rows["mlx/eager/python/cpu"]["paper_time_per_iter_s"]) == pytest.approx(3.072e-5)
+
+
+# The units a CSV header may end with (its numbers' unit), and what one of it is in each unit the Markdown shows.
+CSV_UNITS = {"flops_per_s": {"GFLOP/s": 1e-9}, "_s": {"s": 1.0, "ms": 1e3, "µs": 1e6},
+             "_bytes": {"bytes": 1.0, MIB_LABEL: 1 / MIB}, "_j": {"mWh": 1 / 3.6}, "_fraction": {"%": 100.0},
+             "clocks_per_iter": {"clocks": 1.0}, "instructions_per_iter": {"instr.": 1.0}}
+
+
+def test_every_measure_s_csv_column_names_the_unit_its_numbers_are_in():
+    shares = [metrics.peak_share(100.0, "measured"), metrics.library_share([]), metrics.products_share([]),
+              metrics.roofline_share(None)]
+    for m in [*metrics.METRICS.values(), *metrics.PAPER_MEMORY.values(), metrics.INSTRUCTIONS, *shares]:
+        unit = next((u for u in CSV_UNITS if m.key.endswith(u)), None)
+        assert unit, f"the CSV's {m.key}: no unit in its name"
+        # The Markdown's number is the CSV's times the metric's scale: that is its unit's size in the CSV's.
+        assert CSV_UNITS[unit].get(m.unit) == pytest.approx(m.scale), f"the CSV's {m.key} beside {m.unit}"
 
 
 def test_latex_is_booktabs_and_escaped(linux_report):

@@ -112,14 +112,14 @@ def test_every_engines_row_shows_its_share_of_the_bound_and_its_kind(tmp_path):
     run = load_run(run_with(tmp_path / "run", NATIVE))
     table = next(t for t in build_tables(run) if t.name == "mlp_b1")
     ours, torch = (next(r for r in table.rows if r["engine"] == e and r["in_run"]) for e in (BASELINE, PT))
-    assert ours["roofline_share"] == pytest.approx(0.5) and torch["roofline_share"] == pytest.approx(0.25)
-    assert ours["roofline_share_kind"] == "memory, L3"
+    assert ours["roofline_share_fraction"] == pytest.approx(0.5) and torch["roofline_share_fraction"] == pytest.approx(0.25)
+    assert ours["roofline_share_fraction_kind"] == "memory, L3"
     shown = [cell for cell, row in zip(table.shown["Share of roofline (%), ours"], table.rows) if row["in_run"]]
     assert sorted(float(cell.split()[0]) for cell in shown) == pytest.approx([25, 50], abs=0.1)
     assert all(cell.endswith(" (memory, L3)") for cell in shown)
     assert any("Share of roofline = the point's roofline bound / its time" in n and "fake sizes" in n for n in table.notes)
     b64 = next(t for t in build_tables(run) if t.name == "mlp_b64")
-    assert next(r for r in b64.rows if r["engine"] == BASELINE and r["in_run"])["roofline_share_kind"] == "compute"
+    assert next(r for r in b64.rows if r["engine"] == BASELINE and r["in_run"])["roofline_share_fraction_kind"] == "compute"
 
 
 def test_a_run_without_bandwidth_shows_na_with_the_reason_and_draws_no_roofline(tmp_path):

@@ -59,7 +59,7 @@ def test_the_training_tables_show_each_steps_gflops_and_their_share_of_the_measu
     table = next(t for t in build_tables(run) if t.name == "mlp_b64")
     ours = next(r for r in table.rows if r["engine"] == "burtorch/eager/cpp/cpu" and r["params"]["hidden_dim"] == 1024)
     rate = 413_270_016 / ours["time_per_step_s"]
-    assert ours["flops_per_s"] == rate and ours["peak_share"] == rate / 100e9
+    assert ours["flops_per_s"] == rate and ours["peak_share_fraction"] == rate / 100e9
     assert {"Step rate (GFLOP/s), ours", "Share of FP32 peak (%), ours"} <= set(table.shown.columns)
     assert any("100.0 GFLOP/s (burtorch-bench --peak on core 1" in note for note in table.notes)
     del run.manifest["native"]["peak_gflops_fp32"]

@@ -1,7 +1,7 @@
 """The measures a report table can show, by id: how to read ours from a point and the paper's from its row.
 
 A workload's PaperTable names its metrics by these ids. Values are in SI units (seconds, bytes,
-joules, clocks); `scale` turns them into the unit shown. The id "paper_memory" stands for the
+joules, clocks; a share as a fraction of 1); `scale` turns them into the unit shown. The id "paper_memory" stands for the
 memory the paper reports on the run's OS (VmPeak on Linux, private bytes on Windows, resident
 on macOS), with peak resident beside it where that is another measure.
 """
@@ -23,7 +23,10 @@ MWH = 3.6  # joules per mWh
 
 @dataclass(frozen=True)
 class Metric:
-    key: str  # the table's field of our value; paper_<key>, rel_<key> ... hold the rest
+    # The table's field of our value and the CSV's header: named with the unit of its raw value (…_s, …_bytes,
+    # …_j, …_fraction: a share of 1, which `unit` shows as %), not the unit shown; paper_<key>, rel_<key> ... hold
+    # the rest.
+    key: str
     title: str
     unit: str
     scale: float  # shown value = SI value * scale
@@ -87,7 +90,7 @@ def peak_share(peak_gflops: float, source: str) -> Metric:
         rate = step_rate(point)
         return rate / (peak_gflops * 1e9) if rate else None
 
-    return Metric("peak_share", "Share of FP32 peak", "%", 100.0, share, relative=False,
+    return Metric("peak_share_fraction", "Share of FP32 peak", "%", 100.0, share, relative=False,
                   note=f"Share of FP32 peak = GFLOP/s / this core's peak, {peak_gflops:.1f} GFLOP/s ({source}, at "
                        "the run's start): near 100% a step is bound by compute, far below it by overheads.")
 
@@ -103,7 +106,7 @@ def library_share(ceilings: list[dict]) -> Metric:
     measured = ", ".join(sorted({c["library"] for c in ceilings if c.get("gflops")}))
     missing = "; ".join(sorted({c["reason"] for c in ceilings if not c.get("gflops")}))
     where = "; ".join(filter(None, (measured, missing and f"n/a: {missing}")))
-    return Metric("library_share", "Share of library SGEMM", "%", 100.0, share, relative=False,
+    return Metric("library_share_fraction", "Share of library SGEMM", "%", 100.0, share, relative=False,
                   note="Share of library SGEMM = GFLOP/s / the best single-thread SGEMM at the step's own products "
                        f"on the run's core ({where}): the practical ceiling; at 100% a step runs at library speed.")
 
@@ -118,7 +121,7 @@ def products_share(ceilings: list[dict]) -> Metric:
 
     built = "; ".join(sorted({c["ours_build"] for c in ceilings if c.get("ours_gflops")} |
                              {f"n/a: {c['ours_reason']}" for c in ceilings if "ours_reason" in c}))
-    return Metric("products_share", "Our products alone, share of library SGEMM", "%", 100.0, share, relative=False,
+    return Metric("products_share_fraction", "Our products alone, share of library SGEMM", "%", 100.0, share, relative=False,
                   note="Our products alone = our block products (burtorch-bench --products, C = A B) timed at the "
                        f"step's own products, as the library is ({built}), over the library's rate: the products "
                        "apart from the rest of a step (graph, activations, update); on our native row.")
@@ -157,7 +160,7 @@ def roofline_share(native: dict | None) -> Metric:
         return bound.label if bound else None
 
     how = f"measured: {machine.source}" if machine else f"n/a: {why}"
-    return Metric("roofline_share", "Share of roofline", "%", 100.0, share, relative=False, kind=kind,
+    return Metric("roofline_share_fraction", "Share of roofline", "%", 100.0, share, relative=False, kind=kind,
                   note="Share of roofline = the point's roofline bound / its time (100%: at the roof), the bound "
                        "= max(FLOPs / the core's FP32 peak, the least bytes a step moves (workloads/flops.py), each "
                        "byte at the fastest level that can hold it at its reuse, over that level's best rate); its "

@@ -98,18 +98,20 @@ def ensure(spec: EnvSpec, base_python: str, root: Path, needs: tuple[str, ...], 
             lock.take(exclusive=False)
 
 
-def _ensure(spec, base_python, folder, version, needs, pip_args, tool, lock, start) -> Environment:
-    def ready() -> tuple[dict, bool]:
-        record = read_record(folder)
-        return record, bool(record.get("ready")) and interpreter(folder).exists()
+def ready(folder: Path) -> tuple[dict, bool]:
+    """(the environment's record, whether it is made and would be reused)."""
+    record = read_record(folder)
+    return record, bool(record.get("ready")) and interpreter(folder).exists()
 
-    record, reused = ready()
+
+def _ensure(spec, base_python, folder, version, needs, pip_args, tool, lock, start) -> Environment:
+    record, reused = ready(folder)
     if not reused:
         if not lock.take(exclusive=True, wait=False):
             print(f"burtbench: waiting for the runs using environment {clean(spec.text)} to end, to make it again",
                   file=sys.stderr)
             lock.take(exclusive=True)
-        record, reused = ready()  # made meanwhile by the process that held it
+        record, reused = ready(folder)  # made meanwhile by the process that held it
     python = str(interpreter(folder))
     try:
         if not reused:
@@ -204,6 +206,19 @@ def _name(tool: str | None) -> str:
 
 def _write(folder: Path, record: dict) -> None:
     write_json_atomic(folder / RECORD, record)
+
+
+def to_install(plan, python: str) -> list[str]:
+    """The SPECs of `plan` that make_all would install with `python`, not made in the plan's folder yet (a revision
+    is built, by revisions.py): the dry run's ETA counts them (planning/estimate.py)."""
+    texts = [text for text in plan.envs if not revisions.is_revision(text)]
+    if not texts:
+        return []
+    try:
+        version = python_version(python)
+    except InstallFailed:  # no environment can be made with it: nothing is installed
+        return []
+    return [text for text in texts if not ready(Path(plan.env_dir) / folder_name(parse_spec(text), version))[1]]
 
 
 def make_all(plan, python: str, workloads: list, console, held: ExitStack | None = None) -> dict:

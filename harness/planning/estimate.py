@@ -11,9 +11,9 @@ this CPU model that covers most of the plan's points, the newest of equals: the 
 have measured a handful of them.
 
 Builds run before the first trial, one after another: each revision of ours not yet built (and its
-counting build where valgrind cannot run the host's), the authors' programs not yet built, Burn's
-driver where cargo has not built it. Each costs what the newest run on this CPU that built one took
-(manifest.json: `builds`, and a revision's `setup_s` in `environments`), else a labelled constant.
+counting build where valgrind cannot run the host's), each --env environment not installed yet, the authors'
+programs not yet built, Burn's driver where cargo has not built it. Each costs what the newest run on this
+CPU that made one took (manifest.json: `builds`, and `setup_s` in `environments`), else a labelled constant.
 
 A machine's speed drifts (this project's 2-core VM ran the same plan in 1,876 s and in 1,291 s on
 one afternoon, and 2.2x slower than two days before), and a trial's cost is mostly its start-up.
@@ -33,7 +33,7 @@ from engines.authors.programs import PROGRAMS, knob_values
 from engines.base import AA_COPY, split_id
 from engines.burtorch_authors import AuthorsEngine, ProgramUnavailable, source_tree
 from engines.none import FLOOR
-from harness.envs import revisions
+from harness.envs import install, revisions
 from harness.envs.cache import default_env_dir, read_record
 from harness.errors import UsageError
 from harness.machine.host import describe
@@ -61,11 +61,11 @@ VALGRIND_ROUGH = f"rough: x{VALGRIND_STARTUP_FACTOR:.0f} start-up, x{VALGRIND_SL
 # What a build costs where no run on this CPU made one, on this project's 2-core VM: a revision of
 # ours (CMake, the driver and the module) ~35 s (two revisions with their counting builds: 140 s);
 # one of the authors' programs ~10 s (their libraries once, then a main file each); Burn with cargo
-# from nothing, minutes.
-REVISION_BUILD, AUTHORS_BUILD, BURN_BUILD, LIBTORCH_BUILD = "revision", "authors", "burn", "libtorch"
+# from nothing, minutes; an --env environment's install 5-6 s with pip's cache warm (cold: longer, as runs record).
+REVISION_BUILD, AUTHORS_BUILD, BURN_BUILD, LIBTORCH_BUILD, ENV_BUILD = "revision", "authors", "burn", "libtorch", "env"
 # Measured on the 2-core VM: LibTorch's first-use build took about 4 minutes (a dry run that left it out
 # predicted 4 min for a run that took 7 min 46 s).
-ROUGH_BUILD_S = {REVISION_BUILD: 35.0, AUTHORS_BUILD: 10.0, BURN_BUILD: 300.0, LIBTORCH_BUILD: 240.0}
+ROUGH_BUILD_S = {REVISION_BUILD: 35.0, AUTHORS_BUILD: 10.0, BURN_BUILD: 300.0, LIBTORCH_BUILD: 240.0, ENV_BUILD: 6.0}
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,11 @@ def revision_builds(asked) -> list[Build]:
     return found
 
 
+def env_builds(asked, python: str) -> list[Build]:
+    """The --env environments a run of `asked` (a RunPlan) installs with the interpreter `python`."""
+    return [Build(ENV_BUILD, f"environment {text} (installed)") for text in install.to_install(asked, python)]
+
+
 def measured_builds(runs: list[Path]) -> dict[str, tuple[float, Path]]:
     """{kind: (seconds a build, per program for the authors', the run that measured it)}: from the newest
     of `runs` that made a build of that kind."""
@@ -158,10 +163,13 @@ def measured_builds(runs: list[Path]) -> dict[str, tuple[float, Path]]:
         for made in manifest.get("builds") or []:
             if isinstance(made, dict) and _number(made.get("seconds")) and _number(made.get("count")) and made["count"] > 0:
                 samples.setdefault(str(made.get("kind")), []).append(made["seconds"] / made["count"])
-        for env in (manifest.get("environments") or {}).values():
-            for made in (env.get("host"), env.get("counting")) if isinstance(env, dict) and env.get("kind") == "revision" else ():
-                if isinstance(made, dict) and not made.get("reused") and not made.get("problem") and _number(made.get("setup_s")):
-                    samples.setdefault(REVISION_BUILD, []).append(made["setup_s"])
+        for env in (e for e in (manifest.get("environments") or {}).values() if isinstance(e, dict)):
+            # A revision's builds, or an install (install.Environment: its record has an installer); theirs: none.
+            kind, made = ((REVISION_BUILD, (env.get("host"), env.get("counting"))) if env.get("kind") == "revision"
+                          else (ENV_BUILD, (env,) if env.get("installer") else ()))
+            for one in made:
+                if isinstance(one, dict) and not one.get("reused") and not one.get("problem") and _number(one.get("setup_s")):
+                    samples.setdefault(kind, []).append(one["setup_s"])
         for kind, seconds in samples.items():
             found.setdefault(kind, (statistics.median(seconds), run))
     return found

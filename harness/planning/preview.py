@@ -10,7 +10,7 @@ from rich.table import Table
 from harness.analysis.effect import MIN_TRIALS
 from harness.errors import UsageError
 from harness.planning.claim_points import NO_CLAIM_JUDGED, added_trials, judges_any
-from harness.planning.estimate import engine_builds, revision_builds, wall_s
+from harness.planning.estimate import engine_builds, env_builds, revision_builds, wall_s
 from harness.text import clean
 from harness.units import count
 
@@ -51,7 +51,8 @@ def show(plan: list, req, estimator, console: Console) -> int:
                       duration(wall_s(mine, estimator, workers)),
                       "rough figures" if rough == len(mine) else "previous run" + (f" ({rough} rough)" if rough else ""))
     # Builds run one after another before the first trial (a resumed run's were made when it began).
-    builds = estimator.builds(revision_builds(req.plan) + engine_builds(plan)) if req.run_dir is None else []
+    builds = (estimator.builds(revision_builds(req.plan) + env_builds(req.plan, req.python) + engine_builds(plan))
+              if req.run_dir is None else [])
     building_s = sum(seconds for _, seconds, _ in builds)
     if builds:
         table.add_row("builds", "", "", "", duration(building_s), duration(building_s),

@@ -2,9 +2,11 @@
 factor (rule max, min or flat), both subjects on it, each factor with its 95% interval on a log axis,
 the paper's number it is held to, the region where it would be reproduced, and the verdict's symbol.
 
-rows() decides what is drawn (tested apart from the drawing); draw() draws it. A claim that is no factor
-(same_outputs: bit-for-bit outputs) is named under the plot with its verdicts, never placed on the axis;
-a verdict that is not measurable or not comparable is named on its row, with no point.
+rows() decides what is drawn (tested apart from the drawing); figure() draws it, draw() saves it. A claim
+that is no factor (same_outputs: bit-for-bit outputs) is named under the plot with its verdicts, never placed
+on the axis; a verdict that is not measurable or not comparable is named on its row, with no point. The
+verdicts stand in a column of their own right of the axis; the axis is widened until every factor's text
+ends inside it, and labels only as many decades as fit apart.
 """
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ VERDICT_COLORS = {REPRODUCED: "#1a9641", PARTLY: "#b8860b", NOT_REPRODUCED: "#d6
 PAPER_COLOR, REGION_COLOR, STATED_COLOR = "#b2182b", "#1a9641", "#2166ac"
 ROW_INCHES, OFFSET = 0.62, 0.2  # a claim's height; each subject's line above or below its middle
 FOOT, FOOT_LINE, LEGEND, X_LABELS = 0.12, 0.17, 0.55, 0.6  # inches below the axis, bottom up
+WIDTH, AXIS_LEFT, AXIS_RIGHT = 12.0, 0.2, 0.81  # inches; the axis's ends as shares of them (the verdicts right of it)
+TEXT_SIZE, TICK_SIZE = 7.5, 9  # points: a factor's text, the axis's labels
+TEXT_GAP, TICK_GAP = 1.25, 0.15  # a factor's text starts this factor right of its interval; inches between labels
+VALUE, VERDICT = "value", "verdict"  # the gids of a factor's text and of a verdict's (tests find them by these)
 LEGEND_TEXT = " · ".join(f"{SYMBOLS[v]} {v}" for v in VERDICTS)
 
 
@@ -113,14 +119,15 @@ def slug(name: str) -> str:
 
 
 def _limits(drawn: list[Row]) -> tuple[float, float]:
-    """The log axis's ends: every point, interval and paper's number, ×1, and room on the right for the text."""
+    """The log axis's ends: every point, interval and paper's number, and ×1, with a margin (the room for the
+    factors' texts is _fitted's)."""
     values = [1.0]
     for row in drawn:
         values += [x for m in row.marks for x in (m.factor, m.low, m.high, m.paper) if _finite(x)]
         values += [row.stated] if _finite(row.stated) else []
     low, high = math.log10(min(values)), math.log10(max(values))
     span = max(high - low, 1.0)
-    return 10 ** (low - 0.1 * span - 0.2), 10 ** (high + 0.2 * span + 0.35)
+    return 10 ** (low - 0.1 * span - 0.2), 10 ** (high + 0.1 * span + 0.2)
 
 
 def _subject_style(key: str) -> tuple[str, str]:
@@ -142,10 +149,46 @@ def _draw_mark(ax, m: Mark, y: float, xlim: tuple[float, float]) -> None:
         ax.errorbar(m.factor, y, xerr=errors, fmt=marker, color=color, ecolor=color, elinewidth=1.8, capsize=3,
                     markersize=7 if marker == "D" else 10, markerfacecolor=color if m.has_interval else "white",
                     markeredgewidth=1.4, zorder=5)
-        ax.text(max(m.factor, m.high or m.factor) * 1.25, y, m.text, va="center", fontsize=7.5, color=color,
-                zorder=6, bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.5})
+        ax.text(_text_start(m), y, m.text, va="center", fontsize=TEXT_SIZE, color=color, zorder=6, gid=VALUE,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.5})
     ax.text(1.01, y, f"{SYMBOLS[m.verdict]} {m.verdict}", transform=ax.get_yaxis_transform(), va="center",
-            fontsize=8, color=VERDICT_COLORS.get(m.verdict, "#999999"), fontweight="bold")
+            fontsize=8, color=VERDICT_COLORS.get(m.verdict, "#999999"), fontweight="bold", gid=VERDICT)
+
+
+def _text_start(m: Mark) -> float:
+    return max(m.factor, m.high or m.factor) * TEXT_GAP
+
+
+def _inches(fig, text: str, size: float) -> float:
+    """How wide `text` is drawn at `size` points, measured by the figure's renderer."""
+    probe = fig.text(0, 0, text, fontsize=size)
+    width = probe.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    probe.remove()
+    return width
+
+
+def _fitted(fig, drawn: list[Row], xlim: tuple[float, float]) -> tuple[float, float]:
+    """`xlim` with its right end moved out until every factor's text, begun right of its interval, ends inside
+    the axis (`axis` inches wide): else a long interval's text runs into the verdicts' column."""
+    axis = WIDTH * (AXIS_RIGHT - AXIS_LEFT)
+    low, high = math.log10(xlim[0]), math.log10(xlim[1])
+    for m in (m for row in drawn for m in row.marks if m.factor is not None):
+        # The share of the axis left of where the text may start (its box's pad and a little air counted); a
+        # text wider than most of the axis (none is) would otherwise push its end out without bound.
+        room = max(1 - (_inches(fig, m.text, TEXT_SIZE) + 0.05) / axis, 0.2)
+        # Its start, (start - low) / (high - low) of the way along the axis, must be at most `room` of it.
+        high = max(high, low + (math.log10(_text_start(m)) - low) / room)
+    return xlim[0], 10 ** high
+
+
+def _decades(fig, xlim: tuple[float, float]) -> list[float]:
+    """The decades the axis labels: every k-th, ×1 among them, k the least that keeps the widest label
+    `TICK_GAP` inches clear of the next."""
+    first, last = math.ceil(math.log10(xlim[0])), math.floor(math.log10(xlim[1]))
+    per_decade = WIDTH * (AXIS_RIGHT - AXIS_LEFT) / (math.log10(xlim[1]) - math.log10(xlim[0]))
+    widest = max(_inches(fig, fx(10.0 ** k), TICK_SIZE) for k in range(first, last + 1))
+    every = max(1, math.ceil((widest + TICK_GAP) / per_decade))
+    return [10.0 ** k for k in range(first, last + 1) if k % every == 0]
 
 
 def _legend(fig, top: float) -> None:
@@ -167,23 +210,41 @@ def _legend(fig, top: float) -> None:
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, top), ncol=3, fontsize=8, frameon=False)
 
 
-def _x_axis(ax, xlim: tuple[float, float]) -> None:
-    """Log, labelled as the tables print factors (×0.1, ×1, ×1,000), ×1 drawn across every row."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter  # start-up cost, as in _legend
+def _x_axis(fig, ax, xlim: tuple[float, float]) -> None:
+    """Log, labelled as the tables print factors (×0.1, ×1, ×1,000) at the decades that fit, ×1 drawn across
+    every row."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # start-up cost, as in _legend
 
     ax.axvline(1.0, color="#444444", linewidth=1, zorder=2)
     ax.set_xscale("log")
     ax.set_xlim(*xlim)
+    ax.xaxis.set_major_locator(FixedLocator(_decades(fig, xlim)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: fx(x)))
+    ax.tick_params(axis="x", labelsize=TICK_SIZE)
     ax.xaxis.set_minor_formatter(NullFormatter())  # a short axis would label 2, 3, … 9 as well
     ax.grid(True, axis="x", which="major", alpha=0.3)
 
 
 def draw(judged: list, path: Path, title: str) -> Path | None:
     """The claims' forest plot as a PNG at `path`; None (and no file there) where no claim has a factor."""
+    # A character the font lacks is drawn as a box, not warned of with our source paths (texts are measured
+    # while the figure is made, then drawn).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from")
+        fig = figure(judged, title)
+        if fig is None:
+            path.unlink(missing_ok=True)  # a re-render must not show an older run's picture
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    _pyplot().close(fig)
+    return path
+
+
+def figure(judged: list, title: str):
+    """The claims' forest plot as a matplotlib figure (closed by its caller); None where no claim has a factor."""
     drawn = rows(judged)
     if not any(m.factor is not None for row in drawn for m in row.marks):
-        path.unlink(missing_ok=True)  # a re-render must not show an older run's picture
         return None
     plt = _pyplot()
     footer = [*not_factors(judged), LEGEND_TEXT]
@@ -191,9 +252,9 @@ def draw(judged: list, path: Path, title: str) -> Path | None:
     footer_inches = FOOT + FOOT_LINE * len(footer)
     top, bottom = 0.9, footer_inches + LEGEND + X_LABELS
     height = ROW_INCHES * len(drawn) + top + bottom
-    fig, ax = plt.subplots(figsize=(12, height))
-    fig.subplots_adjust(left=0.2, right=0.81, top=1 - top / height, bottom=bottom / height)
-    xlim = _limits(drawn)
+    fig, ax = plt.subplots(figsize=(WIDTH, height), dpi=100)
+    fig.subplots_adjust(left=AXIS_LEFT, right=AXIS_RIGHT, top=1 - top / height, bottom=bottom / height)
+    xlim = _fitted(fig, drawn, _limits(drawn))
     for y, row in enumerate(drawn):
         if y % 2:
             ax.axhspan(y - 0.5, y + 0.5, color="#f2f2f2", zorder=0)
@@ -204,7 +265,7 @@ def draw(judged: list, path: Path, title: str) -> Path | None:
         if helds and _finite(row.stated) and not any(math.isclose(h, row.stated) for h in helds):
             ax.plot([row.stated] * 2, [y - 0.45, y + 0.45], color=STATED_COLOR, linestyle="--", linewidth=1.6,
                     zorder=4)
-    _x_axis(ax, xlim)
+    _x_axis(fig, ax, xlim)
     ax.set_ylim(len(drawn) - 0.5, -0.5)
     ax.set_yticks(range(len(drawn)), [clean(r.label, newlines=True) for r in drawn], fontsize=8)
     ax.tick_params(axis="y", length=0)
@@ -213,10 +274,4 @@ def draw(judged: list, path: Path, title: str) -> Path | None:
     ax.set_title(f"{clean(title)}\nThe paper's claims: each subject's factor with its 95% interval", fontsize=11)
     _legend(fig, (footer_inches + LEGEND) / height)
     fig.text(0.02, FOOT / height, "\n".join(clean(line) for line in footer), fontsize=8, va="bottom", color="#333333")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A character the font lacks is drawn as a box, not warned of with our source paths.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from")
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return fig

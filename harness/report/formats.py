@@ -4,7 +4,9 @@ A note that several rows share is written once under the table, numbered (tables
 their Notes cells refer to it; html.py numbers them alike.
 
 Markdown and LaTeX show the formatted cells; the CSV keeps the raw numbers (SI units: seconds,
-bytes, joules, clocks) so that a reader can recompute anything.
+bytes, joules, clocks; a share as a fraction of 1) so that a reader can recompute anything, each column
+named with its unit where the Markdown shows another (time_per_iter_s beside µs, peak_private_bytes beside
+MiB, energy_total_j beside mWh, peak_share_fraction beside %: harness/analysis/metrics.py's keys).
 """
 from __future__ import annotations
 
