@@ -22,14 +22,15 @@ EXAMPLES = """examples:
   burtbench compare "RUN@autograd==1.7.0" "RUN@autograd==1.9.1"    two environments of one run
   burtbench envs --prune                          the cached environments; delete those unused for 30 days
   burtbench run --resume results/20261121-101500-quick
-  burtbench run --profile paper --dry-run          the plan and its estimated time, nothing run
-  burtbench run --cpus 2-15                        14 trials at once, each on its own core
-  burtbench run --profile paper --shard 2/4        the second of 4 machines; then: burtbench merge RUN... --out DIR
+  burtbench run --profile paper --dry-run         the plan and its estimated time, nothing run
+  burtbench run --cpus 2-15                       14 trials at once, each on its own core
+  burtbench run --profile paper --shard 2/4       the second of 4 machines; then: burtbench merge RUN... --out DIR
   burtbench run --profile paper --slurm --wait --partition cpu --constraint epyc7763
                                                   a SLURM job array, resubmitted where it fails, merged and reported
-  burtbench report results/20261121-101500-quick     tables, figures and index.html in reports/<run-id>/
+  burtbench report results/20261121-101500-quick  tables, figures and index.html in reports/<run-id>/
   burtbench compare RUN_A RUN_B --fail-if-slower 10
-  burtbench claims results/machines/*              the claims on several runs: one machine's pooled, machines apart
+  burtbench claims results/reference results/machines/*
+                                                  the claims on several runs: one machine's pooled, machines apart
   burtbench run --workload mlp --param hidden_dim=4,1024 --param batch=1 --data-dir data
   burtbench fetch-data --data-dir data
   burtbench fetch-upstream                        the authors' BurTorch at the pinned commit (burtorch-authors engines)
@@ -68,11 +69,13 @@ HELP = {
                """  burtbench report results/20261121-101500-quick               writes reports/20261121-101500-quick/
   burtbench report results/reference --report-dir /tmp/reports   elsewhere than ./reports"""),
     "claims": ("Judge the paper's claims on several runs. Runs of one machine (CPU model, OS, framework versions) "
-               "pool their trials into one verdict per claim and subject, with a narrower interval than one run "
-               "gives; runs of different machines are judged apart, one column each, and every claim says on how "
-               "many machines it holds. Runs of different --timing or profiles are refused.",
+               "pool their trials into one verdict per claim and subject, its interval over the runs' own "
+               "factors (runs that agree give a surer verdict than either alone); runs of different machines are "
+               "judged apart, one column each, and every claim says on how many machines it holds. Runs of "
+               "different --timing or profiles are refused.",
                """  burtbench claims results/RUN_1 results/RUN_2 results/RUN_3           three runs of this machine, pooled
-  burtbench claims results/machines/* --report-dir reports/reference   every machine the project has runs from"""),
+  burtbench claims results/reference results/machines/* --report-dir reports/reference
+                                                  every machine the project has runs from (make reference-report)"""),
     "compare": ("Compare two runs, or two environments of one versions run: per engine, workload and "
                 "parameters, the ratio B/A of time and memory with a 95% interval.",
                 """  burtbench compare results/RUN_A results/RUN_B
