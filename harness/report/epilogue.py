@@ -146,9 +146,10 @@ LEGEND = ("✓ reproduced, ≈ partly (the paper's direction, short of its numbe
           "of ×1: better or worse than claimed, for BurTorch), ? undecided, ≠ not comparable, – not measurable")
 READING = (f"×factor: the other engine's time (or memory) over BurTorch's, [its 95% interval], trials of the subject/"
            f"of the other engine; a trial's time: the {STATISTIC}")
-MEANING = ("95%: an interval made this way holds the true factor in 95 of 100 repeats of the run, so a verdict "
-           "decided on one is wrong about 1 time in 20 when the factor sits on its boundary, far less often when far "
-           "from it (burtbench calibrate measures how often they hold on this machine)")
+MEANING = ("95%: an interval made this way holds the factor another run of the plan on this machine would give in "
+           "95 of 100 runs (a time factor's interval carries what the machine adds beyond one run's rounds), so a "
+           "verdict decided on one is wrong about 1 time in 20 when the factor sits on its boundary, far less often "
+           "when far from it (burtbench calibrate measures how often they hold on this machine)")
 
 
 def _tally(judged: list, key: str) -> dict:
