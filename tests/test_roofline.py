@@ -1,8 +1,10 @@
 """Each training point's roofline bound (harness/machine/roofs.py) under fixed roofs, hand-computed; every engine's
-time as its share in the report table, `make perf-grid`'s table and the roofline figure (harness/report/roofline.py);
+time as its share in the report table, `make perf-grid`'s table and the roofline figure (harness/report/roofline.py,
+each point labelled with ours' and the best other framework's shares, the labels apart);
 "n/a" with the reason, and no figure, where the run measured no bandwidth."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from test_claims import LINUX
 from test_forest import png_size
@@ -14,6 +16,8 @@ from harness.commands import versus
 from harness.machine import roofs
 from harness.report import roofline
 from harness.report.figures import engine_style
+from harness.analysis.metrics import point_bound
+from harness.analysis.points import in_order, run_points
 from harness.analysis.tables import build_tables
 from harness.store.runs import load_run
 from workloads import load
@@ -62,32 +66,15 @@ def test_a_working_set_past_every_cache_is_served_by_dram():
                                                                               (2**25 - 2**21) / 2**26, 0.5])
 
 
-def stream_share(machine, working_set, rate):
-    """A read sweep over `working_set` bytes timed at `rate`: its bound over its time."""
-    return machine.memory_seconds(working_set, 0, working_set) / (working_set / rate)
-
-
-@pytest.mark.parametrize("level", ["L1", "L2", "L3", "DRAM"])
-def test_a_streaming_kernel_of_known_bytes_lands_within_80_to_100_percent_of_its_bound_at_each_level(level):
-    """The probe's own sweep at each level, timed at the rate the probe measured there (as a kernel that streams
-    at the machine's best does): no share above 100%, none below 80%. At DRAM the stream is eight times the last
-    cache, as a floor must let a cache keep its size of any stream (the probe's own DRAM set, twice L3, would
-    find half its bytes in L3 under the best replacement)."""
-    found = next(lv for lv in LEVELS if lv["level"] == level)
-    working_set = found["working_set_bytes"] if level != "DRAM" else 8 * 2**25
-    share = stream_share(MACHINE, working_set, found["read_bytes_per_s"])
-    assert 0.8 <= share <= 1.0
-    assert (share == 1.0) == (level == "L1")
-
-
 @pytest.mark.parametrize("working_set", [1_000, 40_000, 100_000, 3_000_000, 2**25, 10**9])
 def test_no_step_at_the_machines_best_exceeds_its_bound_even_where_a_probe_read_a_near_level_slowly(working_set):
     """A probe's noise (here L2 read slower than L3) must not push a bound above a step that runs at the best rate
     measured at or beyond where its working set fits: a nearer level counts at least a farther one's rate."""
-    noisy = roofs.Roofs(100.0, [{**lv, "read_bytes_per_s": 20e9} if lv["level"] == "L2" else lv for lv in LEVELS], "noisy")
+    noisy = roofs.Memory([{**lv, "read_bytes_per_s": 20e9} if lv["level"] == "L2" else lv for lv in LEVELS])
     fits = noisy.level_for(working_set)
     farther = noisy.levels[noisy.levels.index(fits):]
-    assert stream_share(noisy, working_set, max(lv["read_bytes_per_s"] for lv in farther)) <= 1.0 + 1e-12
+    best = (max(lv["read_bytes_per_s"] for lv in farther), max(lv["rmw_bytes_per_s"] for lv in farther))
+    assert max(noisy.stream_shares(working_set, *best)) <= 1.0 + 1e-12
 
 
 def test_without_a_roof_there_is_no_bound_and_the_reason_says_which():
@@ -153,6 +140,37 @@ def test_the_roofline_figure_renders_every_engines_points_under_the_roofs(tmp_pa
     assert figure.png.name == "fig_roofline_mlp.png" and figure.pdf.exists()
     width, height = png_size(figure.png)
     assert 800 < width < 2000 and 500 < height < 1200
+
+
+def test_the_roofline_figure_labels_each_point_with_ours_and_the_best_frameworks_share_of_its_bound(tmp_path):
+    run = load_run(run_with(tmp_path / "run", NATIVE))
+    marks = [roofline.Mark(p, point_bound(p, MACHINE)) for p in in_order(run_points(run))]
+    found = {label.text: label for label in roofline.labels("mlp", marks, 100.0)}
+    mlp, b1_flops = load("mlp"), 6_457_344
+    b64 = roofs.bound(mlp, {"hidden_dim": 1024, "batch": 64}, "fp32", MACHINE)
+    b1_text = (f"hidden_dim=1024 batch=1\nroof 50% / 25%, peak {b1_flops / (2 * B1_BOUND) / 100e9:.0%} / "
+               f"{b1_flops / (4 * B1_BOUND) / 100e9:.0%}")
+    b64_text = (f"hidden_dim=1024 batch=64\nroof {b64.seconds / 5e-3:.0%} / {b64.seconds / 8e-3:.0%}, "
+                f"peak {b64.flops / 5e-3 / 100e9:.0%} / {b64.flops / 8e-3 / 100e9:.0%}")
+    assert set(found) == {b1_text, b64_text}, "the point, then ours' and the best framework's shares of bound and peak"
+    b1 = found[b1_text]
+    assert b1.y == pytest.approx(b1.gap[0]) and b1.gap[0] == pytest.approx(2 * b1.gap[1]), "at ours, down to the peer"
+
+
+def test_labels_of_near_points_are_stacked_apart_inside_the_axes_and_clear_of_the_legend():
+    """Points as the MLP's fall: five b = 1 points at one intensity, close in GFLOP/s; b = 64 ones far right, near the
+    top. No two labels that reach across one another share a height, none leaves the axes, none crosses the legend."""
+    x, y = np.log10([0.5, 0.5, 0.51, 0.5, 0.52, 2.6, 23, 30]), np.log10([20, 21, 20, 22, 18, 33, 95, 99])
+    x_span, y_span = (-1.0, 2.0), (-2.0, 2.0)
+    heights, left = roofline.placed(x, y, x_span, y_span)
+    reach, offset, gap = roofline.LABEL_REACH * 3, np.log10(roofline.LABEL_OFFSET), roofline.LABEL_HEIGHT * 4
+    start = np.where(left, x - offset - reach, x + offset)
+    for i in range(len(x)):
+        for j in range(i):
+            if abs(start[i] - start[j]) < reach:
+                assert abs(heights[i] - heights[j]) >= gap - 1e-9, (i, j)
+    assert (heights >= -2.0 + gap - 1e-9).all() and (heights <= 2.0 - gap + 1e-9).all()
+    assert list(left) == [False] * 6 + [True] * 2 and (start + reach <= 2.0).all(), "the right third's on the left"
 
 
 def test_every_engine_of_the_registry_has_a_colour_and_marker_no_other_shares():

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from engines import all_engines
 from engines.base import split_id
+from engines.none import FLOOR
 from harness.analysis.stats import coefficient_of_variation, relative_half_width
 from harness.store.results import params_key
 from harness.store.run_plan import DEFAULT_NOISE_THRESHOLD
@@ -241,6 +242,13 @@ def in_order(points: dict[PointKey, Point]) -> list[Point]:
     at = {p: k for k, p in enumerate(dict.fromkeys(key.params for key in points))}
     return sorted(points.values(), key=lambda p: (workloads[p.workload], at[p.key.params],
                                                   registry.get(split_id(p.engine)[0], len(registry)), p.engine))
+
+
+def best_peer(at_point: list[Point], engine: str) -> Point | None:
+    """The fastest of one point's engines whose framework (an id's first part) is not `engine`'s: the best
+    framework beside ours there, as `make perf-grid` and the roofline figure set it; the floor is none."""
+    peers = [p for p in at_point if p.engine.split("/")[0] != engine.split("/")[0] and p.engine != FLOOR]
+    return min(peers, key=Point.time_mean, default=None)
 
 
 _grouped: tuple = (None, {})  # (the run last grouped, its points): a report groups its run once

@@ -147,14 +147,15 @@ def uncounted(points: dict) -> str | None:
 
 
 def shown_params(workload: str, params: dict, separator: str = " ") -> str:
-    """The parameters that tell a workload's points apart, each after `separator`: those of a
-    one-value grid say nothing."""
+    """The parameters that tell a workload's points apart, each after `separator`, in its grid's order (a
+    trial keeps them sorted): those of a one-value grid say nothing."""
     try:
         grid = load(workload).grid
     except KeyError:
         grid = {}
-    shown = {k: v for k, v in params.items() if len(grid.get(k, (0, 1))) > 1}
-    return "".join(f"{separator}{k}={param_text(v)}" for k, v in shown.items())
+    order = {k: n for n, k in enumerate(grid)}
+    shown = [k for k in sorted(params, key=lambda k: order.get(k, len(order))) if len(grid.get(k, (0, 1))) > 1]
+    return "".join(f"{separator}{k}={param_text(params[k])}" for k in shown)
 
 
 def param_text(value) -> str:

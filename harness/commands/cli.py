@@ -128,6 +128,7 @@ def build_parser() -> Parser:
                         help="the core a run will use (run --cpu N): its load and isolation are checked (default: "
                              "the last core, where a run pins its trials)")
     doctor.add_argument("--remeasure", action="store_true", help="measure the core's bandwidth and peak again, "
+                        "time a stream of known bytes at each level against the new roofs (its share of its bound), "
                         "and forget its cached library SGEMM times (the next run measures them)")
     doctor.add_argument("--interference", action="store_true",
                         help="measure what running trials in parallel costs: a reference trial alone, then with "

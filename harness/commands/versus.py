@@ -19,8 +19,7 @@ import json
 from pathlib import Path
 
 from engines.base import BASELINE
-from engines.none import FLOOR
-from harness.analysis.points import group
+from harness.analysis.points import best_peer, group
 from harness.machine import roofs
 from harness.machine.peak import fp32_peak
 from harness.measure import affinity
@@ -39,12 +38,9 @@ def rows(trials: list[dict], engine: str) -> list[tuple]:
         by_point.setdefault((point.workload, point.key.params), {})[point.engine] = point
     out = []
     for (workload, params), engines in by_point.items():
-        ours = engines.get(engine)
-        peers = [p for name, p in engines.items()
-                 if name.split("/")[0] != engine.split("/")[0] and name != FLOOR]  # the floor is no framework
-        if ours is None or not peers:
+        ours, best = engines.get(engine), best_peer(list(engines.values()), engine)
+        if ours is None or best is None:
             continue
-        best = min(peers, key=lambda p: p.time_mean())
         out.append((workload, params, ours.time_mean(), best.engine, best.time_mean(), best.time_mean() / ours.time_mean(),
                     ours.mean("peak_resident_bytes"), best.mean("peak_resident_bytes"),
                     engines[BASELINE].time_mean() if BASELINE in engines else None))

@@ -4,14 +4,17 @@
 pinned core: a read sweep (bytes read per second) and an in-place update (bytes read plus bytes
 written per second, as an SGD update moves them). The working sets come from the core's own cache
 sizes (Linux: /sys/devices/system/cpu/cpuN/cache/index*/): half of the first level, so that the
-buffer stays there beside the stack; at each other level half of it or four times the level below,
+buffer stays there beside the stack; at each other level half of it or PAST_BELOW times the level below,
 whichever is less: past the level below and at the scale a step's data has (a virtual machine may list
-a last level far larger than one core reaches at its speed); and twice the last level (at least
-MIN_DRAM) for DRAM, which no cache keeps. Where the machine does not say its cache sizes, ASSUMED stands in and
-the record says so. Timings are kept per CPU model, core and working sets (CACHE_FILE beside the ceiling's,
-declared in harness/records/machine.py with when it was measured and how busy the core was), so the probe
-runs once per core; one made on a busy core serves its run but is not kept; `doctor --remeasure` measures it
-again. A run's manifest keeps the record (its "native" "bandwidth").
+a last level far larger than one core reaches at its speed); and PAST_BELOW times the last level (at least
+MIN_DRAM) for DRAM. The roofline charges each byte to the fastest level that can hold it
+(machine/roofs.py), so a sweep over a set PAST_BELOW times the level below has at most 1/PAST_BELOW of its
+bytes charged below: the probe's own stream, timed again, lands within roofs.LEAST_STREAM_SHARE-100% of its
+bound at each level (`doctor --remeasure` shows it: streams). Where the machine does not say its cache
+sizes, ASSUMED stands in and the record says so. Timings are kept per CPU model, core and working sets
+(CACHE_FILE beside the ceiling's, declared in harness/records/machine.py with when it was measured and how
+busy the core was), so the probe runs once per core; one made on a busy core serves its run but is not kept;
+`doctor --remeasure` measures it again. A run's manifest keeps the record (its "native" "bandwidth").
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from pathlib import Path
 
 from engines import children
 from engines.base import find_executable
-from harness.machine import host
+from harness.machine import host, roofs
 from harness.machine.doctor_measures import Finding
 from harness.records.base import Damaged, parse, read_cache, validate
 from harness.records.machine import BandwidthCache, BandwidthEntry, BandwidthProbe, cache_dir
@@ -36,6 +39,9 @@ KIB = 1024
 # Cache sizes of a common core of today, where the machine does not say its own.
 ASSUMED = {"L1": 32 * KIB, "L2": 1 * MIB, "L3": 32 * MIB}
 MIN_DRAM = 64 * MIB
+# How far past the level below each working set reaches: at most 1/PAST_BELOW of a stream's bytes charged to
+# the caches below, so a stream at a level's rate lands at no less than roofs.LEAST_STREAM_SHARE of its bound.
+PAST_BELOW = round(1 / (1 - roofs.LEAST_STREAM_SHARE))
 DRAM = "DRAM"
 
 
@@ -70,9 +76,9 @@ def working_sets(sizes: dict[str, int]) -> dict[str, int]:
     """The probe's working set at each level (sizes in the order of the levels), as the module's docstring says."""
     sets, below = {}, None
     for level, size in sizes.items():
-        sets[level] = size // 2 if below is None else min(size // 2, 4 * below)
+        sets[level] = size // 2 if below is None else min(size // 2, PAST_BELOW * below)
         below = size
-    return {**sets, DRAM: max(2 * max(sizes.values()), MIN_DRAM)}
+    return {**sets, DRAM: max(PAST_BELOW * max(sizes.values()), MIN_DRAM)}
 
 
 def probe(sizes: list[int], cpu: int, driver: str | None = None) -> tuple[dict | None, str]:
@@ -162,13 +168,50 @@ def table(record: dict) -> list[str]:
     return lines
 
 
-def finding(cpu: int, sys_root: str | Path = "/sys", again: bool = False) -> Finding:
-    """doctor's line: the roofs of core `cpu` (measured once per CPU model and core, or `again`), or why there are none."""
+def findings(cpu: int, sys_root: str | Path = "/sys", again: bool = False) -> list[Finding]:
+    """doctor's lines: the roofs of core `cpu` (measured once per CPU model and core, or `again`), or why there
+    are none; `again` (doctor --remeasure), a stream timed against those roofs at each level too (streams)."""
     record = measure(cpu, sys_root, again=again)
     if record["levels"] is None:
-        return Finding("info", "bandwidth", f"memory bandwidth not measured: {record['reason']}",
-                       "make setup builds burtorch-bench")
+        return [Finding("info", "bandwidth", f"memory bandwidth not measured: {record['reason']}",
+                        "make setup builds burtorch-bench")]
     rates = "; ".join(f"{lv['level']} (set {size_text(lv['working_set_bytes'])}) {lv['read_bytes_per_s'] / 1e9:.0f}/"
                       f"{lv['rmw_bytes_per_s'] / 1e9:.0f}" for lv in record["levels"])
-    return Finding("ok", "bandwidth", f"read/read-modify-write GB/s on cpu{cpu}: {rates} ({record['source']}; "
-                                      f"cache sizes: {record['sizes_source']})")
+    found = Finding("ok", "bandwidth", f"read/read-modify-write GB/s on cpu{cpu}: {rates} ({record['source']}; "
+                                       f"cache sizes: {record['sizes_source']})")
+    return [found, stream_finding(streams(record, cpu))] if again else [found]
+
+
+def streams(record: dict, cpu: int, driver: str | None = None) -> dict:
+    """The probe's sweeps as streams of known bytes, one per level's working set of `record` (measure's), timed
+    again on core `cpu`: each one's share of its bound under the record's roofs (machine/roofs.py), in whole
+    percent as shown. {"levels": [{"level", "working_set_bytes", "read_pct", "rmw_pct"}, ...], "source"};
+    "levels": None and the "reason" where the stream cannot be timed."""
+    sets = [level["working_set_bytes"] for level in record["levels"]]
+    rates, how = probe(sets, cpu, driver)
+    if rates is None:
+        return {"levels": None, "reason": how}
+    memory = roofs.Memory(record["levels"])
+    levels = []
+    for level, size, read, rmw in zip(record["levels"], sets, rates["read"], rates["rmw"]):
+        read_share, rmw_share = memory.stream_shares(size, read, rmw)
+        levels.append({"level": level["level"], "working_set_bytes": size, "read_pct": round(100 * read_share),
+                       "rmw_pct": round(100 * rmw_share)})
+    return {"levels": levels, "source": how}
+
+
+def stream_finding(found: dict) -> Finding:
+    """streams' line: a stream's share of its bound at each level, read/read-modify-write; a warning where one
+    lies outside roofs.LEAST_STREAM_SHARE-100% as shown: on this core now the roofs are no floor, or a loose one."""
+    if found["levels"] is None:
+        return Finding("info", "stream", f"no stream timed against the roofs: {found['reason']}")
+    shares = "; ".join(f"{lv['level']} {lv['read_pct']}%/{lv['rmw_pct']}%" for lv in found["levels"])
+    message = (f"a stream of known bytes at each level's set, as a share of its roofline bound, "
+               f"read/read-modify-write: {shares}")
+    least = round(100 * roofs.LEAST_STREAM_SHARE)
+    outside = [lv["level"] for lv in found["levels"] if not all(least <= lv[k] <= 100 for k in ("read_pct", "rmw_pct"))]
+    if not outside:
+        return Finding("ok", "stream", f"{message} ({found['source']})")
+    return Finding("warn", "stream", f"{message}: outside {least}-100% at {', '.join(outside)} ({found['source']})",
+                   "the machine's load (a shared host's memory bandwidth too) changed between the roofs and the "
+                   "stream: doctor --remeasure when it is quiet")

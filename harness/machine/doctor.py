@@ -33,7 +33,8 @@ def diagnose(cpu: int | None = None, sys_root: str | Path = "/sys", proc_root: s
              results: str | Path = "results", remeasure: bool = False) -> list[Finding]:
     """Findings about the machine and the core `cpu` (default: the core a run would use); `results`:
     the results folder its calibration is kept under; `remeasure`: the core's machine facts (bandwidth,
-    peak, library ceilings) measured again rather than read from the cache."""
+    peak, library ceilings) measured again rather than read from the cache, and a stream timed against the
+    new roofs at each level."""
     cpu = affinity.default_cpu() if cpu is None else cpu
     sys_root, proc_root = Path(sys_root), Path(proc_root)
     facts = machine.describe(sys_root, proc_root)
@@ -47,7 +48,7 @@ def diagnose(cpu: int | None = None, sys_root: str | Path = "/sys", proc_root: s
                  isolation_finding(facts, cpu), virtualization_finding(facts)]
     findings += pinned_core_findings(cpu, proc_root, watch_s, sleep)
     findings += measure_findings(perf, sys_root, proc_root)
-    findings += [valgrind_finding(), burn_finding(), bandwidth.finding(cpu, sys_root, again=remeasure)]
+    findings += [valgrind_finding(), burn_finding(), *bandwidth.findings(cpu, sys_root, again=remeasure)]
     if remeasure:
         findings += remeasured(cpu)
     # Burn 0.20's release claim names this backend (workloads/claims_burn.csv): say why it has no row.

@@ -12,6 +12,12 @@ noise never makes the bound exceed a step that runs at the machine's best. The l
 whole working set fits (the smallest cache that holds it, else DRAM). A time shown as a share of the bound
 says how near a step runs to what the machine can do: 100% is at the roof. A run whose manifest lacks a roof
 has no bound, and the reason says which.
+
+The bound is no looser than LEAST_STREAM_SHARE for a stream: the probe's own sweep over a level's working
+set, run at that level's rate, has at most 1 - LEAST_STREAM_SHARE of its bytes charged to the faster caches
+below (machine/bandwidth.py sizes each working set past the level below by PAST_BELOW, where the level
+allows it, and the DRAM set past the last cache), so it lands within 80-100% of its bound; `doctor
+--remeasure` times such a stream at each level again and shows its share (machine/bandwidth.py's streams).
 """
 from __future__ import annotations
 
@@ -19,13 +25,15 @@ from dataclasses import dataclass
 from typing import Mapping
 
 COMPUTE, MEMORY = "compute", "memory"
+# The least share of its bound a stream at a level's own best rate lands at (the module's docstring).
+LEAST_STREAM_SHARE = 0.8
 
 
 @dataclass(frozen=True)
-class Roofs:
-    peak_gflops: float
-    levels: list[dict]  # machine/bandwidth.py's record: size_bytes (None for DRAM), read/rmw_bytes_per_s
-    source: str  # how both were measured
+class Memory:
+    """The memory roofs alone: machine/bandwidth.py's record of each level, size_bytes (None for DRAM) and
+    read/rmw_bytes_per_s."""
+    levels: list[dict]
 
     def level_for(self, working_set: int) -> dict:
         """The smallest level whose size holds `working_set` bytes; the last (DRAM) where none does."""
@@ -51,6 +59,18 @@ class Roofs:
         of `working_set` bytes."""
         return sum(share * (read / read_rate + updated / rmw_rate)
                    for share, read_rate, rmw_rate in self.served(max(working_set, 1)))
+
+    def stream_shares(self, working_set: int, read_rate: float, rmw_rate: float) -> tuple[float, float]:
+        """A stream of known bytes as the probe runs it, a read sweep over `working_set` bytes at `read_rate` and
+        an in-place update at `rmw_rate` (bytes read plus written per second): each one's bound over its time."""
+        return (share(self.memory_seconds(working_set, 0, working_set), working_set / read_rate),
+                share(self.memory_seconds(0, 2 * working_set, working_set), 2 * working_set / rmw_rate))
+
+
+@dataclass(frozen=True)
+class Roofs(Memory):
+    peak_gflops: float
+    source: str  # how both were measured
 
 
 @dataclass(frozen=True)
@@ -84,7 +104,7 @@ def roofs(native: Mapping | None) -> tuple[Roofs | None, str]:
         return None, "no memory bandwidth in this run (its manifest predates burtorch-bench --bandwidth)"
     if not measured.get("levels"):
         return None, f"no memory bandwidth in this run: {measured.get('reason')}"
-    return Roofs(float(peak), measured["levels"],
+    return Roofs(measured["levels"], float(peak),
                  f"peak {peak:.1f} GFLOP/s ({native.get('peak_source')}); bandwidth {measured.get('source')}, "
                  f"cache sizes: {measured.get('sizes_source')}"), ""
 
