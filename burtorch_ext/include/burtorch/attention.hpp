@@ -50,13 +50,6 @@ struct AttentionRecord {
 // lengths, each row of 8 scores one vector.
 inline constexpr std::size_t kSmallBlock = 8, kSmallHead = 4;
 
-// e^x over a row of scores, in place (FP32: eight lanes at a time, tanh_block.hpp).
-template <class T>
-BURTORCH_INLINE void expRow(T* row, std::size_t n) noexcept {
-  if constexpr (std::is_same_v<T, float>) kernels::expMany(row, n);
-  else for (std::size_t u = 0; u < n; ++u) row[u] = std::exp(row[u]);
-}
-
 // One sequence's head as small arrays: row-major (n x hd) where a loop broadcasts an element,
 // transposed (hd x n) where it runs over the tokens, so that every inner loop runs over n
 // contiguous values. kN, kHd: the sizes where known at compile time (0: n, hd at run time).
@@ -93,7 +86,7 @@ BURTORCH_INLINE void attendOneHead(const Head<kN, kHd, T>& h, const T* BURTORCH_
     T peak = row[0] * h.scale;
     for (std::size_t u = 0; u <= t; ++u) peak = std::max(peak, row[u] * h.scale);
     for (std::size_t u = 0; u < n; ++u) row[u] = row[u] * h.scale - peak;
-    expRow(row, n);
+    kernels::expMany(row, n);  // FP32: eight lanes at a time (tanh_block.hpp)
     T sum = 0;
     for (std::size_t u = 0; u < n; ++u) {
       row[u] = u <= t ? row[u] : T(0);  // the causal mask

@@ -10,7 +10,7 @@
 //
 // The scalar operators' derivatives are here; the n-ary operators and the fused layers keep
 // theirs next to their forward, with the record they read (reductions.hpp, inner_product.hpp,
-// linear.hpp, layer_norm.hpp, attention.hpp).
+// linear.hpp, layer_norm.hpp, attention.hpp, add_block.hpp, loss.hpp).
 #pragma once
 
 #include <algorithm>
@@ -18,10 +18,12 @@
 #include <cstddef>
 #include <memory>
 
+#include "burtorch/add_block.hpp"
 #include "burtorch/attention.hpp"
 #include "burtorch/inner_product.hpp"
 #include "burtorch/layer_norm.hpp"
 #include "burtorch/linear.hpp"
+#include "burtorch/loss.hpp"
 #include "burtorch/reductions.hpp"
 #include "burtorch/scalar_ops.hpp"
 #include "burtorch/sweep.hpp"
@@ -143,6 +145,8 @@ BURTORCH_INLINE void propagate(Sweep<T>& s, Op op, Index& i, Args args, T gi) no
     case Op::LinearRow: continueBelow(s, i, linearRowBackward<T>(s.reached, s.low, s.floor, i, b)); break;
     case Op::LayerNormRow: continueBelow(s, i, layerNormRowBackward<T>(s.reached, s.low, s.floor, i, a, b)); break;
     case Op::AttentionRow: continueBelow(s, i, attentionRowBackward<T>(s.reached, s.low, s.floor, i, a)); break;
+    case Op::AddBlock: continueBelow(s, i, addBlockBackward<T>(s.reached, s.low, s.floor, i, a)); break;
+    case Op::CrossEntropyBlock: continueBelow(s, i, crossEntropyBackward<T>(s.reached, s.low, s.floor, i, a)); break;
     default: BURTORCH_UNREACHABLE();  // every Op is handled above
   }
 }

@@ -9,11 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "burtorch/add_block.hpp"
 #include "burtorch/attention.hpp"
 #include "burtorch/inner_product.hpp"
 #include "burtorch/layer_norm.hpp"
 #include "burtorch/linear.hpp"
 #include "burtorch/lists.hpp"
+#include "burtorch/loss.hpp"
 #include "burtorch/scalar_ops.hpp"
 
 namespace burtorch {
@@ -70,6 +72,15 @@ void forEachOperand(const Pool<T>& pool, Index i, F f) {
     for (std::size_t u = 0; u <= t; ++u)
       for (std::size_t c = 0; c < a.headSize; ++c) f(a.key + static_cast<Index>(a.at(sequence, u, head) + c));
     for (std::size_t u = 0; u <= t; ++u) f(a.value + static_cast<Index>(a.at(sequence, u, head) + j));
+  } else if (op == Op::AddBlock) {
+    const auto sum = readRecord<AddBlockRecord>(links + args.a);
+    const std::size_t k = i - sum.firstOutput;
+    visitList(links, sum.x, [&](auto at) { f(at(k)); });
+    visitList(links, sum.y, [&](auto at) { f(at(k)); });
+  } else if (op == Op::CrossEntropyBlock) {
+    const auto ce = readRecord<CrossEntropyRecord<T>>(links + args.a);
+    const std::size_t first = (i - ce.firstOutput) * ce.rowsPerLoss * ce.vocab;
+    for (std::size_t k = 0; k < ce.rowsPerLoss * ce.vocab; ++k) f(ce.firstLogit + static_cast<Index>(first + k));
   }
 }
 

@@ -196,7 +196,7 @@ class LayerNorm {
   void forwardRows(std::span<const Value<T>> x, std::span<Value<T>> out) const noexcept {
     const std::size_t rows = x.size() / dim_;
     BURTORCH_ASSERT(x.size() == rows * dim_ && out.size() == x.size());
-    if (rows < 2 || !affine() || !isRun(x)) {
+    if (rows < 2 || !affine() || !consecutive(x)) {
       for (std::size_t r = 0; r < rows; ++r) forward(x.subspan(r * dim_, dim_), out.subspan(r * dim_, dim_));
       return;
     }
@@ -213,12 +213,6 @@ class LayerNorm {
   }
 
  private:
-  static bool isRun(std::span<const Value<T>> x) noexcept {
-    for (std::size_t k = 1; k < x.size(); ++k)
-      if (x[k].index() != x[0].index() + k) return false;
-    return true;
-  }
-
   template <class At>
   std::pair<T, T> rowStats(const T* v, At xAt) const noexcept {
     const T m = detail::reduceForward(Op::ReduceMean, v, xAt, dim_);

@@ -156,6 +156,14 @@ auto toList(const R& xs) noexcept {
   return RecordedList<T>{at, static_cast<Index>(handles.size())};
 }
 
+// Whether the handles are consecutive nodes (a layer's outputs), which a fused block reads as arrays.
+template <class T>
+bool consecutive(std::span<const Value<T>> xs) noexcept {
+  for (std::size_t k = 1; k < xs.size(); ++k)
+    if (xs[k].index() != xs[0].index() + k) return false;
+  return true;
+}
+
 // What n-ary operators accept: anything toList() records.
 template <class L>
 concept ValueList = requires(const L& xs) { toList(xs); };

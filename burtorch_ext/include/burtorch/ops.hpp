@@ -1,7 +1,7 @@
 // The node kinds: the operators of the paper's Table 8, plus unary minus, two operators with a
 // constant (x + c, x^c), log-sum-exp (which softmax and cross-entropy need) and the outputs of
-// the fused layers. A node holds its op and two words, a and b: operand indices, or offsets
-// into the pool's link array where its operand list or record is.
+// the fused layers and blocks. A node holds its op and two words, a and b: operand indices, or
+// offsets into the pool's link array where its operand list or record is.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,10 @@ enum class Op : std::uint16_t {
   LayerNormRow,
   // output j of one attention head for one query: an AttentionRecord at link a (attention.hpp)
   AttentionRow,
+  // output k of a block of sums x[k] + y[k]: an AddBlockRecord at link a (add_block.hpp)
+  AddBlock,
+  // loss s of a block of cross-entropies: a CrossEntropyRecord at link a (loss.hpp)
+  CrossEntropyBlock,
 };
 
 constexpr const char* opName(Op op) noexcept {
@@ -71,6 +75,8 @@ constexpr const char* opName(Op op) noexcept {
     case Op::LinearRow: return "linearRow";
     case Op::LayerNormRow: return "layerNormRow";
     case Op::AttentionRow: return "attentionRow";
+    case Op::AddBlock: return "addBlock";
+    case Op::CrossEntropyBlock: return "crossEntropyBlock";
   }
   return "?";
 }

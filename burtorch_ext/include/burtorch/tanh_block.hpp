@@ -67,6 +67,11 @@ inline void expMany(float* v, std::size_t n) noexcept {
   for (; k < n; ++k) v[k] = std::exp(std::max(v[k], -87.0f));
 }
 
+// The same in FP64, std::exp value by value (no clamp: FP64 holds e^-87 and far below).
+inline void expMany(double* v, std::size_t n) noexcept {
+  for (std::size_t k = 0; k < n; ++k) v[k] = std::exp(v[k]);
+}
+
 // v[k] = tanh(v[k]) for k < n, FP32.
 inline void tanhMany(float* v, std::size_t n) noexcept {
   std::size_t k = 0;

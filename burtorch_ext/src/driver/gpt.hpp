@@ -68,13 +68,21 @@ struct GptShape {
 
   // Nodes of one sample's graph. Per token: the embedding sum (d); per block and token, two
   // layer norms (d each), query, key and value (3d), the heads' outputs (d), proj (d), two
-  // residual sums (2d), ff1 (ff, its relu inside) and ff2 (d); at the end a layer norm, the
-  // logits and two loss nodes per token, and their mean.
+  // residual sums (2d), ff1 (ff, its relu inside) and ff2 (d); at the end a layer norm and the
+  // logits per token, and the loss.
   std::size_t graphNodes() const {
     const std::size_t t = blockSize, d = dModel;
     const std::size_t block = t * (2 * d + 3 * d + d + d + 2 * d + ff() + d);
-    return t * d + layers * block + t * (d + vocab + 2) + 1;
+    return t * d + layers * block + t * (d + vocab) + 1;
   }
+};
+
+// The stages of a GPT graph's forward, in order; Gpt::losses tells a clock after each
+// (bench/gpt_stages.cpp times them; the driver passes none).
+enum class GptStage { Embedding, Ln1, Attention, Residual, Ln2, Ff1, Ff2, LnF, Head, CrossEntropy, Count };
+
+struct NoStageClock {
+  void operator()(GptStage) const noexcept {}
 };
 
 template <class T>
@@ -94,38 +102,51 @@ class Gpt {
         wpe_(shape.blockSize, shape.dModel),
         blocks_(makeBlocks(shape)),
         lnf_(shape.dModel),
-        head_(shape.dModel, shape.vocab, true, Activation::Identity),
-        tokenLosses_(shape.blockSize) {}
+        head_(shape.dModel, shape.vocab, true, Activation::Identity) {}
 
   // Builds the graphs of `count` windows (one after the other in `windows`), every layer over
   // all of their tokens at once (attention within each window); returns each window's loss.
-  std::span<const Value<T>> losses(const std::uint8_t* windows, std::size_t count) {
+  template <class StageClock = NoStageClock>
+  std::span<const Value<T>> losses(const std::uint8_t* windows, std::size_t count, StageClock stageDone = {}) {
     const std::size_t tokens = shape_.blockSize, width = shape_.sampleWidth(), all = count * tokens;
     fit(count);
+    const std::size_t d = shape_.dModel;
     for (std::size_t s = 0; s < count; ++s)
       for (std::size_t t = 0; t < tokens; ++t) {
         const NodeRange<T> token = wte_[windows[s * width + t]], position = wpe_[t];
-        Value<T>* x = &x_[(s * tokens + t) * shape_.dModel];
-        for (std::size_t i = 0; i < shape_.dModel; ++i) x[i] = token[i] + position[i];
+        for (std::size_t i = 0; i < d; ++i) {
+          tokenRows_[(s * tokens + t) * d + i] = token[i];
+          positionRows_[(s * tokens + t) * d + i] = position[i];
+        }
       }
-    const auto x = span(x_, all * shape_.dModel), normed = span(normed_, all * shape_.dModel), y = span(y_, all * shape_.dModel);
+    const auto x = span(x_, all * d), normed = span(normed_, all * d), y = span(y_, all * d);
+    // Handles, not Runs of rows: a list's element is then one load, not a division by the run's length.
+    addBlock(span(tokenRows_, all * d), span(positionRows_, all * d), x);
+    stageDone(GptStage::Embedding);
     for (Block& block : blocks_) {
       block.ln1.forwardRows(x, normed);
+      stageDone(GptStage::Ln1);
       block.attention.forward(normed, tokens, y);
-      addInto(x, y);
+      stageDone(GptStage::Attention);
+      addBlock(x, y, x);  // the residual connection
+      stageDone(GptStage::Residual);
       block.ln2.forwardRows(x, normed);
+      stageDone(GptStage::Ln2);
       block.ff1.forward(normed, span(hidden_, all * shape_.ff()));
+      stageDone(GptStage::Ff1);
       block.ff2.forward(span(hidden_, all * shape_.ff()), y);
-      addInto(x, y);
+      stageDone(GptStage::Ff2);
+      addBlock(x, y, x);  // the residual connection
+      stageDone(GptStage::Residual);
     }
     lnf_.forwardRows(x, normed);
+    stageDone(GptStage::LnF);
     const auto logits = span(logits_, all * shape_.vocab);
     head_.forward(normed, logits);
-    for (std::size_t s = 0; s < count; ++s) {
-      for (std::size_t t = 0; t < tokens; ++t)
-        tokenLosses_[t] = crossEntropy(logits.subspan((s * tokens + t) * shape_.vocab, shape_.vocab), windows[s * width + t + 1]);
-      losses_[s] = reduceMean(tokenLosses_);
-    }
+    stageDone(GptStage::Head);
+    const auto target = [&](std::size_t row) { return windows[row / tokens * width + row % tokens + 1]; };
+    crossEntropyMeans<T>(logits, shape_.vocab, tokens, target, span(losses_, count));
+    stageDone(GptStage::CrossEntropy);
     return span(losses_, count);
   }
 
@@ -150,11 +171,6 @@ class Gpt {
 
   static std::span<Value<T>> span(std::vector<Value<T>>& values, std::size_t count) { return std::span<Value<T>>(values).first(count); }
 
-  // The residual connection: x <- x + y, element by element.
-  static void addInto(std::span<Value<T>> x, std::span<const Value<T>> y) {
-    for (std::size_t k = 0; k < x.size(); ++k) x[k] = x[k] + y[k];
-  }
-
   // Buffers for `count` windows: grown on the first step of a batch size, then reused.
   void fit(std::size_t count) {
     if (losses_.size() >= count) return;
@@ -164,6 +180,8 @@ class Gpt {
     y_.resize(x_.size());
     hidden_.resize(all * shape_.ff());
     logits_.resize(all * shape_.vocab);
+    tokenRows_.resize(x_.size());
+    positionRows_.resize(x_.size());
     losses_.resize(count);
   }
 
@@ -172,7 +190,8 @@ class Gpt {
   std::vector<Block> blocks_;
   LayerNorm<T> lnf_;
   Linear<T> head_;
-  std::vector<Value<T>> x_, normed_, y_, hidden_, logits_, tokenLosses_, losses_;
+  std::vector<Value<T>> x_, normed_, y_, hidden_, logits_, losses_;
+  std::vector<Value<T>> tokenRows_, positionRows_;  // each token's row of wte and of wpe, as handles
 };
 
 }  // namespace burtorch::driver

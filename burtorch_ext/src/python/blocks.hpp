@@ -47,7 +47,7 @@ Nodes<T> sum(const Nodes<T>& x, const Nodes<T>& y) {
   if (x.values.size() != y.values.size()) throw py::value_error("Nodes of different lengths");
   const std::span<const Value<T>> a = x.live(), b = y.live();
   Nodes<T> out{std::vector<Value<T>>(a.size())};
-  for (std::size_t k = 0; k < a.size(); ++k) out.values[k] = a[k] + b[k];
+  addBlock(a, b, std::span<Value<T>>(out.values));
   return out;
 }
 
@@ -108,7 +108,8 @@ Nodes<T> attend(CausalSelfAttention<T>& attention, const Nodes<T>& x, std::size_
 }
 
 // Softmax cross-entropy of each row of logits against its target: targets of shape (rows,) give
-// a loss per row; of shape (windows, tokens), the mean of each window's tokens' losses.
+// a loss per row (a node each, as the MLP's driver makes them); of shape (windows, tokens), the
+// mean of each window's tokens' losses, as the GPT's driver makes them (crossEntropyMeans).
 template <class T>
 Nodes<T> crossEntropyRows(const Nodes<T>& logits, const Ids& targets) {
   const std::size_t rows = targets.size();
@@ -116,19 +117,15 @@ Nodes<T> crossEntropyRows(const Nodes<T>& logits, const Ids& targets) {
     throw py::value_error("targets: (rows,) or (windows, tokens), one per row of logits");
   const std::span<const Value<T>> all = logits.live();
   const std::size_t vocab = all.size() / rows, tokens = targets.ndim() == 2 ? targets.shape(1) : 1;
-  const auto loss = [&](std::size_t row) {
-    return crossEntropy(all.subspan(row * vocab, vocab), idOf(targets, row, vocab, "target"));
-  };
+  for (std::size_t row = 0; row < rows; ++row) idOf(targets, row, vocab, "target");  // before any node is made
   Nodes<T> out{std::vector<Value<T>>(rows / tokens)};
-  std::vector<Value<T>> window(tokens);
-  for (std::size_t s = 0; s < out.values.size(); ++s) {
-    if (targets.ndim() == 1) {
-      out.values[s] = loss(s);
-      continue;
-    }
-    for (std::size_t t = 0; t < tokens; ++t) window[t] = loss(s * tokens + t);
-    out.values[s] = reduceMean(window);
+  if (targets.ndim() == 1) {
+    for (std::size_t row = 0; row < rows; ++row)
+      out.values[row] = crossEntropy(all.subspan(row * vocab, vocab), static_cast<std::size_t>(targets.data()[row]));
+    return out;
   }
+  const auto target = [&](std::size_t row) { return static_cast<std::size_t>(targets.data()[row]); };
+  crossEntropyMeans<T>(all, vocab, tokens, target, std::span<Value<T>>(out.values));
   return out;
 }
 
@@ -183,7 +180,7 @@ void bindBlocks(py::module_& m) {
         if (k >= x.values.size()) throw py::index_error("no such node");
         return x.live()[k];
       })
-      .def("__add__", &sum<T>, "Element by element, one node each (a residual connection).")
+      .def("__add__", &sum<T>, "Element by element, one block of nodes (a residual connection: add_block.hpp).")
       .def("tolist", [](const Nodes<T>& x) { const auto all = x.live(); return std::vector<V>(all.begin(), all.end()); })
       .def_property_readonly("data", [](const Nodes<T>& x) { return valuesOf(x, false); })
       .def_property_readonly("grad", [](const Nodes<T>& x) { return valuesOf(x, true); });
