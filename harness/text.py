@@ -8,6 +8,7 @@ unseen: a reader still sees that something was there.
 """
 from __future__ import annotations
 
+import html
 import re
 
 _BIDI = "\u200e\u200f\u202a-\u202e\u2066-\u2069"
@@ -48,3 +49,12 @@ def markdown_cell(text) -> str:
     """Text from outside made one Markdown table cell that shows it as written: a `|` cannot split the
     row, nor a tag (`<b>`, `<img …>`) or an entity render, nor a newline end the row."""
     return clean(str(text), newlines=True).translate(_MARKDOWN)
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def inline_html(text) -> str:
+    """Markdown prose (ours, or text from outside in it) as HTML: escaped first, then its inline code spans as
+    <code>, so that a reader sees `--claims-budget` as code, not its backticks."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", html.escape(clean(str(text), newlines=True)))

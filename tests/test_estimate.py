@@ -114,7 +114,7 @@ def test_a_previous_run_s_figures_follow_the_machine_s_speed_now_gauged_by_its_f
     same = estimate.Estimator(run, probe=lambda trial: trial["wall_time_s"])
     slower = estimate.Estimator(run, probe=lambda trial: 2 * trial["wall_time_s"])
     assert slower.trial_s(pt) == pytest.approx(2 * same.trial_s(pt))
-    assert "scaled x2.00 to this machine's speed now" in slower.describe([pt])
+    assert "scaled ×2.00 to this machine's speed now" in slower.describe([pt])
     # The real gauge: the floor trial run again here, as the runner spawns it.
     assert 0 < probe_floor(floor.__dict__) < 60
     assert main(["run", *PLAN, "--dry-run", "--estimate-from", str(run)]) == 0

@@ -48,7 +48,7 @@ def test_closing_lines_wrap_and_are_never_cut(reference, width):
     assert len(claim_lines) == len(judged)  # each claim's line is whole: none was wrapped by the terminal
     for j in judged:  # every verdict's whole text is there, its pieces under the claim's line
         for v in j.verdicts():
-            head, value = epilogue._subject_text(v)
+            head, value = epilogue.subject_text(v)
             assert (head + value).split()[-1] in "\n".join(lines)
     under = [lines[k + 1] if lines[k + 1].startswith("      ") else lines[k + 2] for k in claim_lines]
     if width >= 80:  # both subjects side by side under the claim, each wrapped in its own column where long
@@ -94,7 +94,7 @@ COLUMN_WIDTHS = """<script>window.addEventListener("load", function () {
 def test_a_versions_table_fits_1400_px_with_its_answer_readable(tmp_path):
     rows = [version_row("3f2a1b9c0d dirty (fix: the tape's arena grows by pages)", versions.REFERENCE),
             version_row("9c8d7e6f5a4b (main)", LONG)]
-    shown = versions._shown("mlp", rows)
+    shown = versions._shown(rows)
     table = versions.VersionTable("versions_mlp", "mlp: framework versions", "", "mlp", list(shown.columns), rows,
                                   shown)
     path = html.write_index(load_run(ROOT / "results" / "reference"), [], [], tmp_path, [], [], [table])

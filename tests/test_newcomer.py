@@ -94,11 +94,11 @@ def judged(name: str, paper: float | None = None, verdict: str = "reproduced", o
 
 def test_a_claim_line_gives_the_papers_own_number_the_one_it_is_held_to_and_the_tolerance():
     """Measured: the terminal said ×409 where the paper says ×80, and no tolerance anywhere."""
-    assert epilogue._paper_number(judged("abstract-gpt-memory", paper=408.6)) == \
+    assert epilogue.paper_number(judged("abstract-gpt-memory", paper=408.6)) == \
         "paper up to ×80, held to ×409 (✓ where the interval reaches ×368: 10% short of it)"
-    assert epilogue._paper_number(judged("gpt-b64-pytorch-faster")) == \
+    assert epilogue.paper_number(judged("gpt-b64-pytorch-faster")) == \
         "paper PyTorch ×1.4 faster (✓ where the interval reaches ×0.78: 10% short of it)"
-    assert epilogue._paper_number(judged("mlp-b1-always-faster")) == "paper faster at every d"
+    assert epilogue.paper_number(judged("mlp-b1-always-faster")) == "paper faster at every d"
 
 
 def test_a_cross_says_which_way_it_missed():
@@ -108,7 +108,7 @@ def test_a_cross_says_which_way_it_missed():
     grows = judged("gpt-memory-flat", verdict=NOT_REPRODUCED, ours=2.83)
     assert (direction(ahead.ours), direction(behind.ours), direction(grows.ours)) == (BETTER, WORSE, WORSE)
     assert direction(judged("table1-6e5-compute").ours) == ""  # only a ✗ has a way
-    head, _ = epilogue._subject_text(ahead.ours)
+    head, _ = epilogue.subject_text(ahead.ours)
     assert head == f"✗ {BETTER}"
     lines = epilogue.claim_lines([behind], SimpleNamespace(plan=SimpleNamespace(profile="quick"), trials=[]),
                                  Path("report"), 100)

@@ -369,5 +369,5 @@ def test_counts_in_the_status_notes_are_in_correct_english(tmp_path):
     one_wrong = [make_trial("jax/jit/python/cpu", "tiny", {}, 0, 1e-4, check_ok=False),
                  make_trial("torch/eager/python/cpu", "tiny", {}, 0, 1e-4)]
     notes = status_notes(load_run(write_run(tmp_path / "one", "Linux", one_wrong)))
-    assert "1 trial computed a wrong result (their check failed; jax/jit/python/cpu on tiny: 1): their rows are " \
-           "marked and never answer a claim." in notes
+    assert "1 trial computed a wrong result (its check failed; jax/jit/python/cpu on tiny: 1): its row is " \
+           "marked and never answers a claim." in notes

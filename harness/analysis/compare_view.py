@@ -125,23 +125,28 @@ def _markdown(result: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-DECIDED = ("faster", "slower", "same", "failed")  # a wrong program's row is named whatever else is cut
+DECIDED = ("faster", "slower", "same")
+# A wrong program's row is no answer, but it is named whatever else is cut, and counted apart from the answers.
+FAILED = "failed"
+SHOWN = (*DECIDED, FAILED)
 
 
 def decided(result: dict) -> dict:
     """The comparison cut to its decided answers (and rows whose check failed), for the terminal."""
-    return {**result, "rows": [r for r in result["rows"] if r["answer"] in DECIDED],
+    return {**result, "rows": [r for r in result["rows"] if r["answer"] in SHOWN],
             "geomean": {w: m for w, m in result["geomean"].items() if m["decided_by"]}}
 
 
 def rest_line(result: dict) -> str:
     """How many rows the terminal leaves out, what they are, and the --trials that would decide most of them."""
-    rest = [r for r in result["rows"] if r["answer"] not in DECIDED]
+    rest = [r for r in result["rows"] if r["answer"] not in SHOWN]
     if not rest:
         return ""
     kinds = {kind: sum(r["answer"] == kind for r in rest) for kind in dict.fromkeys(r["answer"] for r in rest)}
-    shown = len(result["rows"]) - len(rest)
-    line = (f"{shown} of {len(result['rows'])} rows decided{', shown above' if shown else ''}; the rest: "
+    answered = sum(r["answer"] in DECIDED for r in result["rows"])
+    failed = sum(r["answer"] == FAILED for r in result["rows"])
+    line = (f"{answered} of {len(result['rows'])} rows decided" + (f", {failed} with a failed check" if failed else "")
+            + f"{', shown above' if answered + failed else ''}; the rest: "
             + ", ".join(f"{n} {kind}" for kind, n in kinds.items()))
     wanting = [r["decide_with"] for r in rest if r.get("decide_with")]
     if wanting:

@@ -33,7 +33,6 @@ COLUMNS = ("workload", "engine", "ok", "time/iter", "CV", "instr./iter (proxy)",
 # The columns that may wrap, at spaces, to fit the terminal; the engine is left whole (labels.short_ids),
 # and a workload's point is one parameter a line.
 WORDS = ("CV", "instr./iter (proxy)", "check")
-CHECK_WIDTH = len("wrong")
 
 
 def factor(x: float) -> str:
@@ -61,8 +60,9 @@ def natural_width(console, table: Table) -> int:
 
 
 # The columns a narrow terminal loses first, in that order; the rest (the point, the engine, its trials,
-# its time and its check) always stay.
-SPARED = ("instr./iter (proxy)", "CV", "×micrograd", "peak RSS", "×BurTorch")
+# its time and its check) always stay. Instructions are counted only where --instructions asked for them, so
+# their column goes last: a measure asked for outranks those shown by default.
+SPARED = ("CV", "×micrograd", "peak RSS", "×BurTorch", "instr./iter (proxy)")
 
 
 class Fitted:
@@ -78,13 +78,18 @@ class Fitted:
             name = COLUMNS[k]
             # Engines, points and numbers are never wrapped: rich narrows the columns of words to fit
             # instead (an engine's min_width it would shrink first and restore after, past the edge).
-            # The check keeps room for its widest word ("wrong"): rich would narrow it to nothing first.
+            # A column of words keeps room for its widest word: rich would narrow it to nothing first,
+            # folding "not comparable" mid-word.
             table.add_column(name, justify="left" if name in ("workload", "engine", "check") else "right",
                              overflow="fold", no_wrap=name not in WORDS,
-                             min_width=CHECK_WIDTH if name == "check" else None)
+                             min_width=self.widest_word(k) if name in WORDS else None)
         for row in self.rows:
             table.add_row(*(row[k] for k in shown))
         return table
+
+    def widest_word(self, k: int) -> int:
+        cells = [COLUMNS[k], *(Text.from_markup(row[k]).plain for row in self.rows)]
+        return max(len(word) for cell in cells for word in cell.split())
 
     def __rich_console__(self, console, options):
         shown = list(self.kept)

@@ -45,6 +45,9 @@ class Parser(argparse.ArgumentParser):
 
     def parse_args(self, args=None, namespace=None):
         """An unknown option is named with the subcommand's closest one, and that subcommand's help."""
+        args = sys.argv[1:] if args is None else list(args)
+        if hasattr(self, "commands"):
+            self.check_before_command(args)
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
             where = getattr(self, "commands", {}).get(getattr(parsed, "command", None), self)
@@ -52,6 +55,16 @@ class Parser(argparse.ArgumentParser):
             guess = selection.did_you_mean(extra[0].split("=")[0], known) if extra[0].startswith("-") else ""
             where.error(f"unrecognized argument{'s' if len(extra) > 1 else ''}: {' '.join(extra)}{guess}")
         return parsed
+
+    def check_before_command(self, args: list[str]) -> None:
+        """Options before the command are burtbench's own: argparse would report an unknown one there as a
+        missing command, or under the command's help."""
+        known = [o for action in self._actions for o in action.option_strings]
+        for word in args:
+            if not word.startswith("-") or word == "--":
+                return
+            if word.split("=")[0] not in known:
+                self.error(f"unknown option {clean(word)}{selection.did_you_mean(word.split('=')[0], known)}")
 
 
 def build_parser() -> Parser:

@@ -5,6 +5,7 @@ Kept apart from the parser (cli.py) so that the words can be read and changed in
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from harness.analysis.noise import MIN_RUNS
 from harness.errors import EXIT_NOT_ALL_RUN, EXIT_USAGE
@@ -128,12 +129,18 @@ HELP = {
 
 
 class Formatter(argparse.HelpFormatter):
-    """Wraps a one-paragraph description; keeps the lines of the examples as written."""
+    """Wraps a one-paragraph description; keeps the lines of the examples as written. Option names and paths are
+    never broken at their hyphens or slashes (argparse's own wrapping gives '--index-' and 'url=…' on two lines):
+    a word longer than the line stands whole."""
 
     def _fill_text(self, text, width, indent):
         if "\n" in text:
             return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
+        return "\n".join(self._split_lines(text, width, indent))
+
+    def _split_lines(self, text, width, indent=""):
+        return textwrap.wrap(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=False)
 
 
 def describe(sub, name: str, summary: str) -> argparse.ArgumentParser:

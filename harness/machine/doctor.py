@@ -277,11 +277,14 @@ def format_findings(findings: list[Finding], width: int = 120) -> str:
     topic_width = max((len(finding.topic) for finding in findings), default=0)
     indent = " " * (4 + 2 + topic_width + 2)
     lines = []
+    # An option's name or a path is never split at its hyphens: a reader copies it whole.
+    whole = {"break_on_hyphens": False, "break_long_words": False}
     for finding in findings:
         head = f"{finding.level:<4}  {finding.topic:<{topic_width}}  "
-        lines += textwrap.wrap(finding.message, width, initial_indent=head, subsequent_indent=indent)
+        lines += textwrap.wrap(finding.message, width, initial_indent=head, subsequent_indent=indent, **whole)
         if finding.fix:
-            lines += textwrap.wrap(f"fix: {finding.fix}", width, initial_indent=indent, subsequent_indent=indent + "     ")
+            lines += textwrap.wrap(f"fix: {finding.fix}", width, initial_indent=indent, subsequent_indent=indent + "     ",
+                                   **whole)
     line = summary(findings)
     lines += textwrap.wrap(f"{line}: numbers measured now may be noisy; the fix lines above say what to change",
                            width) if line else ["quiet: nothing found that should add noise"]

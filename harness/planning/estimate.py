@@ -286,7 +286,7 @@ class Estimator:
         if now:
             then = statistics.median(t["wall_time_s"] for t in floors)
             self.speed = now / then
-            self.speed_note = (f"; scaled x{self.speed:.2f} to this machine's speed now (the harness's floor trial "
+            self.speed_note = (f"; scaled ×{self.speed:.2f} to this machine's speed now (the harness's floor trial "
                                f"takes {now * 1e3:.0f} ms, {then * 1e3:.0f} ms in that run)")
 
     def _lookup(self, pt: PlannedTrial) -> tuple[Cost, str]:

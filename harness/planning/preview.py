@@ -1,7 +1,9 @@
 """`burtbench run --dry-run`: the plan per workload and how long it will take, nothing run."""
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
 from datetime import timedelta
 
 from rich.console import Console
@@ -27,6 +29,20 @@ def duration(seconds: float) -> str:
     return str(timedelta(seconds=round(seconds)))
 
 
+def points(trials: list) -> int:
+    """The workload points the trials run at, each once whatever engines run it: the engines have a column of
+    their own."""
+    return len({(pt.workload.name, pt.point_key().params) for pt in trials})
+
+
+def skip_line(eid: str, reason: str, width: int | None) -> str:
+    """Why an engine would be skipped, wrapped to a terminal's `width` (its continuation lines indented, a path or an
+    option never broken); one line where stderr is no terminal, for a reader that greps it."""
+    text = f"burtbench: would skip {clean(eid)}: unavailable: {clean(reason)}"
+    return textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False) \
+        if width else text
+
+
 def show(plan: list, req, estimator, console: Console) -> int:
     unavailable = {}
     for pt in plan:
@@ -34,7 +50,8 @@ def show(plan: list, req, estimator, console: Console) -> int:
             unavailable[pt.engine.id] = pt.engine.unavailable_reason()
     for eid, reason in unavailable.items():
         if reason:
-            print(f"burtbench: would skip {clean(eid)}: unavailable: {clean(reason)}", file=sys.stderr)
+            print(skip_line(eid, reason, shutil.get_terminal_size().columns if sys.stderr.isatty() else None),
+                  file=sys.stderr)
     plan = [pt for pt in plan if not unavailable[pt.engine.id]]
     if not plan and req.run_dir is None:
         raise UsageError(NOTHING_TO_RUN)
@@ -46,7 +63,7 @@ def show(plan: list, req, estimator, console: Console) -> int:
     for workload in dict.fromkeys(pt.workload.name for pt in plan):
         mine = [pt for pt in plan if pt.workload.name == workload]
         rough = sum(estimator.source(pt) == "rough" for pt in mine)
-        table.add_row(workload, str(len({pt.point_key() for pt in mine})), str(len({pt.engine.id for pt in mine})),
+        table.add_row(workload, str(points(mine)), str(len({pt.engine.id for pt in mine})),
                       str(len(mine)), duration(sum(estimator.trial_s(pt) for pt in mine)),
                       duration(wall_s(mine, estimator, workers)),
                       "rough figures" if rough == len(mine) else "previous run" + (f" ({rough} rough)" if rough else ""))
@@ -58,7 +75,7 @@ def show(plan: list, req, estimator, console: Console) -> int:
         table.add_row("builds", "", "", "", duration(building_s), duration(building_s),
                       "rough figures" if all(source.startswith("rough") for *_, source in builds) else "previous runs")
     eta = duration(building_s + wall_s(plan, estimator, workers))
-    table.add_row("total", str(len({pt.point_key() for pt in plan})), str(len({pt.engine.id for pt in plan})),
+    table.add_row("total", str(points(plan)), str(len({pt.engine.id for pt in plan})),
                   str(len(plan)), duration(building_s + sum(estimator.trial_s(pt) for pt in plan)), eta, "", style="bold")
     console.print(table)
     for made, seconds, source in builds:

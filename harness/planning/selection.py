@@ -21,8 +21,11 @@ from workloads import data
 
 
 def did_you_mean(word: str, choices) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    # Options are compared without their dashes, which every option shares: with them '--bogus' is as like
+    # '--out' as a typo is like its word. Below 0.6 a guess names a word the user did not mean.
+    by_name = {str(c).lstrip("-"): c for c in choices}
+    close = difflib.get_close_matches(word.lstrip("-"), list(by_name), n=1, cutoff=0.6)
+    return f"; did you mean '{by_name[close[0]]}'?" if close else ""
 
 
 def _tokens(text: str, option: str) -> list[str]:

@@ -16,7 +16,7 @@ from engines.authors.differences import DIFFERENCES
 from engines.base import BASELINE
 from harness.analysis.points import FAILED, Point, run_points
 from harness.store.runs import Run
-from harness.text import markdown_cell
+from harness.text import inline_html, markdown_cell
 from harness.units import mib
 
 AUTHORS = "burtorch-authors"
@@ -208,11 +208,11 @@ def section_html(run: Run) -> str:
         return ""
     body = []
     for heading, paragraphs, head, rows in parts:
-        body.append(f"<h3>{html.escape(heading)}</h3>" + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs))
+        body.append(f"<h3>{html.escape(heading)}</h3>" + "".join(f"<p>{inline_html(p)}</p>" for p in paragraphs))
         if head and rows:
             failed = heading.startswith("Checks")
             trs = "".join(("<tr class='failed'>" if failed and row[2] == "FAILED" else "<tr>")
-                          + "".join(f"<td style='white-space: normal'>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+                          + "".join(f"<td style='white-space: normal'>{inline_html(c)}</td>" for c in row) + "</tr>"
                           for row in rows)
             body.append("<div class='scroll'><table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
                         + f"</tr></thead><tbody>{trs}</tbody></table></div>")

@@ -17,10 +17,12 @@ from harness.judging import claims
 from harness.analysis import paper
 from harness.report import release_claims
 from harness.judging.claims import Judged, Verdict
+from harness.judging.rows import metric_keys, timed
 from harness.judging.verdicts import direction
 from harness.planning.claim_points import NO_CLAIM_JUDGED
 from harness.store.runs import Run
 from harness.text import markdown_cell
+from harness.units import count
 from workloads import all_workloads
 
 SUBJECTS_TEXT = ("Each claim is judged twice: for the authors' BurTorch (their published programs, built from "
@@ -53,8 +55,6 @@ def shown(v: Verdict, which: str) -> str:
         if value is None:
             return "n/a"
         return "exactly equal" if value == 0 else ("wrong results" if math.isinf(value) else f"max rel. diff {value:.2g}")
-    if v.claim.rule == "flat" and which == "ours":
-        return f"×{v.ours:.3f}{claims.interval(v)}" if v.ours is not None else "n/a"
     if which == "paper":
         if v.paper is None or v.paper_basis == "as stated":
             return v.claim.stated_text
@@ -63,14 +63,50 @@ def shown(v: Verdict, which: str) -> str:
     return f"{claims.fx(v.ours)}{claims.interval(v)}" if v.ours is not None else "n/a"
 
 
+# A flat claim holds the subject to itself, its largest row over its smallest: its trials are those two rows'.
+FLAT_TRIALS = "at its smallest / largest row"
+
+
+def trials_text(v: Verdict, sep: str = " / ", noun: str = " trials") -> str:
+    """'3 / 3 trials' (the subject's, the other engine's), or a flat claim's '5 / 3 trials at its smallest /
+    largest row'; '' where the verdict has none."""
+    if not v.trials:
+        return ""
+    rows = f" {FLAT_TRIALS.replace(' / ', sep)}" if v.claim.rule == "flat" else ""
+    return f"{v.trials[0]}{sep}{v.trials[1]}{noun}{rows}"
+
+
+def measured_only(v: Verdict) -> str:
+    """' ×158,283 (1 trial, no interval) on the rows this run has' for a verdict that is not measurable for the
+    rows it lacks but has a factor over those it has (its why says which), so that no page hides that number."""
+    return f" {shown(v, 'ours')} on the rows this run has" if v.verdict == claims.NOT_MEASURABLE and \
+        v.ours is not None else ""
+
+
 def cell(v: Verdict) -> str:
     """One subject's cell: its verdict, its number with its interval and trials, and where it comes from."""
     if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE):
-        return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**"
-    trials = f" ({v.trials[0]} / {v.trials[1]} trials)" if v.trials else ""
+        return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**" + (f":{measured_only(v)}" if measured_only(v) else "")
+    trials = f" ({trials_text(v)})" if v.trials else ""
     way = f" ({direction(v)})" if direction(v) else ""
     return f"{claims.SYMBOLS[v.verdict]} **{v.verdict}**{way}: {shown(v, 'ours')}{trials}" + \
         (f" at {v.at}" if v.at else "")
+
+
+def trials_line(v: Verdict, short: str, os_name: str) -> str:
+    """Where the factor comes from: its trials, the interval's method and level (none where it has no interval)
+    and, for a time, what a trial's time is."""
+    a, b = v.trials
+    whose = f"at its smallest row and {b} at its largest" if v.claim.rule == "flat" else \
+        f"of {short} and {b} of the other engine"
+    time = f"; a trial's time: the {STATISTIC}" if timed(metric_keys(v.claim.metric, os_name)) else ""
+    return f"From {count(a, 'trial')} {whose} ({method(v)}{time})."
+
+
+def method(v: Verdict) -> str:
+    """How the factor's interval was computed, at what level; a factor with none says so, not the level it would
+    have had."""
+    return v.method if v.low is not None or v.measurement else "no interval"
 
 
 def markdown_table(judged: list[Judged]) -> str:
@@ -178,8 +214,7 @@ def markdown(run: Run, judged: list[Judged], status: list[str], noise: Noise = P
             head += [f"- **{s.title[0].upper() + s.title[1:]}** ({s.engine}): {v.verdict}: {shown(v, 'ours')}"
                      + (f" at {v.at}" if v.at else "") + f". {v.why[0].upper() + v.why[1:] if v.why else ''}."]
             if v.trials:
-                head.append(f"  - From {v.trials[0]} trials of {s.short} and {v.trials[1]} of the other engine "
-                            f"({v.method}; a trial's time: the {STATISTIC}).")
+                head.append(f"  - {trials_line(v, s.short, run.os)}")
             if v.used:
                 head.append(f"  - From the run's rows: {'; '.join(v.used)}.")
             if v.missing and not v.why.startswith("missing:"):

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.text import Text
 
 from engines.base import AA_COPY, split_id
 from engines.none import FLOOR
@@ -48,13 +47,15 @@ def after_run(run_dir: Path, console: Console, out_root: Path) -> None:
 WIDTH = 120  # the closing lines' width at most; a narrower terminal gets them narrower, wrapped, never cut
 
 
-def _subject_text(v) -> tuple[str, str]:
+def subject_text(v) -> tuple[str, str]:
     """(symbol and verdict, its number) of one subject's verdict, as plain text; a ✗ says which way it
     missed, for BurTorch (better or worse than claimed)."""
 
     if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE):
-        return f"{claims.SYMBOLS[v.verdict]} {v.verdict}", ""
-    value = f" {claim_files.shown(v, 'ours')}" + (f" {v.trials[0]}/{v.trials[1]}" if v.trials else "")
+        return f"{claims.SYMBOLS[v.verdict]} {v.verdict}", claim_files.measured_only(v)
+    # A factor with no interval already says its trials: '(1 trial, no interval)'.
+    value = f" {claim_files.shown(v, 'ours')}" + \
+        (f" {claim_files.trials_text(v, '/', '')}" if v.low is not None else "")
     way = direction(v)
     return claims.SYMBOLS[v.verdict] + (f" {way}" if way else ""), value
 
@@ -71,11 +72,11 @@ def _styled(chunk: str, head: str, verdict: str) -> str:
 
 
 def _lead(judged) -> str:
-    return f"  {judged.claim.id:<23} {_paper_number(judged)}"
+    return f"  {judged.claim.id:<23} {paper_number(judged)}"
 
 
 def _subjects(judged) -> list[tuple]:
-    return [(s.short, v.verdict, *_subject_text(v)) for s, v in zip(claims.SUBJECTS, judged.verdicts())]
+    return [(s.short, v.verdict, *subject_text(v)) for s, v in zip(claims.SUBJECTS, judged.verdicts())]
 
 
 def verdict_widths(shown: list, width: int) -> list[int] | None:
@@ -115,7 +116,7 @@ def claim_rows(judged, widths: list[int] | None, width: int = WIDTH) -> list[str
     return lines
 
 
-def _paper_number(judged) -> str:
+def paper_number(judged) -> str:
     """'paper ×74, held to ×325 (✓ where the interval reaches ×293: 10% short of it)': the paper's own words for its number, the number
     it is held to on this OS where that differs, and the boundary its tolerance sets."""
     c = judged.claim
@@ -124,14 +125,19 @@ def _paper_number(judged) -> str:
         return said
     if c.rule == "flat":
         return f"{said} (✓ while it grows less than {c.tolerance:.0%})"
-    held = judged.ours.paper if judged.ours.paper is not None else judged.authors.paper
-    held = c.stated if held is None else held
+    held = held_number(judged)
     if abs(held - c.stated) > 1e-9 * max(abs(c.stated), 1):
         said += f", held to {claims.fx(held)}"
     if not c.tolerance:
         return said
     boundary = held * (1 - c.tolerance) if held >= 1 else held / (1 - c.tolerance)
     return f"{said} (✓ where the interval reaches {claims.fx(boundary)}: {c.tolerance:.0%} short of it)"
+
+
+def held_number(judged) -> float:
+    """The number a ratio claim's factors are held to on this run's OS (the paper's as stated where it has none)."""
+    held = judged.ours.paper if judged.ours.paper is not None else judged.authors.paper
+    return judged.claim.stated if held is None else held
 
 
 def judgeable(judged) -> bool:
@@ -145,7 +151,8 @@ SMOKE_CAVEAT = ("a smoke run: one trial a point and few iterations, so its facto
 LEGEND = ("✓ reproduced, ≈ partly (the paper's direction, short of its number), ✗ not reproduced (the other side "
           "of ×1: better or worse than claimed, for BurTorch), ? undecided, ≠ not comparable, – not measurable")
 READING = (f"×factor: the other engine's time (or memory) over BurTorch's, [its 95% interval], trials of the subject/"
-           f"of the other engine; a trial's time: the {STATISTIC}")
+           f"of the other engine (a flat claim's: {claim_files.FLAT_TRIALS.replace(' / ', '/')}); a trial's time: "
+           f"the {STATISTIC}")
 MEANING = ("95%: an interval made this way holds the factor another run of the plan on this machine would give in "
            "95 of 100 runs (a time factor's interval carries what the machine adds beyond one run's rounds), so a "
            "verdict decided on one is wrong about 1 time in 20 when the factor sits on its boundary, far less often "
@@ -183,8 +190,9 @@ def claim_lines(judged_all: list, run, folder: Path, width: int = WIDTH) -> list
     return lines
 
 
-def speed_lines(run) -> list[str]:
-    """At each workload point, the fastest engine and how much faster than the slowest it ran."""
+def speed_lines(run, width: int = WIDTH) -> list[str]:
+    """At each workload point, the fastest engine and how much faster than the slowest it ran: an entry a point,
+    wrapped to `width` under its engine (a terminal's own wrap would run back to column 0)."""
     by_point: dict[tuple, list] = {}
     failed: dict[tuple, list] = {}
     for point in in_order(run_points(run)):
@@ -200,19 +208,29 @@ def speed_lines(run) -> list[str]:
             continue
         fast = min(points, key=lambda p: p.time_mean())
         slow = max(points, key=lambda p: p.time_mean())
-        name = workload + shown_params(workload, fast.params)
-        line = f"  {escape(name):<28} [bold]{escape(labels[fast.engine])}[/] {format_seconds(fast.time_mean())}"
+        head = f"  {workload + shown_params(workload, fast.params):<28} "
+        label = labels[fast.engine]
+        text = f"{head}{label} {format_seconds(fast.time_mean())}"
         if slow is not fast:
-            line += (f", {claims.fx(slow.time_mean() / fast.time_mean())} faster than {escape(labels[slow.engine])} "
-                     f"{format_seconds(slow.time_mean())}")
-            of = f" (slowest of {len(points)})"
-            line += of if len(Text.from_markup(line + of)) <= WIDTH else ""
-        lines.append(line)
+            text += (f", {claims.fx(slow.time_mean() / fast.time_mean())} faster than {labels[slow.engine]} "
+                     f"{format_seconds(slow.time_mean())} (slowest of {len(points)})")
+        lines.append(_wrapped(head, label, "bold", text, width))
     for (workload, _), points in failed.items():
-        name = workload + shown_params(workload, points[0].params)
-        lines.append(f"  {escape(name):<28} [red]{FAILED}[/], not ranked: "
-                     + escape(", ".join(labels[p.engine] for p in points)))
+        head = f"  {workload + shown_params(workload, points[0].params):<28} "
+        text = f"{head}{FAILED}, not ranked: " + ", ".join(labels[p.engine] for p in points)
+        lines.append(_wrapped(head, FAILED, "red", text, width))
     return lines
+
+
+def _wrapped(head: str, lead: str, style: str, text: str, width: int) -> str:
+    """`text`, which begins with `head` then `lead`, wrapped to `width` under what follows `head`, `lead` in
+    `style`: an engine id never broken at its slashes."""
+    chunks = textwrap.wrap(text, width, subsequent_indent=" " * len(head), break_on_hyphens=False,
+                           break_long_words=False)
+    first = chunks[0]
+    styled = f"{escape(head)}[{style}]{escape(lead)}[/]{escape(first[len(head + lead):])}" \
+        if first.startswith(head + lead) else escape(first)
+    return "\n".join([styled, *map(escape, chunks[1:])])
 
 
 def summary_lines(rendered, width: int = WIDTH) -> list[str]:
@@ -231,7 +249,7 @@ def summary_lines(rendered, width: int = WIDTH) -> list[str]:
     lines += [""] if rendered.versions else []
     lines += claim_lines(rendered.judged, rendered.run, folder, width)
     lines += release_lines(rendered.release)
-    speeds = speed_lines(rendered.run)
+    speeds = speed_lines(rendered.run, width)
     if speeds:
         lines += ["", f"[bold]Fastest and slowest engine at each workload point[/] (time per iteration or SGD step, "
                       f"{POINT_STATISTIC}):"]

@@ -15,6 +15,7 @@ from harness.judging import claims
 from harness.report.figures import Figure
 from harness.analysis.tables import Table, row_notes
 from harness.store.runs import Run
+from harness.text import inline_html
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1500px;
@@ -210,8 +211,9 @@ def table_html(table: Table) -> str:
                  f"{esc(', '.join(dict.fromkeys(c.rsplit(', ', 1)[0] for c in measures)))}</p>") if len(split) > 1 else ""
         blocks.append(f"{label}<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
                       f"</table></div>")
-    row_notes = "".join(f"<li id='{esc(table.name)}-note-{n}'>{esc(text)}</li>" for n, text in enumerate(texts, 1))
-    notes = "".join(f"<li>{esc(n)}</li>" for n in table.notes)
+    row_notes = "".join(f"<li id='{esc(table.name)}-note-{n}'>{inline_html(text)}</li>"
+                        for n, text in enumerate(texts, 1))
+    notes = "".join(f"<li>{inline_html(n)}</li>" for n in table.notes)
     links = " · ".join(f"<a href='tables/{table.name}.{ext}'>{ext}</a>" for ext in ("md", "tex", "csv"))
     return (f"<article id='table-{esc(table.name)}'><h3>{esc(table.title)}</h3><p>{esc(table.caption)}</p>"
             f"{''.join(blocks)}" + (f"<p class='notes'>Notes on rows:</p><ol class='notes'>{row_notes}</ol>" if texts else "")
@@ -230,11 +232,11 @@ def status_html(status: list[str]) -> str:
 
 
 def _subject_cell(v) -> str:
-    value = "" if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE) else \
+    value = esc(claim_files.measured_only(v)) if v.verdict in (claims.NOT_COMPARABLE, claims.NOT_MEASURABLE) else \
         f" {esc(claim_files.shown(v, 'ours'))}" + (f" at {esc(v.at)}" if v.at else "") + (
-            f" ({v.trials[0]} / {v.trials[1]} trials, {esc(v.method)})" if v.trials else "")
+            f" ({esc(claim_files.trials_text(v))}, {esc(claim_files.method(v))})" if v.trials else "")
     return (f"<td class='v-{v.verdict.replace(' ', '-')}'><b>{claims.SYMBOLS[v.verdict]} {esc(v.verdict)}</b>{value}"
-            f"<br><small>{esc(v.why)}</small></td>")
+            f"<br><small>{inline_html(v.why)}</small></td>")
 
 
 def claims_section(judged: list, sure: list[str] = (), picture: Path | None = None) -> str:
@@ -252,9 +254,9 @@ def claims_section(judged: list, sure: list[str] = (), picture: Path | None = No
     return (f"<section id='claims'><h2>The paper's claims on this run</h2>"
             f"<p>{esc(claim_files.counts_both(judged))}. "
             f"<a href='claims.md'>How each verdict was computed</a> (also <a href='claims.csv'>csv</a>, "
-            f"<a href='claims.json'>json</a>).</p><p class='notes'>{esc(claim_files.SUBJECTS_TEXT)}</p>"
-            f"<p class='notes'>{esc(claim_files.HOW)}</p>"
-            + "".join(f"<p class='notes'>{esc(line)}</p>" for line in sure) + _picture(picture) +
+            f"<a href='claims.json'>json</a>).</p><p class='notes'>{inline_html(claim_files.SUBJECTS_TEXT)}</p>"
+            f"<p class='notes'>{inline_html(claim_files.HOW)}</p>"
+            + "".join(f"<p class='notes'>{inline_html(line)}</p>" for line in sure) + _picture(picture) +
             f"<div class='scroll'><table class='claims'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
             f"</table></div></section>")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.analysis.tables import Table
 from harness.judging.claims import NOT_MEASURABLE, SYMBOLS, Verdict, fx, interval
 from harness.text import markdown_cell
+from harness.units import count
 from workloads.claims import RELEASE_SOURCE, load_release_times
 
 
@@ -44,8 +45,8 @@ def markdown(tables: list[Table], verdicts: list[Verdict]) -> list[str]:
                   f"- Verdict: {v.verdict}" + (f", {fx(v.ours)}{interval(v)}" if v.ours is not None else "")
                   + (f": {v.why}" if v.why else "") + "."]
         if v.trials:
-            lines.append(f"  - From {v.trials[0]} trials of {c.subject} and {v.trials[1]} of the other engine "
-                         f"({v.method}).")
+            lines.append(f"  - From {count(v.trials[0], 'trial')} of {c.subject} and {v.trials[1]} of the other "
+                         f"engine ({v.method}).")
         lines.append("")
     return lines
 

@@ -23,9 +23,11 @@ def status_notes(run: Run) -> list[str]:
     wrong = Counter(clean(f"{t.get('engine')} on {t.get('workload')}") for t in run.trials
                     if isinstance(t.get("check"), dict) and t["check"].get("ok") is False)
     if wrong:
-        notes.append(f"{count(sum(wrong.values()), 'trial')} computed a wrong result (their check failed; "
-                     + ", ".join(f"{where}: {n}" for where, n in sorted(wrong.items()))
-                     + "): their rows are marked and never answer a claim.")
+        one = sum(wrong.values()) == 1
+        notes.append(f"{count(sum(wrong.values()), 'trial')} computed a wrong result ({'its' if one else 'their'} "
+                     "check failed; " + ", ".join(f"{where}: {n}" for where, n in sorted(wrong.items()))
+                     + ("): its row is marked and never answers a claim." if one else
+                        "): their rows are marked and never answer a claim."))
     return notes + parallel_notes(run.manifest)
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 from engines.base import AA_COPY, split_id
 from harness.analysis import change, compare, effect
 from harness.analysis.points import FAILED, POINT_SHORT, POINT_STATISTIC, Point, measure, run_points, trial_time
-from harness.analysis.summary import count_text, format_seconds, param_text, shown_params
+from harness.analysis.summary import count_text, format_seconds, param_text
 from harness.report.figures import Figure, _pyplot, _save
 from harness.store.runs import Run
 from harness.units import count, mib
@@ -172,10 +172,15 @@ def deciding_line(rows: list[dict]) -> str:
     return f"{count(len(undecided), 'answer')} undecided: rerun with " + " or ".join(options) + " to decide"
 
 
-def _shown(workload: str, rows: list[dict]) -> pd.DataFrame:
+def point_text(params: dict) -> str:
+    """Every parameter of the point, as its notes name it: a grid of one value still says which point ran."""
+    return " ".join(f"{k}={param_text(v)}" for k, v in params.items()) or "—"
+
+
+def _shown(rows: list[dict]) -> pd.DataFrame:
     counted = any(r["instructions_per_iter"] for r in rows)
     return pd.DataFrame([{
-        "Engine": r["engine"], "Point": shown_params(workload, r["params"]).strip() or "—",
+        "Engine": r["engine"], "Point": point_text(r["params"]),
         "Version": r["version"], "Rounds": str(r["rounds"]),
         f"Time/iter ({POINT_SHORT})": format_seconds(r["time_per_iter_s"], "n/a"),
         **({"Instr./iter (a proxy)": count_text(r["instructions_per_iter"]),
@@ -207,8 +212,7 @@ def build(run: Run) -> list[VersionTable]:
         for (engine, params), points in sorted(engines.items()):
             floors, lines = aa_floors(points)
             without = change.no_floor(any(env.endswith(AA_COPY) for env in points))
-            notes += [f"{engine} {' '.join(f'{k}={param_text(v)}' for k, v in json.loads(params).items())}: {line}"
-                      for line in lines]
+            notes += [f"{engine} {point_text(json.loads(params))}: {line}" for line in lines]
             versions = {env: p for env, p in points.items() if not env.endswith(AA_COPY)}
             # An A/A run: each copy against its original. The pair does not differ by construction: its
             # interval is the floor this run measured, and a verdict never reads faster or slower (a
@@ -244,7 +248,7 @@ def build(run: Run) -> list[VersionTable]:
             f"({threshold:.0%}; run or compare --change PCT asks about another); else undecided, with what would decide it (an interval that "
             "reaches 0 or ∞ decides nothing). An answer without a floor (--no-aa) says so. 'Decided by' "
             "names the measure.",
-            workload, FIELDS, rows, _shown(workload, rows), notes, "; ".join(counted_as)))
+            workload, FIELDS, rows, _shown(rows), notes, "; ".join(counted_as)))
     return tables
 
 
