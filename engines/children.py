@@ -30,29 +30,31 @@ def run(cmd: list[str], doing: str, timeout: float | None, input=None, **popen) 
     if input is not None:
         popen["stdin"] = subprocess.PIPE
     group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
-    proc = subprocess.Popen(cmd, **group, **popen)
-    previous = {}
+    previous, proc = {}, None
     if threading.current_thread() is threading.main_thread():  # only its handlers can be set, and it hears them
 
         def stop(signum, _frame):
             raise _Stopped(signum)
 
+        # Before the child starts: a signal between its start and the handlers would end us and leave it running.
         previous = {sig: signal.signal(sig, stop) for sig in STOPPING}
     try:
+        proc = subprocess.Popen(cmd, **group, **popen)
         out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
         proc.communicate()
         raise
     except _Stopped as stopped:
-        kill_group(proc)
-        proc.communicate()
+        if proc is not None:
+            kill_group(proc)
+            proc.communicate()
         print(f"burtbench: stopped while {doing}; it and every process it started were stopped", file=sys.stderr)
         raise SystemExit(128 + stopped.signum) from None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if proc.returncode is None:  # any other way out leaves no child behind either
+        if proc is not None and proc.returncode is None:  # any other way out leaves no child behind either
             kill_group(proc)
             proc.wait()
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

@@ -159,7 +159,7 @@ def test_the_versions_table_shows_what_its_ratio_is_made_of(version_run):
     shown = table.shown.iloc[1]
     assert shown["Noise floor (A/A)"] == f"×/÷{new['noise_floor']:.3g} (A/A of {NEW})"
     assert shown["Instr./iter (a proxy)"] == "1.954M"
-    assert any(note.startswith(f"{ENGINE} : A/A {NEW}") for note in table.notes)
+    assert any(note.startswith(f"{ENGINE}: A/A {NEW}") for note in table.notes)
     assert all("#copy" not in row["env"] for row in table.rows)  # the copy measures the floor, it is no version
 
 
