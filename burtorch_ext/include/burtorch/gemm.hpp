@@ -53,6 +53,16 @@ class PanelBuffer {
   std::size_t size_ = 0;
 };
 
+// The panels of every product on this thread: one pair per type, not one per instantiation of
+// blockedGemm (each its own thread_local took the Python module's TLS, scratch.hpp, past what
+// glibc spares it: 1,760 bytes, and the module failed to load).
+template <class T>
+struct Panels {
+  PanelBuffer<T> a, b;
+};
+template <class T>
+inline thread_local Panels<T> panels;
+
 }  // namespace detail
 
 // How a packer reads a matrix (its Rows: StridedRows below, InputRows in linear.hpp): rows, each
@@ -200,6 +210,25 @@ struct BFromColumns {
   }
 };
 
+// B read where it lies, not packed: row k at base + k * stride, contiguous along n. Only where B
+// is small enough to stay in L1 as it lies and its rows fill whole registers (gemm() below
+// chooses it for a BFromRows of StridedRows): the GPT's dX = G W and dW = G^T X, where packing B
+// cost half as much as the multiply-adds.
+template <class T>
+struct BInPlace {
+  const T* base;
+  std::size_t stride;
+};
+
+template <class PackB>
+inline constexpr bool kBInPlace = false;
+template <class T>
+inline constexpr bool kBInPlace<BInPlace<T>> = true;
+
+// The most bytes of B read where it lies: an L1 data cache of the CPUs at hand. A larger B is
+// packed: a packed panel stays in L1 where rows far apart (4 KiB: one set of L1) would not.
+inline constexpr std::size_t kBInPlaceBytes = std::size_t{32} << 10;
+
 // A read where it lies, not packed: row i at base + i * stride, contiguous along k (the micro-
 // kernel's RowsOfA). For a matrix that changes between products and is read whole by each:
 // packing would be a pass over it of its own (the MLP's forward at b = 64, e = 1,024: 30% of the
@@ -211,10 +240,28 @@ struct AInPlace {
   std::size_t m;
 };
 
+// A given as its columns where they lie: A(i, k) = base[k stride + i] (G^T, G a layer's gradients
+// row-major, in its weights' product G^T X). The micro-kernel reads each k's values of a tile as
+// they lie; only a tile past A's last row is packed, with zeros. At the GPT's shapes (G 64 x 24
+// to 64 x 96) packing A cost about as much as the multiply-adds it fed.
+template <class T>
+struct AColumnsInPlace {
+  const T* base;
+  std::size_t stride;
+  std::size_t m;
+};
+
 template <class PackA>
 inline constexpr bool kAInPlace = false;
 template <class T>
 inline constexpr bool kAInPlace<AInPlace<T>> = true;
+template <class PackA>
+inline constexpr bool kAColumnsInPlace = false;
+template <class T>
+inline constexpr bool kAColumnsInPlace<AColumnsInPlace<T>> = true;
+// Whether a product reads A where it lies, in either layout: it packs no panels of A.
+template <class PackA>
+inline constexpr bool kAUnpacked = kAInPlace<PackA> || kAColumnsInPlace<PackA>;
 
 // Whether B and C are rows of row-major matrices, which the thin products read (thin_products.hpp).
 template <class T, class PackB, class CRows>
@@ -247,33 +294,48 @@ WriteBack<T> forBlockOfK(WriteBack<T> write, bool first, bool last) noexcept {
   return write;
 }
 
+// Whether no two of a tile's rows of C (count rows of nn values) overlap. Rows each at least nn
+// past the one before, C as it lies, are apart without comparing every pair (at the GPT's shapes
+// the comparisons cost 3% of a step).
+template <class T>
+BURTORCH_INLINE bool rowsApart(T* const* rows, std::size_t count, std::size_t nn) noexcept {
+  std::size_t i = 1;
+  while (i < count && rows[i - 1] + nn <= rows[i]) ++i;
+  for (; i < count; ++i)
+    for (std::size_t u = 0; u < i; ++u)
+      if (rows[u] + nn > rows[i] && rows[i] + nn > rows[u]) return false;
+  return true;
+}
+
 // C (m x n) (+)= A (m x k) B (k x n), in registers of `lanes` values: see gemm() below.
 template <class T, std::size_t lanes, class PackA, class PackB, class CRows>
 void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t k, const PackA& packA, const PackB& packB, const CRows& cRows, const WriteBack<T>& write) noexcept {
   constexpr std::size_t mr = Tile<T, lanes>::kMR, nr = Tile<T, lanes>::kNR;
-  static thread_local PanelBuffer<T> aBuffer, bBuffer;
-  constexpr bool packsA = !kAInPlace<PackA>;
-  T* const ap = packsA ? aBuffer.fit(blocks.mc * blocks.kc) : nullptr;
+  PanelBuffer<T>& aBuffer = panels<T>.a;
+  PanelBuffer<T>& bBuffer = panels<T>.b;
+  constexpr bool packsA = !kAUnpacked<PackA>;
+  T* const ap = kAInPlace<PackA> ? nullptr : aBuffer.fit(blocks.mc * blocks.kc);
   alignas(64) T tile[mr * nr];
   // One tile: from the packed panels into C, through `tile` where C's rows are not contiguous
   // over the tile (or at the edges).
-  const auto tileAt = [&](auto a, const T* b, std::size_t kc, std::size_t i0, std::size_t mm, std::size_t j0, std::size_t nn, const WriteBack<T>& to) {
+  const auto tileAt = [&](auto a, const T* b, std::size_t ldb, std::size_t kc, std::size_t i0, std::size_t mm, std::size_t j0, std::size_t nn, const WriteBack<T>& to) {
     T* rows[mr];
     bool direct = (nn == nr || nn == lanes) && mm == mr;
     for (std::size_t i = 0; i < mm && direct; ++i) {
       std::size_t len;
       rows[i] = const_cast<T*>(cRows.segment(i0 + i, j0, len));
       direct = len >= nn;
-      // Rows that overlap (an input two rows share) are added one after the other, below.
-      for (std::size_t u = 0; u < i && direct; ++u) direct = rows[u] + nn <= rows[i] || rows[i] + nn <= rows[u];
     }
-    if (direct) {
-      if (nn == nr) microKernel<T, lanes>(kc, a, b, rows, to);
-      else microKernelHalf<T, lanes>(kc, a, b, rows, to);
+    // Rows that overlap (an input two rows share) are added one after the other, below.
+    if (direct && rowsApart(rows, mm, nn)) {
+      if (nn == nr) microKernel<T, lanes>(kc, a, b, ldb, rows, to);
+      else microKernelHalf<T, lanes>(kc, a, b, ldb, rows, to);
       return;
     }
     for (std::size_t i = 0; i < mr; ++i) rows[i] = tile + i * nr;
-    microKernel<T, lanes>(kc, a, b, rows, WriteBack<T>{WriteBack<T>::kStore});
+    // Half a panel where that covers it: B where it lies has no columns past n.
+    if (nn <= lanes) microKernelHalf<T, lanes>(kc, a, b, ldb, rows, WriteBack<T>{WriteBack<T>::kStore});
+    else microKernel<T, lanes>(kc, a, b, ldb, rows, WriteBack<T>{WriteBack<T>::kStore});
     for (std::size_t i = 0; i < mm; ++i)
       for (std::size_t j = 0; j < nn;) {
         std::size_t len;
@@ -291,6 +353,11 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
   const auto aAt = [&](std::size_t ic, std::size_t ir, std::size_t pc, std::size_t kc) {
     if constexpr (packsA) {
       return PackedA<T, mr>{ap + ir * kc};
+    } else if constexpr (kAColumnsInPlace<PackA>) {
+      const std::size_t i0 = ic + ir;
+      if (i0 + mr <= m) return ColumnsOfA<T>{packA.base + pc * packA.stride + i0, packA.stride};
+      packAlong<mr>(StridedRows<T>{const_cast<T*>(packA.base), packA.stride}, pc, kc, i0, m, ap);
+      return ColumnsOfA<T>{ap, mr};
     } else {
       RowsOfA<T, mr> rows;
       for (std::size_t i = 0; i < mr; ++i) rows.row[i] = packA.base + std::min(ic + ir + i, m - 1) * packA.stride + pc;
@@ -300,7 +367,7 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
   // As many columns of B per block as keep a block of B within kc x nc values: wider where k
   // is short, so that C is swept along longer rows.
   const std::size_t ncMax = std::max(blocks.nc, blocks.kc * blocks.nc / std::min(k, blocks.kc) / nr * nr);
-  T* const bp = bBuffer.fit((blocks.kc + 1) * (ncMax + nr));
+  T* const bp = kBInPlace<PackB> ? nullptr : bBuffer.fit((blocks.kc + 1) * (ncMax + nr));
   // A of one block of rows (the tokens of a batch, often) is packed once per block of k, not
   // once per block of B's columns. Each element of C still takes the blocks of k in order.
   const bool oneBlockOfA = m <= blocks.mc;
@@ -313,7 +380,12 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
     if (oneBlockOfA) packBlockOfA(0, m, pc, kc);
     for (std::size_t jc = 0; jc < n; jc += ncMax) {
       const std::size_t nc = std::min(ncMax, n - jc);
-      packB.template pack<nr>(pc, kc, jc, nc, bp, bStride);
+      // The panel of columns jr of the block: where it starts, and how far apart its rows are.
+      const auto bAt = [&](std::size_t jr) {
+        if constexpr (kBInPlace<PackB>) return std::pair<const T*, std::size_t>{packB.base + pc * packB.stride + jc + jr, packB.stride};
+        else return std::pair<const T*, std::size_t>{bp + jr / nr * bStride, nr};
+      };
+      if constexpr (!kBInPlace<PackB>) packB.template pack<nr>(pc, kc, jc, nc, bp, bStride);
       for (std::size_t ic = 0; ic < m; ic += blocks.mc) {
         const std::size_t mc = std::min(blocks.mc, m - ic);
         if (!oneBlockOfA) packBlockOfA(ic, mc, pc, kc);
@@ -323,14 +395,20 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
         if (kc >= blocks.kc / 2 && packsA) {
           // A panel of B stays in L1 while the tiles go down the rows of the block.
           for (std::size_t jr = 0; jr < nc; jr += nr)
-            for (std::size_t ir = 0; ir < mc; ir += mr)
-              tileAt(aAt(ic, ir, pc, kc), bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+            for (std::size_t ir = 0; ir < mc; ir += mr) {
+              const auto [b, ldb] = bAt(jr);
+              tileAt(aAt(ic, ir, pc, kc), b, ldb, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+            }
         } else {
           // Few products per tile: reading and writing C costs more than the panels, so the
           // tiles go along C's rows, as the hardware prefetches.
-          for (std::size_t ir = 0; ir < mc; ir += mr)
-            for (std::size_t jr = 0; jr < nc; jr += nr)
-              tileAt(aAt(ic, ir, pc, kc), bp + jr / nr * bStride, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+          for (std::size_t ir = 0; ir < mc; ir += mr) {
+            const auto a = aAt(ic, ir, pc, kc);  // once for the row of tiles
+            for (std::size_t jr = 0; jr < nc; jr += nr) {
+              const auto [b, ldb] = bAt(jr);
+              tileAt(a, b, ldb, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+            }
+          }
         }
       }
     }
@@ -370,8 +448,11 @@ void gemm(const KernelChoice& choice, std::size_t m, std::size_t n, std::size_t 
     return;
   }
   detail::withLanes<T>(choice.registerBits, [&](auto lanes) {
-    if constexpr (kRowMajor<T, PackB, CRows> && !kAInPlace<PackA>)
+    if constexpr (kRowMajor<T, PackB, CRows> && !kAUnpacked<PackA>)
       if (detail::thinProduct<T, lanes>(blocksFor<T, lanes>(choice).kc, m, n, k, packA, packB.rows, cRows, write)) return;
+    if constexpr (std::is_same_v<PackB, BFromRows<StridedRows<T>>>)
+      if (n % lanes == 0 && k * packB.rows.stride * sizeof(T) <= kBInPlaceBytes)
+        return detail::blockedGemm<T, lanes>(blocksFor<T, lanes>(choice), m, n, k, packA, BInPlace<T>{packB.rows.base, packB.rows.stride}, cRows, write);
     detail::blockedGemm<T, lanes>(blocksFor<T, lanes>(choice), m, n, k, packA, packB, cRows, write);
   });
 }

@@ -84,6 +84,39 @@ bool dxOverDistinctRuns(Sweep<T>& s, const LinearRecord& layer, const Index* lis
   return true;
 }
 
+// dW += G^T X (gy: G, tokens x rows), the SGD step taken in it where it is taken in the sweep, and
+// the biases' gradients. After dX, which reads the weights that the step may update.
+template <class T, class PackA, class PackB>
+BURTORCH_INLINE void weightsBackward(Sweep<T>& s, const LinearRecord& layer, std::size_t tokens, const T* gy, const PackA& gt, const PackB& x) noexcept {
+  const std::size_t rows = layer.rows, n = layer.n;
+  using Write = kernels::WriteBack<T>;
+  SgdInBackward<T>& sgd = SgdInBackward<T>::local();
+  const bool step = sgd.isOpen() && rows * n >= kSweepStepWeights;
+  const auto descend = sgd.gradientsAreZero() ? Write::kDescendOnZeros : Write::kDescend;
+  const Write write = step ? Write{descend, const_cast<T*>(s.v), s.g, sgd.step()} : Write{Write::kAdd};
+  kernels::gemm<T>(kernels::kernelChoice(), rows, n, tokens, gt, x, kernels::StridedRows<T>{s.g + layer.firstWeight, n}, write);
+  if (step) sgd.stepped({layer.firstWeight, static_cast<Index>(rows * n)});
+  s.reach(layer.firstWeight, rows * n);
+  if (layer.hasBias()) {
+    addEachRow(s.g + layer.firstBias, gy, tokens, rows);
+    s.reach(layer.firstBias, rows);
+  }
+}
+
+// Inputs that are one matrix X in the pool (from node x0, inputsAsMatrix): G read where it lies, X
+// and W too where gemm() reads a small B so, and dX added straight into X's gradients (C += G W:
+// the same bits as a buffer added after, k being one block of the product's k). At the GPT's
+// shapes (64 x 24 to 64 x 96) packing them cost about as much as the multiply-adds.
+template <class T>
+BURTORCH_INLINE void linearMatrixBackward(Sweep<T>& s, const LinearRecord& layer, Index x0, std::size_t tokens, const T* gy) noexcept {
+  using kernels::StridedRows;
+  const std::size_t rows = layer.rows, n = layer.n;
+  const StridedRows<T> w{const_cast<T*>(s.v) + layer.firstWeight, n}, x{const_cast<T*>(s.v) + x0, n};
+  kernels::gemm<T>(tokens, n, rows, kernels::AInPlace<T>{gy, rows, tokens}, kernels::BFromRows<StridedRows<T>>{w, n}, StridedRows<T>{s.g + x0, n}, false);
+  weightsBackward(s, layer, tokens, gy, kernels::AColumnsInPlace<T>{gy, rows, rows}, kernels::BFromRows<StridedRows<T>>{x, n});
+  s.reach(x0, tokens * n);
+}
+
 template <class T>
 BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer, const Index* lists, std::size_t tokens) noexcept {
   using kernels::StridedRows;
@@ -93,25 +126,15 @@ BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer,
   T* const gy = scratch.data();
   T* const gx = gy + tokens * rows;
   activationGradients(layer.activation, s.v + layer.firstOutput, s.g + layer.firstOutput, gy, tokens * rows);
+  const Index x0 = inputsAsMatrix(s.links, lists, tokens, n);
+  if (x0 != kNoIndex && rows <= kernels::kernelChoice().kBytes / sizeof(T)) return linearMatrixBackward(s, layer, x0, tokens, gy);
   const StridedRows<T> g{gy, rows}, dx{gx, n};
-  const StridedRows<T> w{const_cast<T*>(s.v) + layer.firstWeight, n}, dw{s.g + layer.firstWeight, n};
+  const StridedRows<T> w{const_cast<T*>(s.v) + layer.firstWeight, n};
   const InputRows<T> x{const_cast<T*>(s.v), s.links, lists};
   const std::size_t length = rows >= kDistinctRunsRows ? commonRunLength(s.links, lists, tokens) : 0;
   const bool dxDone = length > 0 && dxOverDistinctRuns(s, layer, lists, tokens, length, gy, gx + tokens * n, gx);
   if (!dxDone) kernels::gemm<T>(tokens, n, rows, kernels::AFromRows<StridedRows<T>>{g, tokens}, kernels::BFromRows<StridedRows<T>>{w, n}, dx, true);
-  // After dX, which reads the weights that the SGD step may now update.
-  using Write = kernels::WriteBack<T>;
-  SgdInBackward<T>& sgd = SgdInBackward<T>::local();
-  const bool step = sgd.isOpen() && rows * n >= kSweepStepWeights;
-  const auto descend = sgd.gradientsAreZero() ? Write::kDescendOnZeros : Write::kDescend;
-  const Write write = step ? Write{descend, const_cast<T*>(s.v), s.g, sgd.step()} : Write{Write::kAdd};
-  kernels::gemm<T>(kernels::kernelChoice(), rows, n, tokens, kernels::AFromColumns<StridedRows<T>>{g, rows}, kernels::BFromRows<InputRows<T>>{x, n}, dw, write);
-  if (step) sgd.stepped({layer.firstWeight, static_cast<Index>(rows * n)});
-  s.reach(layer.firstWeight, rows * n);
-  if (layer.hasBias()) {
-    addEachRow(s.g + layer.firstBias, gy, tokens, rows);
-    s.reach(layer.firstBias, rows);
-  }
+  weightsBackward(s, layer, tokens, gy, kernels::AFromColumns<StridedRows<T>>{g, rows}, kernels::BFromRows<InputRows<T>>{x, n});
   if (dxDone) return;
   // Each token's row of dX into its input's gradients, a contiguous segment at a time.
   const InputRows<T> dInput{s.g, s.links, lists};

@@ -84,6 +84,17 @@ struct PackedA {
   BURTORCH_INLINE void next() noexcept { a += mr; }
 };
 
+// A's columns where they lie (A = G^T with G row-major, a layer's gradients in its weights'
+// product): each k's values of the tile contiguous, the next k's `stride` further on. A packed
+// panel is the case stride = kMR.
+template <class T>
+struct ColumnsOfA {
+  const T* a;
+  std::size_t stride;
+  BURTORCH_INLINE const T* at(std::size_t i) const noexcept { return a + i; }
+  BURTORCH_INLINE void next() noexcept { a += stride; }
+};
+
 template <class T, std::size_t mr>
 struct RowsOfA {
   const T* row[mr];
@@ -92,10 +103,11 @@ struct RowsOfA {
   BURTORCH_INLINE void next() noexcept { ++k; }
 };
 
-// C tile (kMR x kNR) (+)= a (kc x kMR) x b (kc x kNR panel); c[i]: row i of the tile, kNR values,
-// no two overlapping.
+// C tile (kMR x kNR) (+)= a (kc x kMR) x b (kc x kNR, each k's row ldb after the one before: a
+// packed panel's kNR, or B's own rows where it lies); c[i]: row i of the tile, kNR values, no two
+// overlapping.
 template <class T, std::size_t lanes, class A>
-BURTORCH_INLINE void microKernel(std::size_t kc, A a, const T* BURTORCH_RESTRICT b, T* const* c, const WriteBack<T>& write) noexcept {
+BURTORCH_INLINE void microKernel(std::size_t kc, A a, const T* BURTORCH_RESTRICT b, std::size_t ldb, T* const* c, const WriteBack<T>& write) noexcept {
   using R = Register<T, lanes>;
   constexpr std::size_t mr = Tile<T, lanes>::kMR, w = lanes;
   typename R::V acc[mr][2];
@@ -108,7 +120,7 @@ BURTORCH_INLINE void microKernel(std::size_t kc, A a, const T* BURTORCH_RESTRICT
       acc[i][1] = R::mulAdd(ai, b1, acc[i][1]);
     });
     a.next();
-    b += 2 * w;
+    b += ldb;
   }
   writeTile<T, lanes>(acc, c, write);
 }
@@ -117,16 +129,16 @@ BURTORCH_INLINE void microKernel(std::size_t kc, A a, const T* BURTORCH_RESTRICT
 // panel of a narrow C (24 columns in AVX registers: 16 + 8), without multiplying the panel's
 // zeros or going through a buffer. The same chains, so the same bits.
 template <class T, std::size_t lanes, class A>
-BURTORCH_INLINE void microKernelHalf(std::size_t kc, A a, const T* BURTORCH_RESTRICT b, T* const* c, const WriteBack<T>& write) noexcept {
+BURTORCH_INLINE void microKernelHalf(std::size_t kc, A a, const T* BURTORCH_RESTRICT b, std::size_t ldb, T* const* c, const WriteBack<T>& write) noexcept {
   using R = Register<T, lanes>;
-  constexpr std::size_t mr = Tile<T, lanes>::kMR, w = lanes;
+  constexpr std::size_t mr = Tile<T, lanes>::kMR;
   typename R::V acc[mr][1];
   forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = R::zero(); });
   for (std::size_t k = 0; k < kc; ++k) {
     const typename R::V b0 = R::load(b);
     forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = R::mulAdd(R::broadcast(a.at(i)), b0, acc[i][0]); });
     a.next();
-    b += 2 * w;
+    b += ldb;
   }
   writeTile<T, lanes>(acc, c, write);
 }
