@@ -212,7 +212,8 @@ def build(run: Run) -> list[VersionTable]:
         for (engine, params), points in sorted(engines.items()):
             floors, lines = aa_floors(points)
             without = change.no_floor(any(env.endswith(AA_COPY) for env in points))
-            at = f" {point_text(json.loads(params))}" if json.loads(params) else ""
+            named = json.loads(params)
+            at = f" {point_text(named)}" if named else ""
             notes += [f"{engine}{at}: {line}" for line in lines]
             versions = {env: p for env, p in points.items() if not env.endswith(AA_COPY)}
             # An A/A run: each copy against its original. The pair does not differ by construction: its
