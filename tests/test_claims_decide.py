@@ -176,3 +176,31 @@ def test_a_verdict_the_plan_decided_stands_when_rounds_added_for_another_claim_w
     assert later["abstract-gpt-time"].verdict == claims.UNDECIDED, "the later look alone no longer decides"
     first = next(j.ours for j in claims.judge(run, build_tables(run)) if j.claim.id == "abstract-gpt-time")
     assert first.verdict in claims.DECIDED and first.trials == (3, 3)
+
+
+def test_pooled_runs_decide_a_claim_whose_other_engine_only_one_run_could_run(tmp_path):
+    """Measured: TensorFlow's rows ran in one of two runs (the other could not import it), and the claims that
+    each run decided pooled to 'undecided' and 'not measurable here'. The one run's rows keep their intervals."""
+    first = gpt_run(tmp_path / "r1", 0, 0.01, created_at="a")
+    second = gpt_run(tmp_path / "r2", 0, 0.01, created_at="b")
+    trials = [json.loads(line) for line in (second / "trials.jsonl").read_text().splitlines()]
+    (second / "trials.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trials if t["engine"] != PT))
+    (alone,) = judging_pooled.judge_machines([str(first)])
+    (machine,) = judging_pooled.judge_machines([str(first), str(second)])
+    verdict = ours(machine, "abstract-gpt-time")
+    assert verdict.verdict == ours(alone, "abstract-gpt-time").verdict == "reproduced"
+    assert (verdict.low, verdict.high) == pytest.approx((ours(alone, "abstract-gpt-time").low,
+                                                        ours(alone, "abstract-gpt-time").high))
+
+
+def test_an_undecided_claim_whose_rows_give_no_bounded_interval_says_so_instead_of_an_empty_span():
+    """Measured: 'ours ×111,729 (6 trials, no interval) at small: jax/eager/python/cpu spans ;': the largest of
+    the rows had its interval, another row held with it had none."""
+    from math import inf
+
+    from harness.judging import claims, rules
+
+    claim = next(c for c in claims.load_claims() if c.id == "abstract-small-time")
+    verdict = claims.Verdict(claim, claims.UNDECIDED, ours=111_729.0, at="small: jax/eager/python/cpu", trials=(6, 6))
+    why = rules._undecided_why(verdict, BT, (2000.0,), 88_000.0, inf)
+    assert "spans ;" not in why and "no interval that bounds it: a row it is held with gives none" in why

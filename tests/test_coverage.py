@@ -13,7 +13,7 @@ import math
 import pytest
 
 from harness.analysis import coverage
-from harness.analysis.effect import CONFIDENCE, Looks, effect, sequential
+from harness.analysis.effect import CONFIDENCE, Looks, effect, looked, sequential
 from harness.analysis.noise import PLAIN, Noise
 
 CASES = 2000
@@ -151,3 +151,17 @@ def test_two_runs_pooled_with_a_calibration_that_saw_no_run_shift_are_no_t_with_
         alone = effect({k: v for k, v in a.items() if k[0] == run}, {k: v for k, v in b.items() if k[0] == run},
                        noise=measured)
         assert pooled.high / pooled.low < 1.5 * alone.high / alone.low
+
+
+def test_a_row_only_one_pooled_run_measured_keeps_that_runs_own_interval():
+    """Measured: two runs that each reproduced `abstract-small-time` pooled to 'not measurable' (authors) and
+    'undecided' (ours): TensorFlow's rows ran in one run only, and a pooled factor then had no interval at all."""
+    subject = {(run, k): 1.0 + 0.01 * (k % 3) for run in (0, 1) for k in range(3)}
+    other = {(0, k): 40.0 * (1.02 if k % 2 else 0.98) for k in range(3)}  # the other run could not run it
+    looks = Looks(3, 2)
+    pooled = looked(subject, other, looks, run_of=lambda key: key[0])
+    alone = looked({k: v for k, v in subject.items() if k[0] == 0}, other, looks)
+    assert pooled.low is not None and (pooled.low, pooled.high) == pytest.approx((alone.low, alone.high))
+    apart = effect({(0, k): 1.0 + 0.01 * k for k in range(3)}, {(1, k): 2.0 + 0.01 * k for k in range(3)},
+                   paired=False, run_of=lambda key: key[0])
+    assert apart.low is None and apart.why == "no run measured both sides"

@@ -126,7 +126,10 @@ def effect(a: dict, b: dict, paired: bool = True, confidence: float = CONFIDENCE
     if not a or not b:
         return Effect(None, None, None, len(a), len(b), False, None, "not measured on both sides")
     if run_of is not None and len({run_of(k) for k in (*a, *b)}) > 1:
-        return across_runs(a, b, run_of, paired, confidence, noise)
+        both = runs_measuring_both(a, b, run_of)
+        if len(both) != 1:
+            return across_runs(a, b, run_of, paired, confidence, noise)
+        a, b = _of_run(a, both[0], run_of), _of_run(b, both[0], run_of)  # the one run's own interval
     found = _within(a, b, paired, noise, confidence)
     if found.spread is None:
         return Effect(_exp(found.mean), None, None, found.n_a, found.n_b, False, None,
@@ -202,13 +205,11 @@ def across_runs(a: dict, b: dict, run_of, paired: bool, confidence: float, noise
     pooled with the machine's calibrated one (weighted by their degrees of freedom), so that two runs that
     agree give a surer verdict than either alone rather than a t with one degree of freedom. Runs that
     measured one side only are left out."""
-    runs = _in_order({run_of(k) for k in a} & {run_of(k) for k in b})
-    per_run = [_within({k: v for k, v in a.items() if run_of(k) == run},
-                       {k: v for k, v in b.items() if run_of(k) == run}, paired, noise, confidence) for run in runs]
+    per_run = [_within(_of_run(a, run, run_of), _of_run(b, run, run_of), paired, noise, confidence)
+               for run in runs_measuring_both(a, b, run_of)]
     n_a, n_b = len(a), len(b)
     if len(per_run) < 2:
-        return Effect(_exp(per_run[0].mean) if per_run else None, None, None, n_a, n_b, paired, None,
-                      "one run measured both sides: runs pooled need two")
+        return Effect(None, None, None, n_a, n_b, paired, None, "no run measured both sides")
     k = len(per_run)
     means = np.array([w.mean for w in per_run])
     mean = float(means.mean())
@@ -227,6 +228,14 @@ def across_runs(a: dict, b: dict, run_of, paired: bool, confidence: float, noise
     pooled = Within(mean, within / k, within_df, n_a, n_b, paired, float(means.std(ddof=1)))
     found = _interval(pooled, confidence, Noise(noise.acf, math.sqrt(between), between_df, noise.source), runs=k)
     return Effect(found.estimate, found.low, found.high, n_a, n_b, paired, found.spread, found.why, k, noise)
+
+
+def runs_measuring_both(a: dict, b: dict, run_of) -> list:
+    return _in_order({run_of(k) for k in a} & {run_of(k) for k in b})
+
+
+def _of_run(sample: dict, run, run_of) -> dict:
+    return {k: v for k, v in sample.items() if run_of(k) == run}
 
 
 def _exp(x: float) -> float:
@@ -368,6 +377,8 @@ def looked(a: dict, b: dict, looks: Looks, paired: bool = True, rows: int = 1, r
     """B / A at the level of the look its rounds are at; `rows`: the intervals that must hold together
     (a maximum over rows), each at its share of the error (Bonferroni). Runs pooled as a level were each
     looked at by their own run: their interval is at the stated level."""
+    if run_of is not None and len(both := runs_measuring_both(a, b, run_of)) == 1:
+        a, b, run_of = _of_run(a, both[0], run_of), _of_run(b, both[0], run_of), None  # as that run gave it
     n = min(len(_positive(a)), len(_positive(b)))
     pooled = run_of is not None and len({run_of(k) for k in (*a, *b)}) > 1
     level = CONFIDENCE if pooled else looks.confidence(looks.look_of(n))

@@ -5,7 +5,8 @@ trial is the run that measured it, its point and its number (store/results.ident
 and its shards, given together, count each trial once and say so. A trial's round stays the round of the
 run that measured it (it becomes that run's place among the measuring runs * ROUND_STRIDE + its round),
 so trials pair within the run that measured them and never across runs, and the claims are judged once
-on all of them, with narrower intervals than any one run gives. Runs of different machines are judged
+on all of them, with narrower intervals than any one run gives (a factor only one run measured keeps
+that run's interval). Runs of different machines are judged
 apart: one column per machine, and for each claim and subject "holds on k of n machines"; machines whose
 builds of a framework differ (torch 2.11.0+cu130 and 2.11.0+cpu) are named by it, and their line says
 so. Runs of different --timing or profiles measured different things, and are refused.

@@ -172,8 +172,9 @@ def _needs(rows: list[Row], bounds: tuple, low: float, high: float) -> list[tupl
 
 def _undecided_why(v: Verdict, subject: str, bounds: tuple, low: float, high: float) -> str:
     spanned = [b for b in bounds if low < b <= high]
-    head = (f"{_short(subject)} {fx(v.ours)}{interval(v)} at {v.at} spans "
-            + " and ".join(fx(b) for b in spanned))
+    where = (f"spans {' and '.join(fx(b) for b in spanned)}" if spanned else
+             "has no interval that bounds it: a row it is held with gives none")
+    head = f"{_short(subject)} {fx(v.ours)}{interval(v)} at {v.at} {where}"
     ways = [f"≈ {more} more trial{'s' if more != 1 else ''} at {point} ({engine} and {_short(subject)})"
             if more else f"{point} ({engine}): more rounds of this run cannot decide it (the factor sits on the "
             "boundary, or the machine's run-to-run component alone spans it: another run can)"
