@@ -153,8 +153,7 @@ TEST_CASE("blocks: a batch as one graph gives the samples' losses and summed gra
 }
 
 TEST_CASE("blocks: a batch of one is built as before, with the same bits") {
-  // Below kBlockTokens tokens a layer is computed token by token: one sample's graph is the
-  // graph of a batch of one.
+  // One sample's graph is the graph of a batch of one.
   const GptShape gpt;
   const BothPaths g = bothPaths<Gpt<float>>(gpt, 1, 41);
   CHECK(g.blockLosses == g.sampleLosses && g.blockGrads == g.sampleGrads);

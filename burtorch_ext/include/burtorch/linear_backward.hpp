@@ -231,7 +231,7 @@ BURTORCH_OUTLINE Resume linearRowBackward(bool* reached, Index low, Index floor,
   const bool everyOutput = i == layer.output(tokens - 1, layer.rows - 1) && std::memchr(s.reached + layer.firstOutput, 0, i - layer.firstOutput) == nullptr;
   const bool stepHere = everyOutput && tokens == 1 && SgdInBackward<T>::local().isOpen() && SgdInBackward<T>::local().gradientsAreZero();
   if (stepHere && everyInputInRuns(s.links, inputLists, 1)) linearTokenStepBackward(s, layer, inputLists, SgdInBackward<T>::local().step());
-  else if (everyOutput && tokens >= kBlockTokens && everyInputInRuns(s.links, inputLists, tokens)) linearBlockBackward(s, layer, inputLists, tokens);
+  else if (everyOutput && asOneBlock(tokens, layer.n, layer.rows) && everyInputInRuns(s.links, inputLists, tokens)) linearBlockBackward(s, layer, inputLists, tokens);
   else if (everyInputARun && everyOutput) linearDenseBackward(s, layer, tokens, input, affineGrad);
   else if (everyInputARun) linearRunsBackward(s, layer, tokens, input, live, affineGrad);
   else linearListedBackward(s, layer, inputLists, tokens, live, affineGrad);

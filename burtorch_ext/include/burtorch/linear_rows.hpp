@@ -33,9 +33,17 @@ struct LinearRecord {
 };
 
 // Tokens from which a layer's rows are computed as one block (gemm.hpp) rather than token by
-// token: below, packing the panels costs more than it saves. Measured on the mini-GPT (8 tokens
-// per sample, d_model 24): b = 1 stays token by token, with the same bits as ever.
-inline constexpr std::size_t kBlockTokens = 16;
+// token, whatever its shape; from kFewBlockTokens where the layer has kBlockWidth inputs and
+// outputs or more. Below, the block's set-up costs more than reading W once saves. Measured best
+// of 60 steps on the AMD EPYC host, token by token -> one block: GPT b = 1 (8 tokens, d_model 24)
+// 153 -> 115 us; MLP b = 8 at e = 16, 64, 128 and 1,024: 37 -> 36, 229 -> 91, 313 -> 116 us and
+// 3.0 -> 0.88 ms, b = 4 at e = 128 and 1,024: 255 -> 115 us, 1.77 -> 0.80 ms; but at e = 4 (a layer
+// of 4 outputs, one of 4 inputs) b = 4 and 8 took 11 -> 27 and 17 -> 21 us, and b = 2 gained nothing.
+inline constexpr std::size_t kBlockTokens = 16, kFewBlockTokens = 4, kBlockWidth = 16;
+
+inline bool asOneBlock(std::size_t tokens, std::size_t inputs, std::size_t outputs) noexcept {
+  return tokens >= kBlockTokens || (tokens >= kFewBlockTokens && inputs >= kBlockWidth && outputs >= kBlockWidth);
+}
 
 // Weights from which a layer's block product reads W where it lies (Y^T = W X^T) rather than
 // packing W^T's panels each step: the MLP's hidden layer (e x 1,024) at every e, whose b = 64
@@ -186,7 +194,7 @@ void linearRows(std::size_t tokens, InputOf inputOf, Index w0, Index bias0, Acti
   }
   writeRecord(pool.links() + at, layer);
   const Index* lists = LinearRecord::inputLists(pool.links() + at);
-  if (tokens >= kBlockTokens && everyInputInRuns(pool.links(), lists, tokens)) {
+  if (asOneBlock(tokens, layer.n, rows) && everyInputInRuns(pool.links(), lists, tokens)) {
     linearBlock<T>(layer, tokens, lists);
     return;
   }
