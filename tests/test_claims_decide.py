@@ -204,3 +204,12 @@ def test_an_undecided_claim_whose_rows_give_no_bounded_interval_says_so_instead_
     verdict = claims.Verdict(claim, claims.UNDECIDED, ours=111_729.0, at="small: jax/eager/python/cpu", trials=(6, 6))
     why = rules._undecided_why(verdict, BT, (2000.0,), 88_000.0, inf)
     assert "spans ;" not in why and "no interval that bounds it: a row it is held with gives none" in why
+
+
+def test_a_memory_factor_across_engines_carries_the_run_to_run_component_of_a_reading(tmp_path):
+    """Every trial of a run reads the same peak memory, but a framework's reading moves from run to run: the
+    factor's interval says so rather than standing as an exact measurement another run contradicts."""
+    (machine,) = judging_pooled.judge_machines([str(gpt_run(tmp_path / "r1", 0, 0.01, created_at="a"))])
+    verdict = ours(machine, "abstract-gpt-memory")
+    assert not verdict.measurement and verdict.low < 1300 / 16 < verdict.high
+    assert verdict.high / verdict.low > 1.08 and "run-to-run component of ×/÷1.025 (1 sd), assumed" in verdict.method

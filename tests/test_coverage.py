@@ -14,7 +14,7 @@ import pytest
 
 from harness.analysis import coverage
 from harness.analysis.effect import CONFIDENCE, Looks, effect, looked, sequential
-from harness.analysis.noise import PLAIN, Noise
+from harness.analysis.noise import MEMORY, PLAIN, Noise
 
 CASES = 2000
 
@@ -100,6 +100,17 @@ def test_a_memory_factor_of_identical_trials_is_a_measurement_not_an_interval():
     found = effect({0: 5.0, 1: 5.0, 2: 5.0}, {0: 50.0, 1: 50.0, 2: 50.0}, paired=False)
     assert found.measurement and found.low == found.high == pytest.approx(10.0)
     assert "a measurement, no interval" in found.method()
+
+
+def test_memory_readings_that_moved_between_two_runs_give_intervals_that_overlap():
+    """Measured: JAX jit's GPT b = 1 peak virtual memory read 1,617 MiB in every trial of one run and 1,546 MiB
+    in every trial of the next: as measurements, the two runs' factors over ours did not overlap."""
+    ours = {k: 5.12 for k in range(3)}
+    runs = [effect(ours, {k: jax for k in range(3)}, noise=MEMORY) for jax in (1617.0, 1546.0)]
+    assert all(not r.measurement and r.low < r.estimate < r.high for r in runs)
+    assert runs[1].high > runs[0].low, "another run's reading is inside what this run's interval allows"
+    assert "every trial the same value (3 and 3 trials), no interval; with a run-to-run component of ×/÷1.025" \
+        in runs[0].method()
 
 
 def test_an_interval_that_reaches_infinity_decides_nothing():

@@ -79,9 +79,11 @@ class Effect:
         return min(self.n_a, self.n_b)
 
     def method(self) -> str:
-        if self.measurement:
+        if self.spread == 0 and self.runs == 1:
             known = f"known to ±{self.resolution:.2%} (a page a reading)" if self.resolution else "no interval"
-            return f"every trial the same value ({self.n_a} and {self.n_b} trials): a measurement, {known}"
+            if self.measurement:
+                return f"every trial the same value ({self.n_a} and {self.n_b} trials): a measurement, {known}"
+            return f"every trial the same value ({self.n_a} and {self.n_b} trials), {known}; with {self.noise.text()}"
         if self.runs > 1:
             within = "paired" if self.paired else "Welch"
             found = f"t over {self.runs} runs' factors ({within} within each), {self.n_a} and {self.n_b} trials"
@@ -176,7 +178,7 @@ def _interval(found: Within, confidence: float, noise: Noise, runs: int = 1) -> 
     """The interval of a run's factor (or of runs' mean factor) with the machine's run-to-run component
     added to its variance (a prediction of another run's factor, at `confidence`)."""
     estimate = _exp(found.mean)
-    if found.variance == 0:  # every trial the same (peak memory): a measurement, not an interval
+    if found.variance == 0 and noise.plain:  # every trial the same (peak memory): a measurement, not an interval
         return Effect(estimate, estimate, estimate, found.n_a, found.n_b, found.paired, 0.0, runs=runs)
     between = noise.between_sd ** 2 / runs
     # Each part at its own t quantile, summed in quadrature: adding the run's part never narrows an interval

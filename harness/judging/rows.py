@@ -10,7 +10,7 @@ from engines import all_engines
 from engines.base import BASELINE
 from harness.analysis import effect as effects
 from harness.analysis.effect import Effect, Looks
-from harness.analysis.noise import ASSUMED, PLAIN, Noise, from_record
+from harness.analysis.noise import ASSUMED, MEMORY, PLAIN, Noise, from_record
 from harness.analysis.points import Point, run_points
 from harness.analysis.metrics import Metric, resolve
 from harness.analysis.tables import Table
@@ -74,7 +74,15 @@ def factor(run: Run, engines: tuple[str, str], workload: str, params: dict, metr
     added = set().union(*(_added(point) for point in points))
     common = set(subject) & set(other) if paired else set(subject) | set(other)
     return Factor(subject, other, Looks(max(len(common - added), 1), run.plan.most_looks), paired,
-                  run_noise(run) if timed(metrics) else PLAIN, resolution(metrics))
+                  machine_noise(run, metrics), resolution(metrics))
+
+
+def machine_noise(run: Run, metrics: list[Metric]) -> Noise:
+    """What moves a factor from run to run beyond its trials: a time's, the run's calibration (run_noise);
+    a memory reading's (a metric read to a page), MEMORY; a count's, nothing."""
+    if timed(metrics):
+        return run_noise(run)
+    return MEMORY if resolution(metrics) else PLAIN
 
 
 def resolution(metrics: list[Metric]) -> float:
