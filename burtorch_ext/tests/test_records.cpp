@@ -91,6 +91,8 @@ void attentionRecordHoldsItsHeads() {
   CHECK(a.sequences == 2 && a.tokens == 3 && a.heads == 2 && a.headSize == 3 && a.firstOutput == rows[0]);
   CHECK(sameBits(a.scale, T(1) / std::sqrt(T(3))));
   CHECK(pool.ops()[a.query] == Op::LinearRow && pool.ops()[a.key] == Op::LinearRow && pool.ops()[a.value] == Op::LinearRow);
+  // Query, key and value without bias: one product, each token's three projections side by side.
+  CHECK(a.stride == 3 * 6 && a.key == a.query + 6 && a.value == a.key + 6);
   const T* v = pool.values();
   for (std::size_t s = 0; s < 2; ++s)
     for (std::size_t h = 0; h < 2; ++h)
@@ -105,7 +107,7 @@ void attentionRecordHoldsItsHeads() {
         CHECK_CLOSE(total, 1.0, 1e-6);
         for (std::size_t j = 0; j < 3; ++j) {
           T out = 0;
-          for (std::size_t u = 0; u <= t; ++u) out += p[u] * v[a.value + a.at(s, u, h) + j];
+          for (std::size_t u = 0; u <= t; ++u) out += p[u] * v[a.value + a.in(s, u, h) + j];
           CHECK(sameBits(out, v[a.firstOutput + a.at(s, t, h) + j]));
         }
       }

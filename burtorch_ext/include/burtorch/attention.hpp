@@ -30,7 +30,8 @@ namespace detail {
 template <class T>
 struct AttentionRecord {
   Index sequences, tokens, heads, headSize;
-  Index query, key, value;  // each projection's outputs: consecutive nodes, token after token
+  Index query, key, value;  // each projection's outputs: token after token, stride nodes apart
+  Index stride;             // d, or 3 d where one product made all three (each token's q, k, v in a row)
   Index firstOutput;        // the outputs are consecutive nodes, token after token
   T scale;                  // of the scores: 1 / sqrt(headSize)
 
@@ -42,8 +43,9 @@ struct AttentionRecord {
   static const std::byte* weights(const Index* record) noexcept {
     return reinterpret_cast<const std::byte*>(record + kWords<AttentionRecord>);
   }
-  // Where head h of the sequence's token t starts, counted from a projection's or the outputs' first node.
+  // Where head h of the sequence's token t starts, counted from the outputs' first node, and from a projection's.
   std::size_t at(std::size_t sequence, std::size_t t, std::size_t h) const noexcept { return (sequence * tokens + t) * dModel() + h * headSize; }
+  std::size_t in(std::size_t sequence, std::size_t t, std::size_t h) const noexcept { return (sequence * tokens + t) * stride + h * headSize; }
 };
 
 // The mini-GPT's block and head size (block 8, d_model 24, 6 heads): its loops get fixed
@@ -160,20 +162,21 @@ BURTORCH_INLINE void attentionBlockBackward(Sweep<T>& s, const AttentionRecord<T
   const HeadBackward<T> b(scratch.data(), n, hd);
   const Index y0 = a.firstOutput;
   const bool dense = top + 1 == a.sequences * n * d && std::memchr(s.reached + y0, 0, top) == nullptr;
+  const std::size_t ld = a.stride;
   for (std::size_t sequence = 0; sequence < a.sequences; ++sequence)
     for (std::size_t h = 0; h < a.heads; ++h) {
-      const std::size_t from = a.at(sequence, 0, h);
+      const std::size_t from = a.at(sequence, 0, h), in = a.in(sequence, 0, h);
       if constexpr (kSmallHeadKernels && std::is_same_v<T, float> && kN == kSmallBlock && kHd == kSmallHead) {
         if (dense) {
           std::memcpy(b.p, weights + (sequence * a.heads + h) * n * n * sizeof(T), n * n * sizeof(T));
-          attentionSmallHeadBackward(s.v + a.query + from, s.v + a.key + from, s.v + a.value + from, s.g + y0 + from, b.p, d, a.scale,
-                                     s.g + a.query + from, s.g + a.key + from, s.g + a.value + from);
+          attentionSmallHeadBackward(s.v + a.query + in, s.v + a.key + in, s.v + a.value + in, s.g + y0 + from, b.p, ld, d, a.scale,
+                                     s.g + a.query + in, s.g + a.key + in, s.g + a.value + in);
           continue;
         }
       }
-      gather<false>(head, s.v + a.query + from, d, b.q);
-      gather<false>(head, s.v + a.key + from, d, b.k);
-      gather<true>(head, s.v + a.value + from, d, b.vt);
+      gather<false>(head, s.v + a.query + in, ld, b.q);
+      gather<false>(head, s.v + a.key + in, ld, b.k);
+      gather<true>(head, s.v + a.value + in, ld, b.vt);
       gather<false>(head, s.g + y0 + from, d, b.dy);
       if (!dense)  // outputs the root does not reach contribute nothing
         for (std::size_t t = 0; t < n; ++t)
@@ -185,14 +188,15 @@ BURTORCH_INLINE void attentionBlockBackward(Sweep<T>& s, const AttentionRecord<T
       attentionHeadBackward(head, b);
       for (std::size_t t = 0; t < n; ++t)
         for (std::size_t j = 0; j < hd; ++j) {
-          const std::size_t k = from + t * d + j;
+          const std::size_t k = in + t * ld + j;
           s.g[a.query + k] += b.dqt[j * n + t];
           s.g[a.key + k] += b.dkt[j * n + t];
           s.g[a.value + k] += b.dvt[j * n + t];
         }
     }
-  const std::size_t all = a.sequences * n * d;
+  const std::size_t all = a.sequences * n * ld;  // one projection's nodes, or the three's together
   s.reach(a.query, all);
+  if (ld != d) return;
   s.reach(a.key, all);
   s.reach(a.value, all);
 }
@@ -227,6 +231,7 @@ class CausalSelfAttention {
         key(dModel, dModel, qkvBias, Activation::Identity, rng),
         value(dModel, dModel, qkvBias, Activation::Identity, rng),
         proj(dModel, dModel, projBias, Activation::Identity, rng),
+        qkv_(query.weights(), 3 * dModel, dModel),
         dModel_(dModel),
         heads_(heads) {
     BURTORCH_ASSERT(heads > 0 && dModel % heads == 0);
@@ -238,6 +243,7 @@ class CausalSelfAttention {
         key(dModel, dModel, qkvBias, Activation::Identity),
         value(dModel, dModel, qkvBias, Activation::Identity),
         proj(dModel, dModel, projBias, Activation::Identity),
+        qkv_(query.weights(), 3 * dModel, dModel),
         dModel_(dModel),
         heads_(heads) {
     BURTORCH_ASSERT(heads > 0 && dModel % heads == 0);
@@ -253,20 +259,30 @@ class CausalSelfAttention {
 
   // x and out: one or more sequences of `tokens` tokens, each token dModel handles, row-major;
   // a token attends to the tokens of its own sequence only. The projections take every
-  // sequence's tokens at once (a block: linear.hpp), then the attention of all of them is one
-  // fused block of nodes (Op::AttentionRow), proj's input. Scratch buffers grow on the first
-  // call for a size and are reused after, so steady-state steps do not allocate.
+  // sequence's tokens at once (a block: linear.hpp), in one product where query, key and value
+  // have no bias (their weights are then one 3 dModel x dModel matrix in the pool), then the
+  // attention of all of them is one fused block of nodes (Op::AttentionRow), proj's input.
+  // Scratch buffers grow on the first call for a size and are reused after, so steady-state
+  // steps do not allocate.
   void forward(std::span<const Value<T>> x, std::size_t tokens, std::span<Value<T>> out) {
     const std::size_t d = dModel_, hd = d / heads_, all = x.size() / d;
     BURTORCH_ASSERT(x.size() == all * d && all % tokens == 0 && out.size() == x.size());
     fit(all, tokens);
-    query.forward(x, span(q_, 0, all * d));
-    key.forward(x, span(k_, 0, all * d));
-    value.forward(x, span(v_, 0, all * d));
+    Index q0, k0, v0, stride = static_cast<Index>(d);
+    if (query.hasBias()) {
+      query.forward(x, span(q_, 0, all * d));
+      key.forward(x, span(k_, 0, all * d));
+      value.forward(x, span(v_, 0, all * d));
+      q0 = firstOfRun(q_, all * d), k0 = firstOfRun(k_, all * d), v0 = firstOfRun(v_, all * d);
+    } else {
+      BURTORCH_ASSERT(key.weights().first == query.weights().first + d * d && value.weights().first == key.weights().first + d * d);
+      qkv_.forward(x, span(q_, 0, 3 * all * d));
+      stride = static_cast<Index>(3 * d);
+      q0 = firstOfRun(q_, 3 * all * d), k0 = q0 + static_cast<Index>(d), v0 = k0 + static_cast<Index>(d);
+    }
     Pool<T>& pool = Pool<T>::local();
     detail::AttentionRecord<T> a{static_cast<Index>(all / tokens), static_cast<Index>(tokens), static_cast<Index>(heads_),
-                                 static_cast<Index>(hd), firstOfRun(q_, all * d), firstOfRun(k_, all * d),
-                                 firstOfRun(v_, all * d), 0, T(1) / std::sqrt(static_cast<T>(hd))};
+                                 static_cast<Index>(hd), q0, k0, v0, stride, 0, T(1) / std::sqrt(static_cast<T>(hd))};
     const Index at = pool.appendLinks(a.words());
     a.firstOutput = pool.pushRun(all * d, Op::AttentionRow, at, 0);
     Index* record = pool.links() + at;  // a push does not move the links
@@ -280,6 +296,8 @@ class CausalSelfAttention {
   Linear<T> query, key, value, proj;
 
  private:
+  Linear<T> qkv_;  // query's, key's and value's weights as one layer of 3 dModel outputs (used where they have no bias)
+
   static std::span<Value<T>> span(std::vector<Value<T>>& buffer, std::size_t first, std::size_t count) noexcept {
     return std::span<Value<T>>(buffer).subspan(first, count);
   }
@@ -296,7 +314,7 @@ class CausalSelfAttention {
   template <std::size_t kN, std::size_t kHd>
   void attendAll(const detail::AttentionRecord<T>& a, std::byte* weights) noexcept {
     const detail::Head<kN, kHd, T> head{a.tokens, a.headSize, a.scale};
-    const std::size_t n = head.tokens(), hd = head.size(), d = a.dModel();
+    const std::size_t n = head.tokens(), hd = head.size(), d = a.dModel(), ld = a.stride;
     T* q = scratch_.data();
     T* kt = q + n * hd;
     T* v = kt + n * hd;
@@ -306,14 +324,14 @@ class CausalSelfAttention {
     T* values = Pool<T>::local().values();
     for (std::size_t sequence = 0; sequence < a.sequences; ++sequence)
       for (std::size_t h = 0; h < a.heads; ++h) {
-        const std::size_t from = a.at(sequence, 0, h);
+        const std::size_t from = a.at(sequence, 0, h), in = a.in(sequence, 0, h);
         if constexpr (detail::kSmallHeadKernels && std::is_same_v<T, float> && kN == detail::kSmallBlock && kHd == detail::kSmallHead) {
-          detail::attendSmallHead(values + a.query + from, values + a.key + from, values + a.value + from, d, a.scale, p,
+          detail::attendSmallHead(values + a.query + in, values + a.key + in, values + a.value + in, ld, d, a.scale, p,
                                   values + a.firstOutput + from);
         } else {
-          detail::gather<false>(head, values + a.query + from, d, q);
-          detail::gather<true>(head, values + a.key + from, d, kt);
-          detail::gather<false>(head, values + a.value + from, d, v);
+          detail::gather<false>(head, values + a.query + in, ld, q);
+          detail::gather<true>(head, values + a.key + in, ld, kt);
+          detail::gather<false>(head, values + a.value + in, ld, v);
           detail::attendOneHead(head, q, kt, v, p, pt, yt);
           for (std::size_t t = 0; t < n; ++t)
             for (std::size_t j = 0; j < hd; ++j) values[a.firstOutput + from + t * d + j] = yt[j * n + t];
@@ -325,8 +343,8 @@ class CausalSelfAttention {
   void fit(std::size_t all, std::size_t tokens) {
     const std::size_t n = all * dModel_, hd = dModel_ / heads_;
     if (scratch_.size() < 4 * tokens * hd + 2 * tokens * tokens) scratch_.resize(4 * tokens * hd + 2 * tokens * tokens);
-    if (q_.size() >= n) return;
-    q_.resize(n);
+    if (q_.size() >= 3 * n) return;
+    q_.resize(3 * n);  // query, key and value, where one product makes them
     k_.resize(n);
     v_.resize(n);
     concat_.resize(n);

@@ -1,7 +1,7 @@
 // The mini-GPT's attention head (block 8, head size 4) in FP32 with AVX: a row of 8 scores is one
 // register, the causal mask a lane comparison, e^x eight lanes at once (tanh_block.hpp), and each
-// token's head of 4 one 128-bit register read and written where it lies in the pool (tokens d
-// values apart). attention.hpp's loops compute the same for any size, in any precision.
+// token's head of 4 one 128-bit register read and written where it lies in the pool. attention.hpp's
+// loops compute the same for any size, in any precision.
 #pragma once
 
 #include <cfloat>
@@ -41,12 +41,13 @@ inline void transposeHeads(const float* x, std::size_t d, __m256 rows[4]) noexce
 }
 
 // p (8 x 8, row t the softmax of token t's scaled scores over keys 0..t, zeros after) and
-// y = p v, one head of one sequence.
-inline void attendSmallHead(const float* q, const float* k, const float* v, std::size_t d, float scale, float* p, float* y) noexcept {
+// y = p v, one head of one sequence; q, k and v tokens ld apart, y's d apart.
+inline void attendSmallHead(const float* q, const float* k, const float* v, std::size_t ld, std::size_t d, float scale, float* p,
+                            float* y) noexcept {
   __m256 kt[4];
-  transposeHeads(k, d, kt);
+  transposeHeads(k, ld, kt);
   for (std::size_t t = 0; t < 8; ++t) {
-    const float* qt = q + t * d;
+    const float* qt = q + t * ld;
     __m256 s = _mm256_mul_ps(_mm256_set1_ps(qt[0]), kt[0]);
     for (std::size_t j = 1; j < 4; ++j) s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(qt[j]), kt[j]));
     s = _mm256_mul_ps(s, _mm256_set1_ps(scale));
@@ -56,17 +57,17 @@ inline void attendSmallHead(const float* q, const float* k, const float* v, std:
     const __m256 e = _mm256_and_ps(kernels::detail::expLanes(x), mask);
     _mm256_storeu_ps(p + t * 8, _mm256_mul_ps(e, _mm256_set1_ps(1.0f / laneSum(e))));
     __m128 out = _mm_setzero_ps();
-    for (std::size_t u = 0; u <= t; ++u) out = _mm_add_ps(out, _mm_mul_ps(_mm_set1_ps(p[t * 8 + u]), _mm_loadu_ps(v + u * d)));
+    for (std::size_t u = 0; u <= t; ++u) out = _mm_add_ps(out, _mm_mul_ps(_mm_set1_ps(p[t * 8 + u]), _mm_loadu_ps(v + u * ld)));
     _mm_storeu_ps(y + t * d, out);
   }
 }
 
 // The backward of attendSmallHead (attention.hpp's attentionHeadBackward says what it computes):
-// adds to dq, dk and dv (tokens d apart) from dy (tokens d apart) and the weights p.
-inline void attentionSmallHeadBackward(const float* q, const float* k, const float* v, const float* dy, const float* p, std::size_t d,
-                                       float scale, float* dq, float* dk, float* dv) noexcept {
+// adds to dq, dk and dv (tokens ld apart, as q, k and v) from dy (tokens d apart) and the weights p.
+inline void attentionSmallHeadBackward(const float* q, const float* k, const float* v, const float* dy, const float* p, std::size_t ld,
+                                       std::size_t d, float scale, float* dq, float* dk, float* dv) noexcept {
   __m256 vt[4], dkt[4], dvt[4];
-  transposeHeads(v, d, vt);
+  transposeHeads(v, ld, vt);
   for (std::size_t j = 0; j < 4; ++j) dkt[j] = dvt[j] = _mm256_setzero_ps();
   alignas(32) float ds[8];
   for (std::size_t t = 0; t < 8; ++t) {
@@ -78,12 +79,12 @@ inline void attentionSmallHeadBackward(const float* q, const float* k, const flo
     const __m256 dst = _mm256_mul_ps(_mm256_set1_ps(scale), _mm256_mul_ps(pt, _mm256_sub_ps(dp, _mm256_set1_ps(mean))));
     for (std::size_t j = 0; j < 4; ++j) {
       dvt[j] = _mm256_add_ps(dvt[j], _mm256_mul_ps(_mm256_set1_ps(dyt[j]), pt));
-      dkt[j] = _mm256_add_ps(dkt[j], _mm256_mul_ps(_mm256_set1_ps(q[t * d + j]), dst));
+      dkt[j] = _mm256_add_ps(dkt[j], _mm256_mul_ps(_mm256_set1_ps(q[t * ld + j]), dst));
     }
     _mm256_store_ps(ds, dst);
-    __m128 dqt = _mm_loadu_ps(dq + t * d);
-    for (std::size_t u = 0; u <= t; ++u) dqt = _mm_add_ps(dqt, _mm_mul_ps(_mm_set1_ps(ds[u]), _mm_loadu_ps(k + u * d)));
-    _mm_storeu_ps(dq + t * d, dqt);
+    __m128 dqt = _mm_loadu_ps(dq + t * ld);
+    for (std::size_t u = 0; u <= t; ++u) dqt = _mm_add_ps(dqt, _mm_mul_ps(_mm_set1_ps(ds[u]), _mm_loadu_ps(k + u * ld)));
+    _mm_storeu_ps(dq + t * ld, dqt);
   }
   alignas(32) float kRows[4][8], vRows[4][8];
   for (std::size_t j = 0; j < 4; ++j) {
@@ -92,8 +93,8 @@ inline void attentionSmallHeadBackward(const float* q, const float* k, const flo
   }
   for (std::size_t u = 0; u < 8; ++u)
     for (std::size_t j = 0; j < 4; ++j) {
-      dk[u * d + j] += kRows[j][u];
-      dv[u * d + j] += vRows[j][u];
+      dk[u * ld + j] += kRows[j][u];
+      dv[u * ld + j] += vRows[j][u];
     }
 }
 #else

@@ -59,6 +59,11 @@ class Linear {
     params_ = leaves<T>(inputs * outputs + (withBias ? outputs : 0));
   }
 
+  // A layer without bias over weights that exist (outputs x inputs of them, row-major): attention's
+  // query, key and value weights, consecutive, as one product.
+  Linear(NodeRange<T> weights, std::size_t outputs, std::size_t inputs) noexcept
+      : inputs_(inputs), outputs_(outputs), withBias_(false), activation_(Activation::Identity), params_{weights.first, static_cast<Index>(outputs * inputs)} {}
+
   std::size_t inputs() const noexcept { return inputs_; }
   std::size_t outputs() const noexcept { return outputs_; }
   bool hasBias() const noexcept { return withBias_; }
