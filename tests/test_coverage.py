@@ -13,7 +13,8 @@ import math
 import pytest
 
 from harness.analysis import coverage
-from harness.analysis.effect import CONFIDENCE, Looks, effect, looked, sequential
+from harness.analysis.effect import CONFIDENCE, effect
+from harness.analysis.looks import Looks, looked, sequential
 from harness.analysis.noise import MEMORY, PLAIN, Noise
 
 CASES = 2000

@@ -33,12 +33,13 @@ from scipy import stats
 from engines.base import AA_COPY, split_id
 from harness.analysis import change, coverage, effect
 from harness.analysis.compare import by_round
+from harness.analysis.looks import Looks, looked, sequential
 from harness.analysis.noise import PLAIN, Noise, from_record, log_ratios as _logs, measure
 from harness.analysis.points import group, trial_time
 from harness.analysis.stats import CONFIDENCE
 from harness.analysis.summary import format_seconds, shown_params
 from harness.machine.calibrations import factor, summary
-from harness.store.run_plan import DEFAULT_MAX_TRIALS
+from harness.store.run_plan import DEFAULT_MAX_TRIALS, MAX_DECIDING_ROUNDS
 from harness.text import clean, markdown_cell
 
 WINDOW = effect.MIN_TRIALS  # rounds an interval is read over: a claim's planned trials
@@ -50,15 +51,15 @@ ROWS = 3  # rows a claim holds together (a largest factor over a sweep): windows
 PLANTED_PATHS = {
     "planted_noise": ("the deciding rule's looks", DESIGN, True),
     "planted_welch": ("the same looks unpaired (Welch: a flat claim's sweep ends)", DESIGN, False),
-    "planted_trials": (f"a plan of --trials {TRIALS_ASKED}", effect.Looks(TRIALS_ASKED, DESIGN.most), True),
+    "planted_trials": (f"a plan of --trials {TRIALS_ASKED}", Looks(TRIALS_ASKED, DESIGN.most), True),
     "planted_adaptive": (f"--adaptive's looks (--max-trials {DEFAULT_MAX_TRIALS})",
-                         effect.Looks(WINDOW, DESIGN.most + DEFAULT_MAX_TRIALS), True),
+                         Looks(WINDOW, DESIGN.most + DEFAULT_MAX_TRIALS), True),
 }
 
 
-def design_rounds(looks: effect.Looks) -> int:
+def design_rounds(looks: Looks) -> int:
     """The most rounds a point of that design takes: its first look, then one batch or one round a look."""
-    return looks.first + (effect.MAX_DECIDING_ROUNDS if looks.most == 2 else looks.most - 1)
+    return looks.first + (MAX_DECIDING_ROUNDS if looks.most == 2 else looks.most - 1)
 
 
 # A run's rounds: windows side by side for rows held together, and every planted design once.
@@ -178,11 +179,11 @@ def planted(cases: Cases, runs: list[dict], index: int, pair: Pair, truth: float
     judged = [(name, looks, paired, noise) for name, (_, looks, paired) in PLANTED_PATHS.items()]
     for name, looks, paired, used in [*judged, ("planted_plain", DESIGN, True, PLAIN)]:
         for span in _windows(set(a) & set(b), design_rounds(looks)):
-            decision, _ = effect.sequential(_keep(a, span), _keep(scaled, span), edge, looks, paired, noise=used)
+            decision, _ = sequential(_keep(a, span), _keep(scaled, span), edge, looks, paired, noise=used)
             cases.add(name, index, pair, decision.decided)
     windows = _windows(set(a) & set(b), WINDOW)
     for k in range(0, len(windows) - ROWS + 1, ROWS):
-        rows = [effect.looked(_keep(a, w), _keep(scaled, w), DESIGN, rows=ROWS, noise=noise) for w in windows[k:k + ROWS]]
+        rows = [looked(_keep(a, w), _keep(scaled, w), DESIGN, rows=ROWS, noise=noise) for w in windows[k:k + ROWS]]
         if all(e.low is not None for e in rows):
             low, high = max(e.low for e in rows), max(e.high for e in rows)
             cases.add("planted_rows", index, pair, not low <= edge[0] <= high)

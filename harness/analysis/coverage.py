@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from harness.analysis.effect import MIN_TRIALS, Looks, effect, holds, looked, sequential
+from harness.analysis.effect import MIN_TRIALS, effect, holds
+from harness.analysis.looks import Looks, looked, sequential
 from harness.analysis.noise import MIN_RUNS, PLAIN, Noise, measure
 from harness.analysis.stats import CONFIDENCE
 from harness.store.run_plan import MAX_DECIDING_ROUNDS

@@ -21,14 +21,7 @@ whole interval, or undecided with the boundaries it straddles and how many more 
 narrow it past the nearest one, from the samples' own spread. An interval that reaches 0 or ∞
 decides nothing.
 
-Looking again after every added round would spend the 5% error once per look (a boundary case
-decided 17.7% of the time after 8 looks at a nominal 95%). `Looks` is the declared sequential
-design every interval of a claim is computed at: the first look (the plan's trials) spends
-FIRST_SHARE of the error. Rounds for undecided claims come as one batch, sized to decide, at one
-second look that spends the rest (Bonferroni: it holds whatever the noise, and the batch's rounds
-narrow it where one round a look could not); --adaptive's trials, one a look, share the rest at one
-nominal level (Pocock-type), found from the joint law of the looks' t statistics under normal noise.
-`sequential` is that rule run over a sample's rounds in order.
+The looks a run takes at its rounds, and the level each look's interval is at: harness/analysis/looks.py.
 """
 from __future__ import annotations
 
@@ -41,13 +34,10 @@ from scipy import stats
 
 from harness.analysis.noise import PLAIN, Noise, satterthwaite
 from harness.analysis.stats import CONFIDENCE
-from harness.store.run_plan import MAX_DECIDING_ROUNDS
 
 MIN_TRIALS = 3  # fewer trials on a side give a ratio and no interval
 MOST_MORE = 100  # beyond this many more trials, more trials are not the way to decide
 DECIDING_POWER = 0.8  # added rounds decide this often at the estimated factor (just clearing it: half the time)
-FIRST_SHARE = 0.8  # of the error, spent at the first look: most claims are decided there, far from a boundary
-SIMULATED_PATHS = 200_000  # of the looks' t statistics: the level found is within ~0.001 of its error
 
 
 @dataclass(frozen=True)
@@ -113,7 +103,7 @@ def _num(x: float) -> str:
     return f"{x:.3g}" if x < 1000 else f"{x:,.0f}"
 
 
-def _positive(sample: dict) -> dict:
+def positive(sample: dict) -> dict:
     return {k: float(v) for k, v in sample.items() if v is not None and v > 0 and math.isfinite(v)}
 
 
@@ -124,14 +114,14 @@ def effect(a: dict, b: dict, paired: bool = True, confidence: float = CONFIDENCE
     `run_of(round)`: the run a round belongs to, where the samples pool several runs: runs are then a
     level of their own (across_runs). `noise`: what the machine adds beyond the rounds (PLAIN: nothing,
     the interval holds for these trials)."""
-    a, b = _positive(a), _positive(b)
+    a, b = positive(a), positive(b)
     if not a or not b:
         return Effect(None, None, None, len(a), len(b), False, None, "not measured on both sides")
     if run_of is not None and len({run_of(k) for k in (*a, *b)}) > 1:
         both = runs_measuring_both(a, b, run_of)
         if len(both) != 1:
             return across_runs(a, b, run_of, paired, confidence, noise)
-        a, b = _of_run(a, both[0], run_of), _of_run(b, both[0], run_of)  # the one run's own interval
+        a, b = of_run(a, both[0], run_of), of_run(b, both[0], run_of)  # the one run's own interval
     found = _within(a, b, paired, noise, confidence)
     if found.spread is None:
         return Effect(_exp(found.mean), None, None, found.n_a, found.n_b, False, None,
@@ -156,19 +146,19 @@ class Within:
 
 
 def _within(a: dict, b: dict, paired: bool, noise: Noise = PLAIN, confidence: float = CONFIDENCE) -> Within:
-    common = _in_order(set(a) & set(b))
+    common = in_order(set(a) & set(b))
     if paired and len(common) >= MIN_TRIALS:
         diffs = np.log([b[k] for k in common]) - np.log([a[k] for k in common])
         n, sd = len(diffs), float(diffs.std(ddof=1))
         inflation, df = noise.inflation(common, confidence)
         return Within(float(diffs.mean()), sd * sd / n * inflation, df, n, n, True, sd)
-    log_a, log_b = (np.log([side[k] for k in _in_order(set(side))]) for side in (a, b))
+    log_a, log_b = (np.log([side[k] for k in in_order(set(side))]) for side in (a, b))
     na, nb, mean = len(log_a), len(log_b), float(log_b.mean() - log_a.mean())
     if min(na, nb) < MIN_TRIALS:
         return Within(mean, None, 0, na, nb, False, None)
     parts = []
     for side, keys in ((log_a, a), (log_b, b)):
-        inflation, df = noise.inflation(_in_order(set(keys)), confidence)
+        inflation, df = noise.inflation(in_order(set(keys)), confidence)
         parts.append((float(side.var(ddof=1)) / len(side) * inflation, df))
     sd = math.sqrt(float(log_a.var(ddof=1)) + float(log_b.var(ddof=1)))
     return Within(mean, parts[0][0] + parts[1][0], satterthwaite(parts), na, nb, False, sd)
@@ -207,7 +197,7 @@ def across_runs(a: dict, b: dict, run_of, paired: bool, confidence: float, noise
     pooled with the machine's calibrated one (weighted by their degrees of freedom), so that two runs that
     agree give a surer verdict than either alone rather than a t with one degree of freedom. Runs that
     measured one side only are left out."""
-    per_run = [_within(_of_run(a, run, run_of), _of_run(b, run, run_of), paired, noise, confidence)
+    per_run = [_within(of_run(a, run, run_of), of_run(b, run, run_of), paired, noise, confidence)
                for run in runs_measuring_both(a, b, run_of)]
     n_a, n_b = len(a), len(b)
     if len(per_run) < 2:
@@ -233,10 +223,10 @@ def across_runs(a: dict, b: dict, run_of, paired: bool, confidence: float, noise
 
 
 def runs_measuring_both(a: dict, b: dict, run_of) -> list:
-    return _in_order({run_of(k) for k in a} & {run_of(k) for k in b})
+    return in_order({run_of(k) for k in a} & {run_of(k) for k in b})
 
 
-def _of_run(sample: dict, run, run_of) -> dict:
+def of_run(sample: dict, run, run_of) -> dict:
     return {k: v for k, v in sample.items() if run_of(k) == run}
 
 
@@ -318,94 +308,7 @@ def more_trials(e: Effect, inside: tuple[float, ...], confidence: float = CONFID
     return int(n[narrow[0]] - e.n) if len(narrow) else None
 
 
-# ----------------------------------------------------------------------------- looks that spend their error
-
-@dataclass(frozen=True)
-class Looks:
-    """The sequential design: the first look at `first` rounds, then at most `most` - 1 later looks, with the
-    error over all of them within 1 - CONFIDENCE. Two looks: the later one is one batch of rounds (the
-    deciding rounds), at the rest of the error; more: one round a look (--adaptive), Pocock-type."""
-    first: int
-    most: int = 1
-
-    def confidence(self, look: int) -> float:
-        """The level of the interval at look `look` (1: the first; past `most`: the last look's)."""
-        if self.most <= 1:
-            return CONFIDENCE
-        error = 1 - CONFIDENCE
-        if look <= 1:
-            return 1 - FIRST_SHARE * error
-        if self.most == 2:
-            return 1 - (1 - FIRST_SHARE) * error
-        return 1 - _added_level(max(self.first, 2), self.most)
-
-    def look_of(self, n: int) -> int:
-        """The look a sample of n rounds is at (the first at `first` or fewer)."""
-        return min(max(n - self.first + 1, 1), self.most)
-
-    def text(self) -> str:
-        error = 1 - CONFIDENCE
-        if self.most <= 1:
-            return f"one look: {CONFIDENCE:.0%} intervals"
-        first = f"{CONFIDENCE:.0%} over up to {self.most} looks: the first ({self.first} trials) at {1 - FIRST_SHARE * error:.0%}"
-        if self.most == 2:
-            return (f"{first}, then one batch of added rounds at {self.confidence(2):.0%} (the error split between "
-                    "the two looks, which holds whatever the noise)")
-        return (f"{first}, each of up to {self.most - 1} added rounds at "
-                f"{self.confidence(2):.2%} (error spent by look, Pocock-type after the first)")
-
-
-@lru_cache(maxsize=None)
-def _added_level(first: int, most: int) -> float:
-    """The one nominal error of every added look such that, with FIRST_SHARE of the error at the first,
-    some look's interval misses the truth in 1 - CONFIDENCE of normal samples. The t statistics' joint
-    law does not depend on the noise's scale, so one seeded simulation of it serves every sample."""
-    rng = np.random.default_rng(first * 1000 + most)
-    steps = rng.standard_normal((SIMULATED_PATHS, first + most - 1))
-    p_values = []
-    for n in range(first, first + most):
-        head = steps[:, :n]
-        t = head.mean(axis=1) / (head.std(axis=1, ddof=1) / math.sqrt(n))
-        p_values.append(2 * stats.t.sf(np.abs(t), n - 1))
-    error = 1 - CONFIDENCE
-    missed_first = p_values[0] < FIRST_SHARE * error
-    later = np.min(p_values[1:], axis=0)[~missed_first]
-    allowed = int(error * SIMULATED_PATHS) - int(missed_first.sum())  # paths the added looks may still miss on
-    return float(np.sort(later)[allowed - 1]) if allowed > 0 else 0.0
-
-
-def looked(a: dict, b: dict, looks: Looks, paired: bool = True, rows: int = 1, run_of=None,
-           noise: Noise = PLAIN) -> Effect:
-    """B / A at the level of the look its rounds are at; `rows`: the intervals that must hold together
-    (a maximum over rows), each at its share of the error (Bonferroni). Runs pooled as a level were each
-    looked at by their own run: their interval is at the stated level."""
-    if run_of is not None and len(both := runs_measuring_both(a, b, run_of)) == 1:
-        a, b, run_of = _of_run(a, both[0], run_of), _of_run(b, both[0], run_of), None  # as that run gave it
-    n = min(len(_positive(a)), len(_positive(b)))
-    pooled = run_of is not None and len({run_of(k) for k in (*a, *b)}) > 1
-    level = CONFIDENCE if pooled else looks.confidence(looks.look_of(n))
-    return effect(a, b, paired, 1 - (1 - level) / max(rows, 1), run_of, noise)
-
-
-def sequential(a: dict, b: dict, boundaries: tuple[float, ...], looks: Looks, paired: bool = True,
-               noise: Noise = PLAIN) -> tuple[Decision, int]:
-    """The deciding rule over a sample's rounds in order: the first look at looks.first rounds; where it
-    is undecided, the rounds its interval asks for (at the level they will be judged at) as one batch, the
-    second look (more looks: one round each); (decision, looks used)."""
-    rounds = _in_order(set(a) & set(b) if paired else set(a) | set(b))
-    used, look, decision = looks.first, 1, Decision(None, why="no look")
-    while True:
-        kept = set(rounds[:used])
-        found = effect({k: v for k, v in a.items() if k in kept}, {k: v for k, v in b.items() if k in kept},
-                       paired, looks.confidence(look), noise=noise)
-        decision = decide(found, boundaries, looks.confidence(look + 1) if look < looks.most else None)
-        if decision.decided or look >= looks.most or used >= len(rounds) or (looks.most == 2 and not decision.more):
-            return decision, look
-        used += min(decision.more, MAX_DECIDING_ROUNDS) if looks.most == 2 else 1
-        look += 1
-
-
-def _in_order(rounds: set) -> list:
+def in_order(rounds: set) -> list:
     """Rounds in the order they ran: numbers by value (round 10 after round 9), anything else by its text."""
     if all(type(k) is int for k in rounds):
         return sorted(rounds)

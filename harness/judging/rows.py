@@ -9,7 +9,8 @@ from dataclasses import dataclass, replace
 from engines import all_engines
 from engines.base import BASELINE
 from harness.analysis import effect as effects
-from harness.analysis.effect import Effect, Looks
+from harness.analysis.effect import Effect
+from harness.analysis.looks import Looks, looked
 from harness.analysis.noise import ASSUMED, MEMORY, PLAIN, Noise, from_record
 from harness.analysis.points import Point, run_points
 from harness.analysis.metrics import Metric, resolve
@@ -40,7 +41,7 @@ class Row:
 @dataclass(frozen=True)
 class Factor:
     """The subject's and the other engine's trials at a point, and the looks they were taken at: the factor's
-    interval at the look its rounds are at, held together with `rows` intervals (effect.looked)."""
+    interval at the look its rounds are at, held together with `rows` intervals (looks.looked)."""
     subject: dict
     other: dict
     looks: Looks
@@ -49,7 +50,7 @@ class Factor:
     resolution: float = 0.0  # what one reading is known to (Metric.resolution: a page of memory)
 
     def effect(self, rows: int = 1) -> Effect:
-        found = effects.looked(self.subject, self.other, self.looks, self.paired, rows, run_of, self.noise)
+        found = looked(self.subject, self.other, self.looks, self.paired, rows, run_of, self.noise)
         return effects.read_to(found, self.subject, self.other, self.resolution)
 
     def how(self, rows: int = 1) -> str:

@@ -9,7 +9,7 @@ from engines import all_engines
 from engines.base import AUTHORS, BASELINE
 from harness.analysis import effect as effects
 from harness.analysis import paper
-from harness.analysis.effect import Looks
+from harness.analysis.looks import Looks
 from harness.judging.rows import (Factor, Row, added_rounds, claim_tables, matches, metric_keys, point_text,
                                        ratio_rows, trial_samples)
 from harness.analysis.metrics import resolve

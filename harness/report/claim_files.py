@@ -9,7 +9,8 @@ import math
 from pathlib import Path
 
 from engines.base import finite
-from harness.analysis.effect import CONFIDENCE, DECIDING_POWER, MIN_TRIALS, Looks
+from harness.analysis.effect import CONFIDENCE, DECIDING_POWER, MIN_TRIALS
+from harness.analysis.looks import Looks
 from harness.analysis.noise import PLAIN, Noise
 from harness.store.run_plan import MAX_DECIDING_ROUNDS
 from harness.analysis.points import STATISTIC
