@@ -149,7 +149,7 @@ def _within(a: dict, b: dict, paired: bool, noise: Noise = PLAIN, confidence: fl
     common = in_order(set(a) & set(b))
     if paired and len(common) >= MIN_TRIALS:
         diffs = np.log([b[k] for k in common]) - np.log([a[k] for k in common])
-        n, sd = len(diffs), float(diffs.std(ddof=1))
+        n, sd = len(diffs), _sd(diffs)
         inflation, df = noise.inflation(common, confidence)
         return Within(float(diffs.mean()), sd * sd / n * inflation, df, n, n, True, sd)
     log_a, log_b = (np.log([side[k] for k in in_order(set(side))]) for side in (a, b))
@@ -159,9 +159,15 @@ def _within(a: dict, b: dict, paired: bool, noise: Noise = PLAIN, confidence: fl
     parts = []
     for side, keys in ((log_a, a), (log_b, b)):
         inflation, df = noise.inflation(in_order(set(keys)), confidence)
-        parts.append((float(side.var(ddof=1)) / len(side) * inflation, df))
-    sd = math.sqrt(float(log_a.var(ddof=1)) + float(log_b.var(ddof=1)))
+        parts.append((_sd(side) ** 2 / len(side) * inflation, df))
+    sd = math.hypot(_sd(log_a), _sd(log_b))
     return Within(mean, parts[0][0] + parts[1][0], satterthwaite(parts), na, nb, False, sd)
+
+
+def _sd(logs: np.ndarray) -> float:
+    """The sample's standard deviation; exactly 0 where every value is the same (memory read alike in every
+    trial), which the mean's rounding would otherwise leave a few ulps above 0."""
+    return 0.0 if np.ptp(logs) == 0 else float(logs.std(ddof=1))
 
 
 def _interval(found: Within, confidence: float, noise: Noise, runs: int = 1) -> Effect:
