@@ -117,11 +117,9 @@ def effect(a: dict, b: dict, paired: bool = True, confidence: float = CONFIDENCE
     a, b = positive(a), positive(b)
     if not a or not b:
         return Effect(None, None, None, len(a), len(b), False, None, "not measured on both sides")
+    a, b, run_of = one_run(a, b, run_of)
     if run_of is not None and len({run_of(k) for k in (*a, *b)}) > 1:
-        both = runs_measuring_both(a, b, run_of)
-        if len(both) != 1:
-            return across_runs(a, b, run_of, paired, confidence, noise)
-        a, b = of_run(a, both[0], run_of), of_run(b, both[0], run_of)  # the one run's own interval
+        return across_runs(a, b, run_of, paired, confidence, noise)
     found = _within(a, b, paired, noise, confidence)
     if found.spread is None:
         return Effect(_exp(found.mean), None, None, found.n_a, found.n_b, False, None,
@@ -226,6 +224,14 @@ def across_runs(a: dict, b: dict, run_of, paired: bool, confidence: float, noise
     pooled = Within(mean, within / k, within_df, n_a, n_b, paired, float(means.std(ddof=1)))
     found = _interval(pooled, confidence, Noise(noise.acf, math.sqrt(between), between_df, noise.source), runs=k)
     return Effect(found.estimate, found.low, found.high, n_a, n_b, paired, found.spread, found.why, k, noise)
+
+
+def one_run(a: dict, b: dict, run_of) -> tuple:
+    """(a, b, run_of) as the one run gave them where only one of the pooled runs measured both sides (its own
+    interval, at its own look), else as they are."""
+    if run_of is not None and len(both := runs_measuring_both(a, b, run_of)) == 1:
+        return of_run(a, both[0], run_of), of_run(b, both[0], run_of), None
+    return a, b, run_of
 
 
 def runs_measuring_both(a: dict, b: dict, run_of) -> list:

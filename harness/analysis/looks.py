@@ -18,8 +18,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from harness.analysis.effect import (CONFIDENCE, Decision, Effect, decide, effect, in_order, of_run, positive,
-                                     runs_measuring_both)
+from harness.analysis.effect import CONFIDENCE, Decision, Effect, decide, effect, in_order, one_run, positive
 from harness.analysis.noise import PLAIN, Noise
 from harness.store.run_plan import MAX_DECIDING_ROUNDS
 
@@ -86,8 +85,7 @@ def looked(a: dict, b: dict, looks: Looks, paired: bool = True, rows: int = 1, r
     """B / A at the level of the look its rounds are at; `rows`: the intervals that must hold together
     (a maximum over rows), each at its share of the error (Bonferroni). Runs pooled as a level were each
     looked at by their own run: their interval is at the stated level."""
-    if run_of is not None and len(both := runs_measuring_both(a, b, run_of)) == 1:
-        a, b, run_of = of_run(a, both[0], run_of), of_run(b, both[0], run_of), None  # as that run gave it
+    a, b, run_of = one_run(a, b, run_of)
     n = min(len(positive(a)), len(positive(b)))
     pooled = run_of is not None and len({run_of(k) for k in (*a, *b)}) > 1
     level = CONFIDENCE if pooled else looks.confidence(looks.look_of(n))
