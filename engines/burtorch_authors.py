@@ -143,6 +143,9 @@ class AuthorsEngine(EngineSpec):
     def __init__(self, *args, source: str = "", **fields):
         super().__init__(*args, **fields)
         object.__setattr__(self, "source", source)  # the run's --upstream; "" : the variable, or a fetch
+        # The builds this engine's runs prepared: the process remembers others' too (_builds), which a
+        # manifest must not list as this run's.
+        object.__setattr__(self, "used", set())
 
     def unavailable_reason(self) -> str | None:
         if shutil.which("cmake") is None:
@@ -171,8 +174,9 @@ class AuthorsEngine(EngineSpec):
         try:
             source_tree(self.source)
             for done, (workload, params, iterations) in enumerate(variants):
-                executables(workload, dict(params), iterations, self.source,
-                            _progress(done, len(variants), time.monotonic() - started))
+                built = executables(workload, dict(params), iterations, self.source,
+                                    _progress(done, len(variants), time.monotonic() - started))
+                self.used.update(id(b) for b in built or ())
         except ProgramUnavailable as exc:
             return str(exc)
         return None
@@ -253,7 +257,8 @@ class AuthorsEngine(EngineSpec):
             from engines.authors.programs import PROGRAMS
 
             record["source"] = tree.as_record()
-            record["builds"] = [b.as_record() for key, b in _builds.items() if key[0] == str(tree.root)]
+            record["builds"] = [b.as_record() for key, b in _builds.items()
+                                if key[0] == str(tree.root) and (not self.used or id(b) in self.used)]
             # Whatever core the runner pins them to (each trial's extra.ran_on_cpu says where they ran).
             targets = {b["target"] for b in record["builds"]}
             record["pin_themselves_to"] = {s.target: s.pins_core for p in PROGRAMS.values() for s in p.steps
