@@ -1,7 +1,8 @@
 """The MLP and the GPT written with the `burtorch` Python module (FP32): the same C++ layers as the
 native driver, one call per layer over a graph's every token (a Nodes: the block of handles stays
-in C++; a Linear over every sample's tokens is one matrix product), ids and targets as numpy
-arrays. burtorch.Trainer takes each step as the driver does (burtorch_ext/include/burtorch/
+in C++; a Linear over every sample's tokens is one matrix product), the GPT's one call per
+transformer block (burtorch.TransformerBlock: its seven steps, the driver's code), ids and targets
+as numpy arrays. burtorch.Trainer takes each step as the driver does (burtorch_ext/include/burtorch/
 batch_step.hpp): the batch built as graphs of burtorch.samples_per_graph(model) samples, each
 backpropagated in turn, then the SGD step on the mean gradient; the losses are the driver's to
 the bit (tests/test_burtorch_models.py).
@@ -53,19 +54,16 @@ class Gpt:
         for layer in range(layers):
             ln1_g, ln1_b, wq, wk, wv, proj_w, proj_b, ln2_g, ln2_b, ff1_w, ff1_b, ff2_w, ff2_b = \
                 tensors[2 + per_block * layer: 2 + per_block * (layer + 1)]
-            ln1 = bt.LayerNorm(d)
-            attention = bt.CausalSelfAttention(d, heads, bias=False, proj_bias=True)
-            ln2 = bt.LayerNorm(d)
-            ff1 = bt.Linear(d, ff1_w.shape[0], True, "relu")
-            ff2 = bt.Linear(ff1_w.shape[0], d, True, "identity")
-            ln1.load(ln1_g, ln1_b)
+            block = bt.TransformerBlock(d, heads, ff1_w.shape[0])
+            block.ln1.load(ln1_g, ln1_b)
+            attention = block.attention
             for linear, w in ((attention.query, wq), (attention.key, wk), (attention.value, wv)):
                 linear.load(w)
             attention.proj.load(proj_w, proj_b)
-            ln2.load(ln2_g, ln2_b)
-            ff1.load(ff1_w, ff1_b)
-            ff2.load(ff2_w, ff2_b)
-            self.blocks.append((ln1, attention, ln2, ff1, ff2))
+            block.ln2.load(ln2_g, ln2_b)
+            block.ff1.load(ff1_w, ff1_b)
+            block.ff2.load(ff2_w, ff2_b)
+            self.blocks.append(block)
         lnf_g, lnf_b, head_w, head_b = tensors[-4:]
         self.lnf = bt.LayerNorm(d)
         self.head = bt.Linear(d, head_w.shape[0], True, "identity")
@@ -84,9 +82,8 @@ class Gpt:
         """Each window's mean loss over its tokens (Nodes) for the windows of x, y and their positions."""
         tokens = x.shape[1]
         h = self.wte.rows(x) + self.wpe.rows(positions)
-        for ln1, attention, ln2, ff1, ff2 in self.blocks:
-            h = h + attention(ln1(h), tokens)
-            h = h + ff2(ff1(ln2(h)))
+        for block in self.blocks:
+            h = block(h, tokens)
         return bt.cross_entropy(self.head(self.lnf(h)), y)
 
 
@@ -103,7 +100,7 @@ def build(workload, folder: Path | None) -> TrainingProgram:
                          burtorch.samples_per_graph(workload.name))
 
     def train_step(batch):
-        if trainer.samples_per_graph == len(batch[0]):  # one graph: the batch as it is, no slices
+        if trainer.samples_per_graph >= len(batch[0]):  # one graph: the batch as it is, no slices
             return trainer.step(lambda first, count: model.losses(bt, *batch))
         return trainer.step(lambda first, count: model.losses(bt, *(a[first:first + count] for a in batch)))
 

@@ -80,6 +80,31 @@ def test_nodes_layers_equal_their_list_calls(bt):
     assert doubled.data.tolist() == [2 * v.data for v in listed]
 
 
+def test_a_transformer_block_is_its_layers_one_after_the_other(bt):
+    """One call for the block gives the values and gradients of its seven steps called one by one."""
+    block = bt.TransformerBlock(8, 2, seed=5)
+    layers = (block.ln1, block.attention, block.ln2, block.ff1, block.ff2)
+    assert [p.data for p in block.parameters()] == [p.data for layer in layers for p in layer.parameters()]
+    x = bt.Nodes([bt.Value(v) for v in np.random.default_rng(0).uniform(-1, 1, 2 * 3 * 8)])  # 2 windows of 3
+    mark = bt.mark()
+
+    def run(forward):
+        out = forward(x)
+        bt.reduce_sum([v * w for v, w in zip(out.tolist(), np.linspace(-1, 1, len(out)))]).backward()
+        seen = out.data.tolist(), [p.grad for p in block.parameters()], x.grad.tolist()
+        bt.zero_grad(block.parameters() + x.tolist())
+        bt.rewind(mark)
+        return seen
+
+    def by_layers(h):
+        h = h + block.attention(block.ln1(h), 3)
+        return h + block.ff2(block.ff1(block.ln2(h)))
+
+    assert run(lambda h: block(h, 3)) == run(by_layers)
+    with pytest.raises(ValueError, match="windows"):
+        block(x, 4)
+
+
 def test_cross_entropy_gives_a_loss_per_row_or_a_mean_per_window(bt):
     logits = bt.Nodes([bt.Value(v) for v in (0.5, -1.0, 2.0, 0.0, 1.5, -0.5)])
     per_row = bt.cross_entropy(logits, np.array([2, 0]))

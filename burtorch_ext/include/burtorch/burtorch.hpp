@@ -18,6 +18,7 @@
 #include "burtorch/embedding.hpp"
 #include "burtorch/layer_norm.hpp"
 #include "burtorch/attention.hpp"
+#include "burtorch/transformer_block.hpp"
 #include "burtorch/add_block.hpp"
 #include "burtorch/loss.hpp"
 #include "burtorch/backward.hpp"

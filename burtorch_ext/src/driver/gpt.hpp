@@ -1,7 +1,7 @@
 // The character-level mini-GPT (workloads/gpt.py), for each window of block_size + 1 tokens:
 //
 //   x = wte[tokens] + wpe[positions]
-//   for each block:  x = x + proj(attention(ln1(x)));  x = x + ff2(relu(ff1(ln2(x))))
+//   for each block:  x = x + proj(attention(ln1(x)));  x = x + ff2(relu(ff1(ln2(x))))  (transformer_block.hpp)
 //   logits = head(ln_f(x));  loss = mean over positions of cross-entropy(logits, next token)
 //
 // Query, key and value have no bias; proj, ff1, ff2 and head do. LayerNorm: biased variance,
@@ -119,26 +119,13 @@ class Gpt {
           positionRows_[(s * tokens + t) * d + i] = position[i];
         }
       }
-    const auto x = span(x_, all * d), normed = span(normed_, all * d), y = span(y_, all * d);
+    const auto x = span(x_, all * d);
     // Handles, not Runs of rows: a list's element is then one load, not a division by the run's length.
     addBlock(span(tokenRows_, all * d), span(positionRows_, all * d), x);
     stageDone(GptStage::Embedding);
-    for (Block& block : blocks_) {
-      block.ln1.forwardRows(x, normed);
-      stageDone(GptStage::Ln1);
-      block.attention.forward(normed, tokens, y);
-      stageDone(GptStage::Attention);
-      addBlock(x, y, x);  // the residual connection
-      stageDone(GptStage::Residual);
-      block.ln2.forwardRows(x, normed);
-      stageDone(GptStage::Ln2);
-      block.ff1.forward(normed, span(hidden_, all * shape_.ff()));
-      stageDone(GptStage::Ff1);
-      block.ff2.forward(span(hidden_, all * shape_.ff()), y);
-      stageDone(GptStage::Ff2);
-      addBlock(x, y, x);  // the residual connection
-      stageDone(GptStage::Residual);
-    }
+    for (TransformerBlock<T>& block : blocks_)
+      block.forward(x, tokens, scratch_, [&](BlockStage stage) { stageDone(stageOf(stage)); });
+    const auto normed = std::span<Value<T>>(scratch_.normed).first(all * d);
     lnf_.forwardRows(x, normed);
     stageDone(GptStage::LnF);
     const auto logits = span(logits_, all * shape_.vocab);
@@ -151,22 +138,23 @@ class Gpt {
   }
 
  private:
-  struct Block {
-    LayerNorm<T> ln1;
-    CausalSelfAttention<T> attention;
-    LayerNorm<T> ln2;
-    Linear<T> ff1, ff2;
-  };
-
-  // The blocks' parameters in the inputs' order: each member in its declaration order.
-  static std::vector<Block> makeBlocks(const Shape& s) {
-    std::vector<Block> blocks;
+  // The blocks' parameters in the inputs' order: each block's layers in their declaration order.
+  static std::vector<TransformerBlock<T>> makeBlocks(const Shape& s) {
+    std::vector<TransformerBlock<T>> blocks;
     blocks.reserve(s.layers);
-    for (std::size_t l = 0; l < s.layers; ++l)
-      blocks.push_back(Block{LayerNorm<T>(s.dModel), CausalSelfAttention<T>(s.dModel, s.heads, false, true),
-                             LayerNorm<T>(s.dModel), Linear<T>(s.dModel, s.ff(), true, Activation::Relu),
-                             Linear<T>(s.ff(), s.dModel, true, Activation::Identity)});
+    for (std::size_t l = 0; l < s.layers; ++l) blocks.emplace_back(s.dModel, s.heads, s.ff());
     return blocks;
+  }
+
+  static GptStage stageOf(BlockStage stage) {
+    switch (stage) {
+      case BlockStage::Ln1: return GptStage::Ln1;
+      case BlockStage::Attention: return GptStage::Attention;
+      case BlockStage::Ln2: return GptStage::Ln2;
+      case BlockStage::Ff1: return GptStage::Ff1;
+      case BlockStage::Ff2: return GptStage::Ff2;
+      default: return GptStage::Residual;
+    }
   }
 
   static std::span<Value<T>> span(std::vector<Value<T>>& values, std::size_t count) { return std::span<Value<T>>(values).first(count); }
@@ -176,9 +164,7 @@ class Gpt {
     if (losses_.size() >= count) return;
     const std::size_t all = count * shape_.blockSize;
     x_.resize(all * shape_.dModel);
-    normed_.resize(x_.size());
-    y_.resize(x_.size());
-    hidden_.resize(all * shape_.ff());
+    scratch_.fit(all, shape_.dModel, shape_.ff());
     logits_.resize(all * shape_.vocab);
     tokenRows_.resize(x_.size());
     positionRows_.resize(x_.size());
@@ -187,10 +173,11 @@ class Gpt {
 
   Shape shape_;
   Embedding<T> wte_, wpe_;
-  std::vector<Block> blocks_;
+  std::vector<TransformerBlock<T>> blocks_;
   LayerNorm<T> lnf_;
   Linear<T> head_;
-  std::vector<Value<T>> x_, normed_, y_, hidden_, logits_, losses_;
+  typename TransformerBlock<T>::Scratch scratch_;  // the blocks' intermediate handles; ln_f's output too
+  std::vector<Value<T>> x_, logits_, losses_;
   std::vector<Value<T>> tokenRows_, positionRows_;  // each token's row of wte and of wpe, as handles
 };
 

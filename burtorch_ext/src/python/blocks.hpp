@@ -107,6 +107,19 @@ Nodes<T> attend(CausalSelfAttention<T>& attention, const Nodes<T>& x, std::size_
   return out;
 }
 
+// A transformer block over windows of `window` tokens: one call for its layers' seven steps. Its
+// intermediate handles go to one scratch per thread (as the pool is), shared by every block.
+template <class T>
+Nodes<T> transform(TransformerBlock<T>& block, const Nodes<T>& x, std::size_t window) {
+  if (window == 0 || x.values.empty() || x.values.size() % (window * block.dModel()) != 0)
+    throw py::value_error("x: windows of `window` tokens of d_model values");
+  const std::span<const Value<T>> in = x.live();
+  Nodes<T> out{std::vector<Value<T>>(in.begin(), in.end())};
+  static thread_local typename TransformerBlock<T>::Scratch scratch;
+  block.forward(std::span<Value<T>>(out.values), window, scratch);
+  return out;
+}
+
 // Softmax cross-entropy of each row of logits against its target: targets of shape (rows,) give
 // a loss per row (a node each, as the MLP's driver makes them); of shape (windows, tokens), the
 // mean of each window's tokens' losses, as the GPT's driver makes them (crossEntropyMeans).

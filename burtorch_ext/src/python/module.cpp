@@ -288,6 +288,25 @@ void bindLayers(py::module_& m) {
       .def_readonly("key", &CausalSelfAttention<T>::key)
       .def_readonly("value", &CausalSelfAttention<T>::value)
       .def_readonly("proj", &CausalSelfAttention<T>::proj);
+
+  py::class_<TransformerBlock<T>>(m, "TransformerBlock",
+                                  "A pre-norm (GPT-2) block: x + proj(attention(ln1(x))), then x + ff2(relu(ff1(ln2(x)))); query, key\n"
+                                  "and value without bias. One call for the seven steps (transformer_block.hpp).")
+      .def(py::init([](std::size_t dModel, std::size_t heads, std::optional<std::size_t> ff, std::uint64_t seed) {
+             if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
+             Rng rng(seed);
+             return TransformerBlock<T>(dModel, heads, ff.value_or(4 * dModel), rng);
+           }),
+           py::arg("d_model"), py::arg("heads"), py::arg("ff") = py::none(), py::arg("seed") = 0,
+           "ff: ff1's outputs (None: 4 * d_model). Its parameters are consecutive nodes in the order of its layers.")
+      .def("__call__", &python::transform<T>, py::arg("x"), py::arg("window"),
+           "x: Nodes of windows of `window` tokens of d_model values; returns the block's outputs (Nodes), same layout.")
+      .def("parameters", [](const TransformerBlock<T>& block) { return handles(block.parameters()); })
+      .def_readonly("ln1", &TransformerBlock<T>::ln1)
+      .def_readonly("attention", &TransformerBlock<T>::attention)
+      .def_readonly("ln2", &TransformerBlock<T>::ln2)
+      .def_readonly("ff1", &TransformerBlock<T>::ff1)
+      .def_readonly("ff2", &TransformerBlock<T>::ff2);
 }
 
 template <class T>
