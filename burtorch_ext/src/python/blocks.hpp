@@ -9,6 +9,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -26,9 +27,12 @@ struct Nodes {
   std::vector<Value<T>> values;
 
   std::span<const Value<T>> live() const {
-    const std::size_t size = Pool<T>::local().size();
-    for (const Value<T>& v : values)
-      if (v.index() >= size) throw py::index_error("this Nodes' nodes no longer exist (the pool was rewound below them)");
+    // The highest index, not a test per node: a loop without an exit vectorises (a GPT b = 64 step
+    // checks some 160,000 handles).
+    Index top = 0;
+    for (const Value<T>& v : values) top = std::max(top, v.index());
+    if (!values.empty() && top >= Pool<T>::local().size())
+      throw py::index_error("this Nodes' nodes no longer exist (the pool was rewound below them)");
     return values;
   }
 };
