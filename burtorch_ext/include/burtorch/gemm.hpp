@@ -123,7 +123,7 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
   // over the tile (or at the edges).
   const auto tileAt = [&](auto a, const T* b, std::size_t ldb, std::size_t kc, std::size_t i0, std::size_t mm, std::size_t j0, std::size_t nn, const WriteBack<T>& to) {
     T* rows[mr];
-    bool direct = (nn == nr || nn == lanes) && mm == mr;
+    bool direct = nn == nr || nn == lanes;
     for (std::size_t i = 0; i < mm && direct; ++i) {
       std::size_t len;
       rows[i] = const_cast<T*>(cRows.segment(i0 + i, j0, len));
@@ -131,8 +131,10 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
     }
     // Rows that overlap (an input two rows share) are added one after the other, below.
     if (direct && rowsApart(rows, mm, nn)) {
-      if (nn == nr) microKernel<T, lanes>(kc, a, b, ldb, rows, to);
-      else microKernelHalf<T, lanes>(kc, a, b, ldb, rows, to);
+      withRows<mr>(mm, [&](auto r) BURTORCH_INLINE_LAMBDA {
+        if (nn == nr) microKernel<T, lanes, decltype(r)::value>(kc, a, b, ldb, rows, to);
+        else microKernelHalf<T, lanes, decltype(r)::value>(kc, a, b, ldb, rows, to);
+      });
       return;
     }
     for (std::size_t i = 0; i < mr; ++i) rows[i] = tile + i * nr;
@@ -167,6 +169,14 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
       return rows;
     }
   };
+  // Rows per tile: kMR where A is packed (its panels are kMR rows), else the block's rows shared
+  // evenly among as few tiles: 8 rows as 4 + 4, not 6 + 2, as a tile of 2 rows has too few chains
+  // of products to hide their latency.
+  const auto tileRows = [&](std::size_t mc) -> std::size_t {
+    if constexpr (packsA) return mr;
+    const std::size_t tiles = (mc + mr - 1) / mr;
+    return (mc + tiles - 1) / tiles;
+  };
   // As many columns of B per block as keep a block of B within kc x nc values: wider where k
   // is short, so that C is swept along longer rows.
   const std::size_t ncMax = std::max(blocks.nc, blocks.kc * blocks.nc / std::min(k, blocks.kc) / nr * nr);
@@ -197,19 +207,21 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
         // Intel host: 1.32 -> 1.25 ms a step, one run each).
         if (kc >= blocks.kc / 2 && packsA) {
           // A panel of B stays in L1 while the tiles go down the rows of the block.
+          const std::size_t step = tileRows(mc);
           for (std::size_t jr = 0; jr < nc; jr += nr)
-            for (std::size_t ir = 0; ir < mc; ir += mr) {
+            for (std::size_t ir = 0; ir < mc; ir += step) {
               const auto [b, ldb] = bAt(jr);
-              tileAt(aAt(ic, ir, pc, kc), b, ldb, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+              tileAt(aAt(ic, ir, pc, kc), b, ldb, kc, ic + ir, std::min(step, mc - ir), jc + jr, std::min(nr, nc - jr), to);
             }
         } else {
           // Few products per tile: reading and writing C costs more than the panels, so the
           // tiles go along C's rows, as the hardware prefetches.
-          for (std::size_t ir = 0; ir < mc; ir += mr) {
+          const std::size_t step = tileRows(mc);
+          for (std::size_t ir = 0; ir < mc; ir += step) {
             const auto a = aAt(ic, ir, pc, kc);  // once for the row of tiles
             for (std::size_t jr = 0; jr < nc; jr += nr) {
               const auto [b, ldb] = bAt(jr);
-              tileAt(a, b, ldb, kc, ic + ir, std::min(mr, mc - ir), jc + jr, std::min(nr, nc - jr), to);
+              tileAt(a, b, ldb, kc, ic + ir, std::min(step, mc - ir), jc + jr, std::min(nr, nc - jr), to);
             }
           }
         }

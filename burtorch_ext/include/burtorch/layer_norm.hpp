@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "burtorch/reductions.hpp"
+#include "burtorch/simd.hpp"
 
 namespace burtorch {
 
@@ -208,7 +209,17 @@ class LayerNorm {
     for (std::size_t r = 0; r < rows; ++r) {
       const Index first = x0 + static_cast<Index>(r * dim_);
       const std::pair<T, T> stats = rowStats(pool.values(), [first](std::size_t k) { return first + static_cast<Index>(k); });
-      normalise(xs.offset, at, r, norm, stats, out.subspan(r * dim_, dim_));
+      const Index y0 = pushRow(xs.offset, at, r, norm, stats);
+      // Over contiguous arrays, which the compiler vectorises: each output the same operations as
+      // in normalise(), so the same bits.
+      T* values = pool.values();
+      const T* BURTORCH_RESTRICT xr = values + first;
+      const T* BURTORCH_RESTRICT gamma = values + gamma_.first;
+      const T* BURTORCH_RESTRICT beta = values + beta_.first;
+      T* BURTORCH_RESTRICT y = values + y0;
+      for (std::size_t i = 0; i < dim_; ++i) y[i] = (xr[i] - stats.first) * stats.second * gamma[i] + beta[i];
+      Value<T>* to = out.data() + r * dim_;
+      for (std::size_t i = 0; i < dim_; ++i) to[i] = Value<T>::fromIndex(y0 + static_cast<Index>(i));
     }
   }
 
@@ -220,13 +231,26 @@ class LayerNorm {
     return {m, T(1) / std::sqrt(meanSquares + eps_)};
   }
 
-  // Row r of the record at `at` (x's list at xList): its stats kept, its dim outputs made (the
-  // block's first output goes into the record).
+  // Row r of the record at `at` (x's list at xList): its dim output nodes made and its stats kept
+  // (the block's first output goes into the record); returns the first output.
+  Index pushRow(Index xList, Index at, std::size_t r, detail::LayerNormRecord<T> norm, std::pair<T, T> stats) const noexcept {
+    Pool<T>& pool = Pool<T>::local();
+    const Index y0 = pool.pushRun(dim_, Op::LayerNormRow, xList, at);
+    Index* record = pool.links() + at;
+    if (r == 0) {
+      norm.firstOutput = y0;
+      detail::writeRecord(record, norm);
+    }
+    detail::LayerNormRecord<T>::setStats(record, r, stats.first, stats.second);
+    return y0;
+  }
+
+  // Row r's outputs, x read through its recorded list.
   void normalise(Index xList, Index at, std::size_t r, detail::LayerNormRecord<T> norm, std::pair<T, T> stats,
                  std::span<Value<T>> out) const noexcept {
+    const Index y0 = pushRow(xList, at, r, norm, stats);
     Pool<T>& pool = Pool<T>::local();
     const T mu = stats.first, scale = stats.second;
-    const Index y0 = pool.pushRun(dim_, Op::LayerNormRow, xList, at);
     T* values = pool.values();
     detail::visitList(pool.links(), xList, [&](auto xAt) {
       for (std::size_t i = 0; i < dim_; ++i) {
@@ -236,12 +260,6 @@ class LayerNorm {
         out[i] = Value<T>::fromIndex(y0 + static_cast<Index>(i));
       }
     });
-    Index* record = pool.links() + at;
-    if (r == 0) {
-      norm.firstOutput = y0;
-      detail::writeRecord(record, norm);
-    }
-    detail::LayerNormRecord<T>::setStats(record, r, mu, scale);
   }
 
  private:

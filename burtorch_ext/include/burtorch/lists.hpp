@@ -138,18 +138,28 @@ RecordedList<T> toList(Runs<T> xs) noexcept {
   return {at, static_cast<Index>(xs.size())};
 }
 
+namespace detail {
+
+// Any bit set where a handle is not the first's index + k. No early exit, an OR of words, and k
+// an Index: the compiler vectorises the whole scan in 32-bit lanes (a 64-bit k halves them), and
+// a run is the common case.
+template <class T>
+Index offRun(std::span<const Value<T>> handles) noexcept {
+  const Index first = handles[0].index(), n = static_cast<Index>(handles.size());
+  Index off = 0;
+  for (Index k = 1; k < n; ++k) off |= (handles[k].index() - first) ^ k;
+  return off;
+}
+
+}  // namespace detail
+
 // Handles of consecutive nodes (a layer's outputs) are recorded as one range word.
 template <ValueRange R>
 auto toList(const R& xs) noexcept {
   using T = typename std::ranges::range_value_t<R>::Scalar;
   const std::span<const Value<T>> handles(xs);
   if (handles.empty()) return detail::recordRange<T>(0, 0);
-  const Index first = handles[0].index();
-  // Any bit set where a handle is not first + k. No early exit and an OR of words: the compiler
-  // vectorises the whole scan, and a range is the common case.
-  Index offRange = 0;
-  for (std::size_t k = 1; k < handles.size(); ++k) offRange |= (handles[k].index() - first) ^ static_cast<Index>(k);
-  if (offRange == 0) return detail::recordRange<T>(first, handles.size());
+  if (detail::offRun(handles) == 0) return detail::recordRange<T>(handles[0].index(), handles.size());
   Pool<T>& pool = Pool<T>::local();
   const Index at = pool.appendLinks(handles.size());
   std::memcpy(pool.links() + at, handles.data(), handles.size() * sizeof(Index));
@@ -159,9 +169,7 @@ auto toList(const R& xs) noexcept {
 // Whether the handles are consecutive nodes (a layer's outputs), which a fused block reads as arrays.
 template <class T>
 bool consecutive(std::span<const Value<T>> xs) noexcept {
-  for (std::size_t k = 1; k < xs.size(); ++k)
-    if (xs[k].index() != xs[0].index() + k) return false;
-  return true;
+  return xs.empty() || detail::offRun(xs) == 0;
 }
 
 // What n-ary operators accept: anything toList() records.

@@ -103,13 +103,22 @@ struct RowsOfA {
   BURTORCH_INLINE void next() noexcept { ++k; }
 };
 
-// C tile (kMR x kNR) (+)= a (kc x kMR) x b (kc x kNR, each k's row ldb after the one before: a
-// packed panel's kNR, or B's own rows where it lies); c[i]: row i of the tile, kNR values, no two
-// overlapping.
-template <class T, std::size_t lanes, class A>
+// f(r) for 1 <= rows <= mr, r the same as a compile-time constant: a tile at the bottom edge of C
+// gets a kernel of its own rows, not a whole tile's products through a buffer.
+template <std::size_t mr, class F>
+BURTORCH_INLINE void withRows(std::size_t rows, F f) noexcept {
+  [&]<std::size_t... I>(std::index_sequence<I...>) BURTORCH_INLINE_LAMBDA {
+    (void)((rows == I + 1 ? (f(std::integral_constant<std::size_t, I + 1>{}), true) : false) || ...);
+  }(std::make_index_sequence<mr>{});
+}
+
+// C tile (mr x kNR, mr kMR or fewer) (+)= a (kc x mr) x b (kc x kNR, each k's row ldb after the
+// one before: a packed panel's kNR, or B's own rows where it lies); c[i]: row i of the tile, kNR
+// values, no two overlapping. A's panel stays kMR values a k however few rows the tile has.
+template <class T, std::size_t lanes, std::size_t mr = Tile<T, lanes>::kMR, class A>
 BURTORCH_INLINE void microKernel(std::size_t kc, A a, const T* BURTORCH_RESTRICT b, std::size_t ldb, T* const* c, const WriteBack<T>& write) noexcept {
   using R = Register<T, lanes>;
-  constexpr std::size_t mr = Tile<T, lanes>::kMR, w = lanes;
+  constexpr std::size_t w = lanes;
   typename R::V acc[mr][2];
   forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = acc[i][1] = R::zero(); });
   for (std::size_t k = 0; k < kc; ++k) {
@@ -128,10 +137,9 @@ BURTORCH_INLINE void microKernel(std::size_t kc, A a, const T* BURTORCH_RESTRICT
 // The same over the first half of the panel of b (one register per row of the tile): the last
 // panel of a narrow C (24 columns in AVX registers: 16 + 8), without multiplying the panel's
 // zeros or going through a buffer. The same chains, so the same bits.
-template <class T, std::size_t lanes, class A>
+template <class T, std::size_t lanes, std::size_t mr = Tile<T, lanes>::kMR, class A>
 BURTORCH_INLINE void microKernelHalf(std::size_t kc, A a, const T* BURTORCH_RESTRICT b, std::size_t ldb, T* const* c, const WriteBack<T>& write) noexcept {
   using R = Register<T, lanes>;
-  constexpr std::size_t mr = Tile<T, lanes>::kMR;
   typename R::V acc[mr][1];
   forEachRow<mr>([&](auto i) BURTORCH_INLINE_LAMBDA { acc[i][0] = R::zero(); });
   for (std::size_t k = 0; k < kc; ++k) {
