@@ -23,32 +23,30 @@ namespace burtorch::kernels {
 template <std::size_t P, class T, class Rows>
 BURTORCH_INLINE void packAcross(const Rows& rows, std::size_t r0, std::size_t count, std::size_t k0, std::size_t kc, T* out) noexcept {
   constexpr std::size_t w = kTransposeTile<T>;
-  if constexpr (w > 1 && P % w == 0) {
-    if (r0 + P <= count) {
-      // Every row there: along k a stretch at a time over which every row is contiguous (the
-      // whole block of a matrix; a run of the embedding rows a context is made of), in w x w
-      // transposes in registers, w rows at a time down the stretch: w streams of reads, not P
-      // (Zen 5, the MLP's forward product at b = 64, e = 1,024: 180 -> 208 GFLOP/s).
-      for (std::size_t k = 0; k < kc;) {
-        const T* src[P];
-        std::size_t common = kc - k;
-        for (std::size_t i = 0; i < P; ++i) {
-          std::size_t len;
-          src[i] = rows.segment(r0 + i, k0 + k, len);
-          common = std::min(common, len);
-        }
-        const std::size_t stretch = std::max<std::size_t>(common / w * w, 1);
-        if (stretch < w)
-          for (std::size_t i = 0; i < P; ++i) out[k * P + i] = src[i][0];
-        else
-          for (std::size_t g = 0; g < P; g += w)
-            for (std::size_t q = 0; q < stretch; q += w) transposeTile(src + g, q, out + (k + q) * P + g, P);
-        k += stretch;
-      }
-      return;
+  std::size_t transposed = 0;  // the panel's first rows, in whole groups of w, that are there
+  if constexpr (w > 1 && P % w == 0) transposed = r0 < count ? std::min(P, count - r0) / w * w : 0;
+  // Along k a stretch at a time over which every one of those rows is contiguous (the whole block
+  // of a matrix; a run of the embedding rows a context is made of), in w x w transposes in
+  // registers, w rows at a time down the stretch: w streams of reads, not P (Zen 5, the MLP's
+  // forward product at b = 64, e = 1,024: 180 -> 208 GFLOP/s). A panel past the last row (a
+  // layer of 24 outputs: 16 + 8) transposes its rows that are there.
+  for (std::size_t k = 0; k < kc && transposed > 0;) {
+    const T* src[P];
+    std::size_t common = kc - k;
+    for (std::size_t i = 0; i < transposed; ++i) {
+      std::size_t len;
+      src[i] = rows.segment(r0 + i, k0 + k, len);
+      common = std::min(common, len);
     }
+    const std::size_t stretch = std::max<std::size_t>(common / w * w, 1);
+    if (stretch < w)
+      for (std::size_t i = 0; i < transposed; ++i) out[k * P + i] = src[i][0];
+    else
+      for (std::size_t g = 0; g < transposed; g += w)
+        for (std::size_t q = 0; q < stretch; q += w) transposeTile(src + g, q, out + (k + q) * P + g, P);
+    k += stretch;
   }
-  for (std::size_t i = 0; i < P; ++i) {
+  for (std::size_t i = transposed; i < P; ++i) {
     if (r0 + i >= count) {
       for (std::size_t k = 0; k < kc; ++k) out[k * P + i] = T(0);
       continue;
