@@ -304,10 +304,8 @@ class CausalSelfAttention {
 
   // A layer's outputs are consecutive nodes (linear.hpp), which the fused block reads as arrays.
   static Index firstOfRun(const std::vector<Value<T>>& handles, std::size_t n) noexcept {
-    const Index first = handles[0].index();
-    for (std::size_t k = 1; k < n; ++k)
-      if (handles[k].index() != first + k) detail::fail("burtorch: attention's projections are not consecutive nodes");
-    return first;
+    if (!consecutive(std::span<const Value<T>>(handles).first(n))) detail::fail("burtorch: attention's projections are not consecutive nodes");
+    return handles[0].index();
   }
 
   // Every sequence's every head: its weights into the record, its outputs into their nodes.

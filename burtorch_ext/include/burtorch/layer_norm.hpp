@@ -202,10 +202,10 @@ class LayerNorm {
       return;
     }
     Pool<T>& pool = Pool<T>::local();
-    const RecordedList<T> xs = record(x);
+    const Index x0 = x[0].index();
+    const RecordedList<T> xs = detail::recordRange<T>(x0, x.size());  // what record(x) makes of a run, without a second scan
     const detail::LayerNormRecord<T> norm{static_cast<Index>(dim_), static_cast<Index>(rows), gamma_.first, beta_.first, 0};
     const Index at = pool.appendLinks(norm.words());
-    const Index x0 = x[0].index();
     for (std::size_t r = 0; r < rows; ++r) {
       const Index first = x0 + static_cast<Index>(r * dim_);
       const std::pair<T, T> stats = rowStats(pool.values(), [first](std::size_t k) { return first + static_cast<Index>(k); });
