@@ -1,8 +1,8 @@
 """The MLP and the GPT written with the `burtorch` Python module (FP32): the same C++ layers as the
 native driver, one call per layer over a graph's every token (a Nodes: the block of handles stays
-in C++; a Linear over every sample's tokens is one matrix product), the GPT's one call per
-transformer block (burtorch.TransformerBlock: its seven steps, the driver's code), ids and targets
-as numpy arrays. burtorch.Trainer takes each step as the driver does (burtorch_ext/include/burtorch/
+in C++; a Linear over every sample's tokens is one matrix product), the GPT's blocks one call
+(burtorch.TransformerStack: each block's seven steps, the driver's code), ids and targets as numpy
+arrays. burtorch.Trainer takes each step as the driver does (burtorch_ext/include/burtorch/
 batch_step.hpp): the batch built as graphs of burtorch.samples_per_graph(model) samples, each
 backpropagated in turn, then the SGD step on the mean gradient; the losses are the driver's to
 the bit (tests/test_burtorch_models.py).
@@ -48,13 +48,12 @@ class Gpt:
         self.wte, self.wpe = bt.Embedding(*wte.shape), bt.Embedding(*wpe.shape)
         self.wte.load(wte)
         self.wpe.load(wpe)
-        self.blocks = []
         per_block = 13
         layers = (len(tensors) - 6) // per_block
-        for layer in range(layers):
-            ln1_g, ln1_b, wq, wk, wv, proj_w, proj_b, ln2_g, ln2_b, ff1_w, ff1_b, ff2_w, ff2_b = \
-                tensors[2 + per_block * layer: 2 + per_block * (layer + 1)]
-            block = bt.TransformerBlock(d, heads, ff1_w.shape[0])
+        per_layer = [tensors[2 + per_block * layer: 2 + per_block * (layer + 1)] for layer in range(layers)]
+        self.blocks = bt.TransformerStack(layers, d, heads, per_layer[0][9].shape[0])  # ff: ff1_w's rows
+        for block, layer_tensors in zip(self.blocks, per_layer):
+            ln1_g, ln1_b, wq, wk, wv, proj_w, proj_b, ln2_g, ln2_b, ff1_w, ff1_b, ff2_w, ff2_b = layer_tensors
             block.ln1.load(ln1_g, ln1_b)
             attention = block.attention
             for linear, w in ((attention.query, wq), (attention.key, wk), (attention.value, wv)):
@@ -63,7 +62,6 @@ class Gpt:
             block.ln2.load(ln2_g, ln2_b)
             block.ff1.load(ff1_w, ff1_b)
             block.ff2.load(ff2_w, ff2_b)
-            self.blocks.append(block)
         lnf_g, lnf_b, head_w, head_b = tensors[-4:]
         self.lnf = bt.LayerNorm(d)
         self.head = bt.Linear(d, head_w.shape[0], True, "identity")
@@ -82,8 +80,7 @@ class Gpt:
         """Each window's mean loss over its tokens (Nodes) for the windows of x, y and their positions."""
         tokens = x.shape[1]
         h = self.wte.rows(x) + self.wpe.rows(positions)
-        for block in self.blocks:
-            h = block(h, tokens)
+        h = self.blocks(h, tokens)
         return bt.cross_entropy(self.head(self.lnf(h)), y)
 
 

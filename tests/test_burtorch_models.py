@@ -105,6 +105,19 @@ def test_a_transformer_block_is_its_layers_one_after_the_other(bt):
         block(x, 4)
 
 
+def test_a_transformer_stack_is_its_blocks_in_turn(bt):
+    stack = bt.TransformerStack(3, 8, 2, ff=16, seed=6)
+    assert len(stack) == 3 and len(stack[0].ff1.parameters()) == 16 * 8 + 16
+    assert [p.data for p in stack.parameters()] == [p.data for block in stack for p in block.parameters()]
+    x = bt.Nodes([bt.Value(v) for v in np.random.default_rng(1).uniform(-1, 1, 4 * 8)])
+    in_turn = x
+    for block in stack:
+        in_turn = block(in_turn, 2)
+    assert stack(x, 2).data.tolist() == in_turn.data.tolist()
+    with pytest.raises(IndexError):
+        stack[3]
+
+
 def test_cross_entropy_gives_a_loss_per_row_or_a_mean_per_window(bt):
     logits = bt.Nodes([bt.Value(v) for v in (0.5, -1.0, 2.0, 0.0, 1.5, -0.5)])
     per_row = bt.cross_entropy(logits, np.array([2, 0]))

@@ -111,16 +111,24 @@ Nodes<T> attend(CausalSelfAttention<T>& attention, const Nodes<T>& x, std::size_
   return out;
 }
 
-// A transformer block over windows of `window` tokens: one call for its layers' seven steps. Its
-// intermediate handles go to one scratch per thread (as the pool is), shared by every block.
+// Transformer blocks one after the other (a GPT's stack of them), made in order, so that their
+// parameters are consecutive nodes, block after block.
 template <class T>
-Nodes<T> transform(TransformerBlock<T>& block, const Nodes<T>& x, std::size_t window) {
-  if (window == 0 || x.values.empty() || x.values.size() % (window * block.dModel()) != 0)
+struct TransformerStack {
+  std::vector<TransformerBlock<T>> blocks;
+};
+
+// Blocks over windows of `window` tokens: one call for each block's seven steps, or for a whole
+// stack's. Their intermediate handles go to one scratch per thread (as the pool is), shared by
+// every block.
+template <class T>
+Nodes<T> transform(std::span<TransformerBlock<T>> blocks, const Nodes<T>& x, std::size_t window) {
+  if (window == 0 || x.values.empty() || x.values.size() % (window * blocks.front().dModel()) != 0)
     throw py::value_error("x: windows of `window` tokens of d_model values");
   const std::span<const Value<T>> in = x.live();
   Nodes<T> out{std::vector<Value<T>>(in.begin(), in.end())};
   static thread_local typename TransformerBlock<T>::Scratch scratch;
-  block.forward(std::span<Value<T>>(out.values), window, scratch);
+  for (TransformerBlock<T>& block : blocks) block.forward(std::span<Value<T>>(out.values), window, scratch);
   return out;
 }
 

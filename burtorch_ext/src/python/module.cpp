@@ -299,7 +299,9 @@ void bindLayers(py::module_& m) {
            }),
            py::arg("d_model"), py::arg("heads"), py::arg("ff") = py::none(), py::arg("seed") = 0,
            "ff: ff1's outputs (None: 4 * d_model). Its parameters are consecutive nodes in the order of its layers.")
-      .def("__call__", &python::transform<T>, py::arg("x"), py::arg("window"),
+      .def("__call__", [](TransformerBlock<T>& block, const python::Nodes<T>& x, std::size_t window) {
+             return python::transform<T>(std::span(&block, 1), x, window);
+           }, py::arg("x"), py::arg("window"),
            "x: Nodes of windows of `window` tokens of d_model values; returns the block's outputs (Nodes), same layout.")
       .def("parameters", [](const TransformerBlock<T>& block) { return handles(block.parameters()); })
       .def_readonly("ln1", &TransformerBlock<T>::ln1)
@@ -307,6 +309,32 @@ void bindLayers(py::module_& m) {
       .def_readonly("ln2", &TransformerBlock<T>::ln2)
       .def_readonly("ff1", &TransformerBlock<T>::ff1)
       .def_readonly("ff2", &TransformerBlock<T>::ff2);
+
+  py::class_<python::TransformerStack<T>>(m, "TransformerStack",
+                                          "TransformerBlocks one after the other, made in order (their parameters consecutive, block\n"
+                                          "after block), run by one call.")
+      .def(py::init([](std::size_t layers, std::size_t dModel, std::size_t heads, std::optional<std::size_t> ff, std::uint64_t seed) {
+             if (layers == 0) throw py::value_error("layers must be positive");
+             if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
+             Rng rng(seed);
+             python::TransformerStack<T> stack;
+             stack.blocks.reserve(layers);
+             for (std::size_t l = 0; l < layers; ++l) stack.blocks.emplace_back(dModel, heads, ff.value_or(4 * dModel), rng);
+             return stack;
+           }),
+           py::arg("layers"), py::arg("d_model"), py::arg("heads"), py::arg("ff") = py::none(), py::arg("seed") = 0)
+      .def("__call__", [](python::TransformerStack<T>& stack, const python::Nodes<T>& x, std::size_t window) {
+             return python::transform<T>(std::span(stack.blocks), x, window);
+           }, py::arg("x"), py::arg("window"), "Every block in turn over x (as TransformerBlock's call); returns the last one's outputs.")
+      .def("__len__", [](const python::TransformerStack<T>& stack) { return stack.blocks.size(); })
+      .def("__getitem__", [](python::TransformerStack<T>& stack, std::size_t l) -> TransformerBlock<T>& {
+             if (l >= stack.blocks.size()) throw py::index_error("no such block");
+             return stack.blocks[l];
+           }, py::return_value_policy::reference_internal)
+      .def("parameters", [](const python::TransformerStack<T>& stack) {
+        const NodeRange<T> first = stack.blocks.front().parameters(), last = stack.blocks.back().parameters();
+        return handles(NodeRange<T>{first.first, last.first + last.count - first.first});
+      });
 }
 
 template <class T>
