@@ -143,9 +143,9 @@ class AuthorsEngine(EngineSpec):
     def __init__(self, *args, source: str = "", **fields):
         super().__init__(*args, **fields)
         object.__setattr__(self, "source", source)  # the run's --upstream; "" : the variable, or a fetch
-        # The builds this engine's runs prepared: the process remembers others' too (_builds), which a
-        # manifest must not list as this run's.
-        object.__setattr__(self, "used", set())
+        # The builds this engine prepared, by variant: the process remembers others' too (_builds), which
+        # a manifest must not list as this run's.
+        object.__setattr__(self, "used", {})
 
     def unavailable_reason(self) -> str | None:
         if shutil.which("cmake") is None:
@@ -176,7 +176,7 @@ class AuthorsEngine(EngineSpec):
             for done, (workload, params, iterations) in enumerate(variants):
                 built = executables(workload, dict(params), iterations, self.source,
                                     _progress(done, len(variants), time.monotonic() - started))
-                self.used.update(id(b) for b in built or ())
+                self.used.update((b.variant, b) for b in built)
         except ProgramUnavailable as exc:
             return str(exc)
         return None
@@ -257,8 +257,7 @@ class AuthorsEngine(EngineSpec):
             from engines.authors.programs import PROGRAMS
 
             record["source"] = tree.as_record()
-            record["builds"] = [b.as_record() for key, b in _builds.items()
-                                if key[0] == str(tree.root) and (not self.used or id(b) in self.used)]
+            record["builds"] = [b.as_record() for b in self.used.values()]
             # Whatever core the runner pins them to (each trial's extra.ran_on_cpu says where they ran).
             targets = {b["target"] for b in record["builds"]}
             record["pin_themselves_to"] = {s.target: s.pins_core for p in PROGRAMS.values() for s in p.steps
