@@ -269,8 +269,8 @@ def test_the_authors_builds_say_how_far_they_are_and_how_long_is_left(monkeypatc
     announced = []
     monkeypatch.setattr(type(spec), "unavailable_reason", lambda self: None)
     monkeypatch.setattr(burtorch_authors, "source_tree", lambda given="": None)
-    monkeypatch.setattr(burtorch_authors, "executables",
-                        lambda workload, params, iterations, given="", progress="": announced.append(progress))
+    monkeypatch.setattr(burtorch_authors, "executables",  # no builds, as executables() gives them: a list
+                        lambda workload, params, iterations, given="", progress="": announced.append(progress) or [])
     # Each build takes 10 s.
     monkeypatch.setattr(burtorch_authors, "time", SimpleNamespace(monotonic=lambda: 10.0 * len(announced)))
 
