@@ -51,7 +51,7 @@ class Gpt:
         per_block = 13
         layers = (len(tensors) - 6) // per_block
         per_layer = [tensors[2 + per_block * layer: 2 + per_block * (layer + 1)] for layer in range(layers)]
-        self.blocks = bt.TransformerStack(layers, d, heads, per_layer[0][9].shape[0])  # ff: ff1_w's rows
+        self.blocks = bt.TransformerStack(layers, d, heads, per_layer[0][9].shape[0], norm=True)  # ff: ff1_w's rows
         for block, layer_tensors in zip(self.blocks, per_layer):
             ln1_g, ln1_b, wq, wk, wv, proj_w, proj_b, ln2_g, ln2_b, ff1_w, ff1_b, ff2_w, ff2_b = layer_tensors
             block.ln1.load(ln1_g, ln1_b)
@@ -63,25 +63,28 @@ class Gpt:
             block.ff1.load(ff1_w, ff1_b)
             block.ff2.load(ff2_w, ff2_b)
         lnf_g, lnf_b, head_w, head_b = tensors[-4:]
-        self.lnf = bt.LayerNorm(d)
         self.head = bt.Linear(d, head_w.shape[0], True, "identity")
-        self.lnf.load(lnf_g, lnf_b)
+        self.blocks.norm.load(lnf_g, lnf_b)
         self.head.load(head_w, head_b)
         self.vocab = head_w.shape[0]
+        # Rows of a table are handles of its parameters, which outlive every graph: the positions'
+        # rows for a shape of windows are looked up once (as a framework keeps a buffer of positions).
+        self.positions = {}
 
     @staticmethod
     def to_batch(x, y) -> tuple:
         """Token ids and targets (windows, tokens) as the calls read them, so that the timed step converts nothing."""
-        x = np.ascontiguousarray(x, dtype=np.int64)
-        positions = np.ascontiguousarray(np.broadcast_to(np.arange(x.shape[1]), x.shape))
-        return x, np.ascontiguousarray(y, dtype=np.int64), positions
+        return np.ascontiguousarray(x, dtype=np.int64), np.ascontiguousarray(y, dtype=np.int64)
 
-    def losses(self, bt, x, y, positions):
-        """Each window's mean loss over its tokens (Nodes) for the windows of x, y and their positions."""
-        tokens = x.shape[1]
-        h = self.wte.rows(x) + self.wpe.rows(positions)
-        h = self.blocks(h, tokens)
-        return bt.cross_entropy(self.head(self.lnf(h)), y)
+    def position_rows(self, shape):
+        if shape not in self.positions:
+            self.positions[shape] = self.wpe.rows(np.broadcast_to(np.arange(shape[1]), shape))
+        return self.positions[shape]
+
+    def losses(self, bt, x, y):
+        """Each window's mean loss over its tokens (Nodes) for the windows of x and y."""
+        h = self.blocks(self.wte.rows(x) + self.position_rows(x.shape), x.shape[1])
+        return bt.cross_entropy(self.head(h), y)
 
 
 def build(workload, folder: Path | None) -> TrainingProgram:
@@ -93,13 +96,15 @@ def build(workload, folder: Path | None) -> TrainingProgram:
     model = Mlp(bt, tensors) if workload.name == "mlp" else Gpt(bt, tensors, int(data.config["heads"]))
     # The layers made their parameters one after the other: from the table's first to the head's last.
     first, last = model.wte.parameters()[0], model.head.parameters()[-1]
-    trainer = bt.Trainer(first, last, int(data.config["batch"]), data.config["learning_rate"],
-                         burtorch.samples_per_graph(workload.name))
+    batch = int(data.config["batch"])
+    trainer = bt.Trainer(first, last, batch, data.config["learning_rate"], burtorch.samples_per_graph(workload.name))
 
     def train_step(batch):
-        if trainer.samples_per_graph >= len(batch[0]):  # one graph: the batch as it is, no slices
-            return trainer.step(lambda first, count: model.losses(bt, *batch))
         return trainer.step(lambda first, count: model.losses(bt, *(a[first:first + count] for a in batch)))
 
-    return TrainingProgram(workload, data, type(model).to_batch, train_step,
+    def one_graph_step(batch):  # the batch as it is, no slices
+        return trainer.step(lambda first, count: model.losses(bt, *batch))
+
+    return TrainingProgram(workload, data, type(model).to_batch,
+                           one_graph_step if trainer.samples_per_graph >= batch else train_step,
                            f"burtorch {burtorch.__version__}")

@@ -111,11 +111,18 @@ Nodes<T> attend(CausalSelfAttention<T>& attention, const Nodes<T>& x, std::size_
   return out;
 }
 
-// Transformer blocks one after the other (a GPT's stack of them), made in order, so that their
+// Transformer blocks one after the other (a GPT's stack of them), and the layer norm after the
+// last where it has one (GPT-2's ln_f, nn.TransformerEncoder's norm), made in order, so that their
 // parameters are consecutive nodes, block after block.
 template <class T>
 struct TransformerStack {
   std::vector<TransformerBlock<T>> blocks;
+  std::optional<LayerNorm<T>> norm;
+
+  NodeRange<T> parameters() const {
+    const NodeRange<T> first = blocks.front().parameters(), last = norm ? norm->parameters() : blocks.back().parameters();
+    return {first.first, last.first + last.count - first.first};
+  }
 };
 
 // Blocks over windows of `window` tokens: one call for each block's seven steps, or for a whole
@@ -130,6 +137,15 @@ Nodes<T> transform(std::span<TransformerBlock<T>> blocks, const Nodes<T>& x, std
   static thread_local typename TransformerBlock<T>::Scratch scratch;
   for (TransformerBlock<T>& block : blocks) block.forward(std::span<Value<T>>(out.values), window, scratch);
   return out;
+}
+
+template <class T>
+Nodes<T> transform(TransformerStack<T>& stack, const Nodes<T>& x, std::size_t window) {
+  Nodes<T> out = transform<T>(std::span(stack.blocks), x, window);
+  if (!stack.norm) return out;
+  Nodes<T> normed{std::vector<Value<T>>(out.values.size())};
+  stack.norm->forwardRows(out.values, std::span<Value<T>>(normed.values));
+  return normed;
 }
 
 // Softmax cross-entropy of each row of logits against its target: targets of shape (rows,) give

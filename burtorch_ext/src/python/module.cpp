@@ -311,30 +311,34 @@ void bindLayers(py::module_& m) {
       .def_readonly("ff2", &TransformerBlock<T>::ff2);
 
   py::class_<python::TransformerStack<T>>(m, "TransformerStack",
-                                          "TransformerBlocks one after the other, made in order (their parameters consecutive, block\n"
-                                          "after block), run by one call.")
-      .def(py::init([](std::size_t layers, std::size_t dModel, std::size_t heads, std::optional<std::size_t> ff, std::uint64_t seed) {
+                                          "TransformerBlocks one after the other, then a layer norm where norm=True (GPT-2's ln_f, as\n"
+                                          "nn.TransformerEncoder's norm), made in order (their parameters consecutive), run by one call.")
+      .def(py::init([](std::size_t layers, std::size_t dModel, std::size_t heads, std::optional<std::size_t> ff, bool norm,
+                       std::uint64_t seed) {
              if (layers == 0) throw py::value_error("layers must be positive");
              if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
              Rng rng(seed);
              python::TransformerStack<T> stack;
              stack.blocks.reserve(layers);
              for (std::size_t l = 0; l < layers; ++l) stack.blocks.emplace_back(dModel, heads, ff.value_or(4 * dModel), rng);
+             if (norm) stack.norm.emplace(dModel);
              return stack;
            }),
-           py::arg("layers"), py::arg("d_model"), py::arg("heads"), py::arg("ff") = py::none(), py::arg("seed") = 0)
+           py::arg("layers"), py::arg("d_model"), py::arg("heads"), py::arg("ff") = py::none(), py::arg("norm") = false,
+           py::arg("seed") = 0)
       .def("__call__", [](python::TransformerStack<T>& stack, const python::Nodes<T>& x, std::size_t window) {
-             return python::transform<T>(std::span(stack.blocks), x, window);
-           }, py::arg("x"), py::arg("window"), "Every block in turn over x (as TransformerBlock's call); returns the last one's outputs.")
+             return python::transform<T>(stack, x, window);
+           }, py::arg("x"), py::arg("window"),
+           "Every block in turn over x (as TransformerBlock's call), then the norm; returns the outputs (Nodes).")
       .def("__len__", [](const python::TransformerStack<T>& stack) { return stack.blocks.size(); })
       .def("__getitem__", [](python::TransformerStack<T>& stack, std::size_t l) -> TransformerBlock<T>& {
              if (l >= stack.blocks.size()) throw py::index_error("no such block");
              return stack.blocks[l];
            }, py::return_value_policy::reference_internal)
-      .def("parameters", [](const python::TransformerStack<T>& stack) {
-        const NodeRange<T> first = stack.blocks.front().parameters(), last = stack.blocks.back().parameters();
-        return handles(NodeRange<T>{first.first, last.first + last.count - first.first});
-      });
+      .def_property_readonly("norm", [](python::TransformerStack<T>& stack) -> LayerNorm<T>* {
+             return stack.norm ? &*stack.norm : nullptr;
+           }, py::return_value_policy::reference_internal, "The layer norm after the last block (None without one).")
+      .def("parameters", [](const python::TransformerStack<T>& stack) { return handles(stack.parameters()); });
 }
 
 template <class T>
