@@ -116,6 +116,16 @@ def test_a_transformer_stack_is_its_blocks_in_turn(bt):
     assert stack(x, 2).data.tolist() == in_turn.data.tolist()
     with pytest.raises(IndexError):
         stack[3]
+    assert stack.norm is None
+
+
+def test_a_stack_with_a_norm_normalises_its_last_blocks_outputs(bt):
+    stack = bt.TransformerStack(2, 8, 2, ff=16, norm=True, seed=6)
+    stack.norm.load(np.linspace(0.5, 1.5, 8, dtype=np.float32), np.linspace(-0.1, 0.1, 8, dtype=np.float32))
+    blocks = [p.data for block in stack for p in block.parameters()]
+    assert [p.data for p in stack.parameters()] == blocks + [p.data for p in stack.norm.parameters()]
+    x = bt.Nodes([bt.Value(v) for v in np.random.default_rng(2).uniform(-1, 1, 4 * 8)])
+    assert stack(x, 2).data.tolist() == stack.norm(stack[1](stack[0](x, 2), 2)).data.tolist()
 
 
 def test_cross_entropy_gives_a_loss_per_row_or_a_mean_per_window(bt):
