@@ -54,8 +54,11 @@ class BatchStep {
 
   // losses(first, count): builds the graph of the batch's samples first..first+count-1 and
   // returns their losses (a span of Values). Returns the batch's mean loss before the update.
+  // A function of its own, not inlined into a caller's loop: inlined into the driver's timed loop,
+  // the GPT's b = 1 step took 99.8 µs, out of line 96.8 (the same bits; 9 alternating rounds of 40
+  // steps on core 1; b = 8 and 64 and the MLP's points within 1%).
   template <class Guard = HoldNothing, class Losses>
-  double operator()(Losses&& losses) {
+  BURTORCH_OUTLINE double operator()(Losses&& losses) {
     double total = 0;
     SgdInBackward<T>& sgd = SgdInBackward<T>::local();
     for (std::size_t first = 0; first < batch_; first += samplesPerGraph_) {
