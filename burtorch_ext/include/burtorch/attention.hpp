@@ -157,7 +157,7 @@ template <std::size_t kN, std::size_t kHd, class T>
 BURTORCH_INLINE void attentionBlockBackward(Sweep<T>& s, const AttentionRecord<T>& a, const std::byte* weights, std::size_t top) noexcept {
   const Head<kN, kHd, T> head{a.tokens, a.headSize, a.scale};
   const std::size_t n = head.tokens(), hd = head.size(), d = a.dModel();
-  static thread_local std::vector<T> scratch;  // grows to the largest head, then stays
+  static thread_local std::vector<T> scratch BURTORCH_INITIAL_EXEC;  // grows to the largest head, then stays
   if (scratch.size() < HeadBackward<T>::size(n, hd)) scratch.resize(HeadBackward<T>::size(n, hd));
   const HeadBackward<T> b(scratch.data(), n, hd);
   const Index y0 = a.firstOutput;

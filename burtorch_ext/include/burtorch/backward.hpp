@@ -180,7 +180,7 @@ void backwardWithScratch(Value<T> root, BackwardScratch& scratch) noexcept {
 // The same with scratch kept per thread, for when memory control does not matter.
 template <class T>
 void backward(Value<T> root) noexcept {
-  static thread_local BackwardScratch scratch;
+  static thread_local BackwardScratch scratch BURTORCH_INITIAL_EXEC;
   backwardWithScratch(root, scratch);
 }
 

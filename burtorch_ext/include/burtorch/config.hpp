@@ -20,10 +20,11 @@
 #define BURTORCH_INLINE_LAMBDA __attribute__((always_inline))
 #endif
 
-// On a thread-local the hot path reaches once per op, in a shared library (the Python module):
-// its address from the thread pointer, not from a call to __tls_get_addr per op (GPT b = 64 from
-// Python: 10.3% faster). The module then takes its 1.3 KB of TLS from the static block at load,
-// which is still free after torch, TensorFlow, JAX and MLX (tests/test_burtorch_module.py). An
+// On every thread-local, in a shared library (the Python module): its address from the thread
+// pointer, not from a call to __tls_get_addr per use (GPT b = 64 from Python: 10.3% faster for the
+// pool, which every op reaches). The module then takes its 1.3 KB of TLS from the static block at
+// load, which is still free after torch, TensorFlow, JAX and MLX (tests/test_burtorch_module.py);
+// one variable of that model puts all of them there, so the others cost no more TLS for it. An
 // executable keeps its own, shorter model (local-exec).
 #if defined(__ELF__) && defined(__PIC__) && !defined(__PIE__)
 #define BURTORCH_INITIAL_EXEC __attribute__((tls_model("initial-exec")))

@@ -62,7 +62,7 @@ struct Panels {
   PanelBuffer<T> a, b;
 };
 template <class T>
-inline thread_local Panels<T> panels;
+inline thread_local Panels<T> panels BURTORCH_INITIAL_EXEC;
 
 }  // namespace detail
 

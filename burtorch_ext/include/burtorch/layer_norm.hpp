@@ -78,7 +78,7 @@ BURTORCH_INLINE void layerNormBlockBackward(Sweep<T>& s, const LayerNormRecord<T
   const std::size_t n = norm.n, rows = norm.rows;
   const Index y0 = norm.firstOutput;
   const bool dense = top + 1 == rows * n && std::memchr(s.reached + y0, 0, top) == nullptr;
-  static thread_local std::vector<T> masked;  // one row's dy where some outputs are not reached
+  static thread_local std::vector<T> masked BURTORCH_INITIAL_EXEC;  // one row's dy where some outputs are not reached
   if (!dense && masked.size() < n) masked.resize(n);
   for (std::size_t r = 0; r < rows; ++r) {
     const T* dy = s.g + y0 + r * n;

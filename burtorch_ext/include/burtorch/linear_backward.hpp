@@ -150,7 +150,7 @@ BURTORCH_INLINE void linearDenseInputsBackward(Sweep<T>& s, const LinearRecord& 
 template <class T, class InputRun, class AffineGrad>
 BURTORCH_INLINE void linearDenseBackward(Sweep<T>& s, const LinearRecord& layer, std::size_t tokens, InputRun input, AffineGrad affineGrad) noexcept {
   const std::size_t rows = layer.rows;
-  static thread_local std::vector<T> scratch;  // grows to the largest layer, then stays
+  static thread_local std::vector<T> scratch BURTORCH_INITIAL_EXEC;  // grows to the largest layer, then stays
   if (scratch.size() < 2 * tokens * rows) scratch.resize(2 * tokens * rows);
   T* const byRow = scratch.data();
   T* const byToken = byRow + tokens * rows;

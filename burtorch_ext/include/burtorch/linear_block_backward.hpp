@@ -52,7 +52,7 @@ template <class T>
 bool dxOverDistinctRuns(Sweep<T>& s, const LinearRecord& layer, const Index* lists, std::size_t tokens, std::size_t length, const T* gy, T* sums, T* dx) noexcept {
   using kernels::StridedRows;
   const std::size_t rows = layer.rows, n = layer.n, positions = n / length;
-  static thread_local std::vector<std::pair<Index, Index>> readers;  // (a run's first node, token), by position
+  static thread_local std::vector<std::pair<Index, Index>> readers BURTORCH_INITIAL_EXEC;  // (a run's first node, token), by position
   readers.resize(positions * tokens);
   // Sorted by run, a token that reads the run of the token before it adds to that run's sum.
   const auto sharesRun = [](const std::pair<Index, Index>* at, std::size_t t) { return t > 0 && at[t].first == at[t - 1].first; };
@@ -121,7 +121,7 @@ template <class T>
 BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer, const Index* lists, std::size_t tokens) noexcept {
   using kernels::StridedRows;
   const std::size_t rows = layer.rows, n = layer.n;
-  static thread_local std::vector<T> scratch;  // grows to the largest block, then stays
+  static thread_local std::vector<T> scratch BURTORCH_INITIAL_EXEC;  // grows to the largest block, then stays
   if (scratch.size() < tokens * (2 * rows + n)) scratch.resize(tokens * (2 * rows + n));
   T* const gy = scratch.data();
   T* const gx = gy + tokens * rows;

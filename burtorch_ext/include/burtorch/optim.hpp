@@ -36,7 +36,7 @@ template <class T>
 class SgdInBackward {
  public:
   static SgdInBackward& local() noexcept {
-    static thread_local SgdInBackward sgd;
+    static thread_local SgdInBackward sgd BURTORCH_INITIAL_EXEC;
     return sgd;
   }
 

@@ -162,7 +162,7 @@ struct PoolReleaser {
   ~PoolReleaser() { threadPool<T>.release(); }
 };
 template <class T>
-inline thread_local PoolReleaser<T> poolReleaser;
+inline thread_local PoolReleaser<T> poolReleaser BURTORCH_INITIAL_EXEC;
 
 [[noreturn]] inline void fail(const char* what) noexcept {
   std::fputs(what, stderr);

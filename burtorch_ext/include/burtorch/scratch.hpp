@@ -9,11 +9,13 @@
 #include <cstddef>
 #include <vector>
 
+#include "burtorch/config.hpp"
+
 namespace burtorch::kernels {
 
 template <class T>
 T* scratch(std::size_t n) {
-  static thread_local std::vector<T> buffer;
+  static thread_local std::vector<T> buffer BURTORCH_INITIAL_EXEC;
   if (buffer.size() < n) buffer.resize(n);
   return buffer.data();
 }

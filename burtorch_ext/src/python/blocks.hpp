@@ -134,7 +134,7 @@ Nodes<T> transform(std::span<TransformerBlock<T>> blocks, const Nodes<T>& x, std
     throw py::value_error("x: windows of `window` tokens of d_model values");
   const std::span<const Value<T>> in = x.live();
   Nodes<T> out{std::vector<Value<T>>(in.begin(), in.end())};
-  static thread_local typename TransformerBlock<T>::Scratch scratch;
+  static thread_local typename TransformerBlock<T>::Scratch scratch BURTORCH_INITIAL_EXEC;
   for (TransformerBlock<T>& block : blocks) block.forward(std::span<Value<T>>(out.values), window, scratch);
   return out;
 }
