@@ -204,5 +204,6 @@ TEST_CASE("blocks: the SGD step the last graph's sweep takes for the blocks' wei
   CHECK(sweepStepsAsAPassWould<Mlp<float>>(mlp, 64, 16, 52));  // four graphs, the last steps
   const GptShape gpt{2, 3, 8, 12, 11};
   CHECK(sweepStepsAsAPassWould<Gpt<float>>(gpt, 24, 8, 53));  // layers too small: all after the sweep
+  CHECK(sweepStepsAsAPassWould<Gpt<float>>(gpt, 1, 8, 54));   // a window of 8 tokens: every layer in it
   CHECK(sweepStepsAsAPassWould<Gpt<float>>(gpt, 1, 1, 55));   // no block
 }
