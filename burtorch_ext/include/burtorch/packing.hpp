@@ -18,6 +18,19 @@ namespace burtorch::kernels {
 // contiguous in segments. segment(r, k, len) returns the address of element k of row r and sets
 // len to how many elements from there are contiguous (at least 1).
 
+// f(src, j, n) for each stretch of row r's elements [from, from + count) that lies contiguous: the
+// n elements from its j-th, at src.
+template <class Rows, class F>
+BURTORCH_INLINE void forEachStretch(const Rows& rows, std::size_t r, std::size_t from, std::size_t count, F&& f) noexcept {
+  for (std::size_t j = 0; j < count;) {
+    std::size_t len;
+    auto* src = rows.segment(r, from + j, len);
+    const std::size_t n = std::min(len, count - j);
+    f(src, j, n);
+    j += n;
+  }
+}
+
 // Packs rows [r0, r0 + p) of `rows` (r0 + p may pass `count`: zeros), columns [k0, k0 + kc), as
 // out[k * P + i] = rows(r0 + i)[k0 + k]: a panel of A from rows of A, or of B from its columns.
 template <std::size_t P, class T, class Rows>
@@ -51,14 +64,9 @@ BURTORCH_INLINE void packAcross(const Rows& rows, std::size_t r0, std::size_t co
       for (std::size_t k = 0; k < kc; ++k) out[k * P + i] = T(0);
       continue;
     }
-    std::size_t k = 0;
-    while (k < kc) {
-      std::size_t len;
-      const T* src = rows.segment(r0 + i, k0 + k, len);
-      const std::size_t n = std::min(len, kc - k);
+    forEachStretch(rows, r0 + i, k0, kc, [&](const T* src, std::size_t k, std::size_t n) BURTORCH_INLINE_LAMBDA {
       for (std::size_t q = 0; q < n; ++q) out[(k + q) * P + i] = src[q];
-      k += n;
-    }
+    });
   }
 }
 
@@ -98,15 +106,10 @@ BURTORCH_INLINE void packAlong(const Rows& rows, std::size_t k0, std::size_t kc,
         continue;
       }
     }
-    std::size_t j = 0;
-    while (j < p) {
-      std::size_t len;
-      const T* src = rows.segment(k0 + k, c0 + j, len);
-      const std::size_t n = std::min(len, p - j);
+    forEachStretch(rows, k0 + k, c0, p, [&](const T* src, std::size_t j, std::size_t n) BURTORCH_INLINE_LAMBDA {
       std::memcpy(dst + j, src, n * sizeof(T));
-      j += n;
-    }
-    for (; j < P; ++j) dst[j] = T(0);
+    });
+    for (std::size_t j = p; j < P; ++j) dst[j] = T(0);
   }
 }
 

@@ -237,7 +237,9 @@ void bindBlocks(py::module_& m) {
       .def("step", &Trainer<T>::step, py::arg("losses"),
            "losses(first, count) builds the graph of the batch's samples first..first+count-1 and returns their\n"
            "losses (a Nodes). Sums each graph's gradients, steps p <- p - learning_rate * mean gradient, zeroes\n"
-           "the gradients; returns the batch's mean loss before the update.");
+           "the gradients; returns the batch's mean loss before the update. Each layer may be called once per graph:\n"
+           "the last graph's sweep steps a layer's weights where their gradients are complete (optim.hpp), so a\n"
+           "layer called twice in one graph would be stepped before its earlier call's gradients are taken.");
 }
 
 }  // namespace burtorch::python
