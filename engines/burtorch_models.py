@@ -96,8 +96,8 @@ def build(workload, folder: Path | None) -> TrainingProgram:
     model = Mlp(bt, tensors) if workload.name == "mlp" else Gpt(bt, tensors, int(data.config["heads"]))
     # The layers made their parameters one after the other: from the table's first to the head's last.
     first, last = model.wte.parameters()[0], model.head.parameters()[-1]
-    batch = int(data.config["batch"])
-    trainer = bt.Trainer(first, last, batch, data.config["learning_rate"], burtorch.samples_per_graph(workload.name))
+    batch_size = int(data.config["batch"])
+    trainer = bt.Trainer(first, last, batch_size, data.config["learning_rate"], burtorch.samples_per_graph(workload.name))
 
     def train_step(batch):
         return trainer.step(lambda first, count: model.losses(bt, *(a[first:first + count] for a in batch)))
@@ -106,5 +106,5 @@ def build(workload, folder: Path | None) -> TrainingProgram:
         return trainer.step(lambda first, count: model.losses(bt, *batch))
 
     return TrainingProgram(workload, data, type(model).to_batch,
-                           one_graph_step if trainer.samples_per_graph >= batch else train_step,
+                           one_graph_step if trainer.samples_per_graph >= batch_size else train_step,
                            f"burtorch {burtorch.__version__}")
