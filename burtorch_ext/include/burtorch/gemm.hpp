@@ -142,10 +142,13 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
     if (nn <= lanes) microKernelHalf<T, lanes>(kc, a, b, ldb, rows, WriteBack<T>{WriteBack<T>::kStore});
     else microKernel<T, lanes>(kc, a, b, ldb, rows, WriteBack<T>{WriteBack<T>::kStore});
     for (std::size_t i = 0; i < mm; ++i)
-      forEachStretch(cRows, i0 + i, j0, nn, [&](const T* at, std::size_t j, std::size_t count) BURTORCH_INLINE_LAMBDA {
-        T* dst = const_cast<T*>(at);
+      for (std::size_t j = 0; j < nn;) {
+        std::size_t len;
+        T* dst = const_cast<T*>(cRows.segment(i0 + i, j0 + j, len));
+        const std::size_t count = std::min(len, nn - j);
         for (std::size_t q = 0; q < count; ++q) writeOne(dst[q], tile[i * nr + j + q], to);
-      });
+        j += count;
+      }
   };
   // Rows [i0, i0 + mc) of A into their panels, along k from pc; A read where it lies has none.
   const auto packBlockOfA = [&](std::size_t i0, std::size_t mc, std::size_t pc, std::size_t kc) {
@@ -249,7 +252,13 @@ void gemm(const KernelChoice& choice, std::size_t m, std::size_t n, std::size_t 
   if (k == 0) {
     if (write.kind == WriteBack<T>::kStore)
       for (std::size_t i = 0; i < m; ++i)
-        forEachStretch(cRows, i, 0, n, [](const T* at, std::size_t, std::size_t count) { std::fill_n(const_cast<T*>(at), count, T(0)); });
+        for (std::size_t j = 0; j < n;) {
+          std::size_t len;
+          T* dst = const_cast<T*>(cRows.segment(i, j, len));
+          const std::size_t count = std::min(len, n - j);
+          std::fill_n(dst, count, T(0));
+          j += count;
+        }
     return;
   }
   detail::withLanes<T>(choice.registerBits, [&](auto lanes) {

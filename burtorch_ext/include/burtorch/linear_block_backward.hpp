@@ -8,7 +8,6 @@
 
 #include "burtorch/linear_rows.hpp"
 #include "burtorch/optim.hpp"
-#include "burtorch/packing.hpp"
 #include "burtorch/sweep.hpp"
 
 namespace burtorch {
@@ -146,10 +145,14 @@ BURTORCH_INLINE void linearBlockBackward(Sweep<T>& s, const LinearRecord& layer,
   // Each token's row of dX into its input's gradients, a contiguous segment at a time.
   const InputRows<T> dInput{s.g, s.links, lists};
   for (std::size_t t = 0; t < tokens; ++t)
-    kernels::forEachStretch(dInput, t, 0, n, [&](T* g, std::size_t k, std::size_t len) {
+    for (std::size_t k = 0; k < n;) {
+      std::size_t len;
+      T* const g = dInput.segment(t, k, len);
+      len = std::min(len, n - k);
       addToEachRow(g, gx + t * n + k, 1, len);
       s.reach(static_cast<Index>(g - s.g), len);
-    });
+      k += len;
+    }
 }
 }  // namespace detail
 
