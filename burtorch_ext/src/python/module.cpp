@@ -22,6 +22,11 @@ using namespace burtorch;
 
 namespace {
 
+// Attention, a transformer block and a stack of them split d_model among their heads.
+void checkHeads(std::size_t dModel, std::size_t heads) {
+  if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
+}
+
 template <class T>
 Value<T> live(Value<T> v) {
   if (!v.valid()) throw py::index_error("this Value's node no longer exists (the pool was rewound below it)");
@@ -253,7 +258,7 @@ void bindLayers(py::module_& m) {
 
   py::class_<CausalSelfAttention<T>>(m, "CausalSelfAttention")
       .def(py::init([](std::size_t dModel, std::size_t heads, bool bias, std::uint64_t seed, std::optional<bool> projBias) {
-             if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
+             checkHeads(dModel, heads);
              Rng rng(seed);
              return CausalSelfAttention<T>(dModel, heads, bias, projBias.value_or(bias), rng);
            }),
@@ -293,7 +298,7 @@ void bindLayers(py::module_& m) {
                                   "A pre-norm (GPT-2) block: x + proj(attention(ln1(x))), then x + ff2(relu(ff1(ln2(x)))); query, key\n"
                                   "and value without bias. One call for the seven steps (transformer_block.hpp).")
       .def(py::init([](std::size_t dModel, std::size_t heads, std::optional<std::size_t> ff, std::uint64_t seed) {
-             if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
+             checkHeads(dModel, heads);
              Rng rng(seed);
              return TransformerBlock<T>(dModel, heads, ff.value_or(4 * dModel), rng);
            }),
@@ -316,7 +321,7 @@ void bindLayers(py::module_& m) {
       .def(py::init([](std::size_t layers, std::size_t dModel, std::size_t heads, std::optional<std::size_t> ff, bool norm,
                        std::uint64_t seed) {
              if (layers == 0) throw py::value_error("layers must be positive");
-             if (heads == 0 || dModel % heads != 0) throw py::value_error("d_model must be a multiple of heads");
+             checkHeads(dModel, heads);
              Rng rng(seed);
              python::TransformerStack<T> stack;
              stack.blocks.reserve(layers);
