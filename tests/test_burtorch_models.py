@@ -80,6 +80,19 @@ def test_nodes_layers_equal_their_list_calls(bt):
     assert doubled.data.tolist() == [2 * v.data for v in listed]
 
 
+def test_ids_in_any_form_numpy_converts_name_the_same_rows(bt):
+    """int64 arrays are read in place; lists, other integer types and strided views are converted."""
+    table = bt.Embedding(5, 3, seed=1)
+    ids = np.array([[4, 0, 1], [2, 2, 3]])
+    expected = table.rows(ids).data.tolist()
+    for same in (ids.tolist(), ids.astype(np.int32), np.asfortranarray(ids), np.array([[4, 9, 0, 9, 1], [2, 9, 2, 9, 3]])[:, ::2]):
+        assert table.rows(same).data.tolist() == expected
+    with pytest.raises(TypeError):
+        table.rows("not ids")
+    with pytest.raises(IndexError, match="row id out of range"):
+        table.rows(np.array([5]))
+
+
 def test_a_transformer_block_is_its_layers_one_after_the_other(bt):
     """One call for the block gives the values and gradients of its seven steps called one by one."""
     block = bt.TransformerBlock(8, 2, seed=5)
