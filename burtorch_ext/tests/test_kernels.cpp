@@ -225,3 +225,53 @@ TEST_CASE("kernels: tanhMany is within 1e-6 relative of tanh: both signs, both b
   }
   CHECK(worst <= 1e-6);
 }
+
+#if BURTORCH_AVX
+TEST_CASE("attention's small head (block 8, head 4, FP32): the generic loops' weights, outputs and gradients within FP32 rounding") {
+  constexpr std::size_t n = 8, hd = 4, ld = 12, d = 8;  // q, k, v one product's (3 heads wide); outputs 2 heads wide
+  const auto filled = [](std::size_t size, double phase) {
+    std::vector<float> x(size);
+    for (std::size_t k = 0; k < size; ++k) x[k] = static_cast<float>(2 * std::sin(phase + 0.7 * static_cast<double>(k)));
+    return x;
+  };
+  const std::vector<float> q = filled(n * ld, 0.1), k = filled(n * ld, 1.3), v = filled(n * ld, 2.9), dy = filled(n * d, 4.2);
+  const std::vector<float> before = filled(n * ld, 5.5);  // the gradients already there, added to
+  const float scale = 0.5f;
+  const detail::Head<n, hd, float> head{n, hd, scale};
+  const auto near = [](double got, double want) { return check::close(got, want, 1e-5, 1e-6); };
+
+  std::vector<float> p(n * n), y(n * d), gq(n * hd), gkt(n * hd), gv(n * hd), gp(n * n), gpt(n * n), gyt(n * hd);
+  detail::attendSmallHead(q.data(), k.data(), v.data(), ld, d, scale, p.data(), y.data());
+  detail::gather<false>(head, q.data(), ld, gq.data());
+  detail::gather<true>(head, k.data(), ld, gkt.data());
+  detail::gather<false>(head, v.data(), ld, gv.data());
+  detail::attendOneHead(head, gq.data(), gkt.data(), gv.data(), gp.data(), gpt.data(), gyt.data());
+  bool forwardOk = true;
+  for (std::size_t t = 0; t < n; ++t) {
+    for (std::size_t u = 0; u < n; ++u) forwardOk = forwardOk && (u > t ? p[t * n + u] == 0 : near(p[t * n + u], gp[t * n + u]));
+    for (std::size_t j = 0; j < hd; ++j) forwardOk = forwardOk && near(y[t * d + j], gyt[j * n + t]);
+  }
+  CHECK(forwardOk);
+
+  std::vector<float> dq = before, dk = before, dv = before;
+  detail::attentionSmallHeadBackward(q.data(), k.data(), v.data(), dy.data(), p.data(), ld, d, scale, dq.data(), dk.data(), dv.data());
+  std::vector<float> scratch(detail::HeadBackward<float>::size(n, hd));
+  const detail::HeadBackward<float> b(scratch.data(), n, hd);
+  detail::gather<false>(head, q.data(), ld, b.q);
+  detail::gather<false>(head, k.data(), ld, b.k);
+  detail::gather<true>(head, v.data(), ld, b.vt);
+  detail::gather<false>(head, dy.data(), d, b.dy);
+  std::copy(p.begin(), p.end(), b.p);
+  detail::attentionHeadBackward(head, b);
+  bool backwardOk = true;
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t j = 0; j < hd; ++j) {
+      const std::size_t at = t * ld + j;
+      backwardOk = backwardOk && near(dq[at], before[at] + b.dqt[j * n + t]) && near(dk[at], before[at] + b.dkt[j * n + t]) &&
+                   near(dv[at], before[at] + b.dvt[j * n + t]);
+    }
+  CHECK(backwardOk);
+  for (std::size_t at = 0; at < n * ld; ++at)
+    if (at % ld >= hd) CHECK(dq[at] == before[at] && dk[at] == before[at] && dv[at] == before[at]);  // the other heads untouched
+}
+#endif

@@ -1,7 +1,8 @@
-// The mini-GPT's attention head (block 8, head size 4) in FP32 with AVX: a row of 8 scores is one
-// register, the causal mask a lane comparison, e^x eight lanes at once (tanh_block.hpp), and each
-// token's head of 4 one 128-bit register read and written where it lies in the pool. attention.hpp's
-// loops compute the same for any size, in any precision.
+// The mini-GPT's attention head (block 8, head size 4) in FP32 with AVX: 8 scores are one register
+// (in the forward a key's column over the queries, in the backward a query's row), the causal mask
+// a lane comparison, e^x eight lanes at once (tanh_block.hpp), and each token's head of 4 one
+// 128-bit register read and written where it lies in the pool. attention.hpp's loops compute the
+// same for any size, in any precision.
 #pragma once
 
 #include <cfloat>
@@ -15,16 +16,16 @@ namespace burtorch::detail {
 #if BURTORCH_AVX
 inline constexpr bool kSmallHeadKernels = true;
 
-inline float laneMax(__m256 x) noexcept {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
-}
-
 inline float laneSum(__m256 x) noexcept {
   __m128 m = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
   m = _mm_add_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_add_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
+// mask[u]: lanes t >= u, the queries that see key u.
+inline void causalColumns(__m256 mask[8]) noexcept {
+  for (std::size_t u = 0; u < 8; ++u)
+    mask[u] = _mm256_cmp_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_ps(static_cast<float>(u)), _CMP_GE_OQ);
 }
 
 // Lanes u <= t: the keys token t sees.
@@ -40,26 +41,72 @@ inline void transposeHeads(const float* x, std::size_t d, __m256 rows[4]) noexce
   for (std::size_t j = 0; j < 4; ++j) rows[j] = _mm256_load_ps(t[j]);
 }
 
+// transposeHeads' inverse: four rows of 8 written as the 8 tokens' heads of 4, tokens d apart.
+inline void storeHeads(const __m256 rows[4], float* x, std::size_t d) noexcept {
+  const __m256 lo01 = _mm256_unpacklo_ps(rows[0], rows[1]), hi01 = _mm256_unpackhi_ps(rows[0], rows[1]);
+  const __m256 lo23 = _mm256_unpacklo_ps(rows[2], rows[3]), hi23 = _mm256_unpackhi_ps(rows[2], rows[3]);
+  const __m256 heads[4] = {_mm256_shuffle_ps(lo01, lo23, 0x44), _mm256_shuffle_ps(lo01, lo23, 0xEE), _mm256_shuffle_ps(hi01, hi23, 0x44),
+                           _mm256_shuffle_ps(hi01, hi23, 0xEE)};  // tokens t and t + 4 of each
+  for (std::size_t t = 0; t < 4; ++t) {
+    _mm_storeu_ps(x + t * d, _mm256_castps256_ps128(heads[t]));
+    _mm_storeu_ps(x + (t + 4) * d, _mm256_extractf128_ps(heads[t], 1));
+  }
+}
+
+// Eight rows of 8, each lane of row r written to row lane r: an 8 x 8 transpose in registers.
+inline void transpose8(__m256 r[8]) noexcept {
+  __m256 t[8], u[8];
+  for (std::size_t k = 0; k < 8; k += 2) {
+    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  }
+  for (std::size_t k = 0; k < 8; k += 4) {
+    u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+    u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+    u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+    u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+  }
+  for (std::size_t k = 0; k < 4; ++k) {
+    r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
+    r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
+  }
+}
+
 // p (8 x 8, row t the softmax of token t's scaled scores over keys 0..t, zeros after) and
-// y = p v, one head of one sequence; q, k and v tokens ld apart, y's d apart.
+// y = p v, one head of one sequence; q, k and v tokens ld apart, y's d apart. The lanes are the 8
+// queries, so that every step is lane by lane: a column of scores per key, the row's peak and
+// sum as maxima and sums of columns, each output's head of 4 as 4 columns: no sum across lanes,
+// no weight stored and read back. Each value is computed in the order a row at a time would take it
+// (the row's sum of exponentials in laneSum's), so the bits are those of a row at a time; a key u's
+// terms are masked out of the lanes t < u, not added as zeros.
 inline void attendSmallHead(const float* q, const float* k, const float* v, std::size_t ld, std::size_t d, float scale, float* p,
                             float* y) noexcept {
-  __m256 kt[4];
-  transposeHeads(k, ld, kt);
-  for (std::size_t t = 0; t < 8; ++t) {
-    const float* qt = q + t * ld;
-    __m256 s = _mm256_mul_ps(_mm256_set1_ps(qt[0]), kt[0]);
-    for (std::size_t j = 1; j < 4; ++j) s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(qt[j]), kt[j]));
-    s = _mm256_mul_ps(s, _mm256_set1_ps(scale));
-    const __m256 mask = causalMask(t);
-    const float peak = laneMax(_mm256_blendv_ps(_mm256_set1_ps(-FLT_MAX), s, mask));
-    const __m256 x = _mm256_max_ps(_mm256_sub_ps(s, _mm256_set1_ps(peak)), _mm256_set1_ps(-87.0f));
-    const __m256 e = _mm256_and_ps(kernels::detail::expLanes(x), mask);
-    _mm256_storeu_ps(p + t * 8, _mm256_mul_ps(e, _mm256_set1_ps(1.0f / laneSum(e))));
-    __m128 out = _mm_setzero_ps();
-    for (std::size_t u = 0; u <= t; ++u) out = _mm_add_ps(out, _mm_mul_ps(_mm_set1_ps(p[t * 8 + u]), _mm_loadu_ps(v + u * ld)));
-    _mm_storeu_ps(y + t * d, out);
+  __m256 qt[4], s[8], mask[8];
+  transposeHeads(q, ld, qt);
+  causalColumns(mask);
+  __m256 peak = _mm256_set1_ps(-FLT_MAX);
+  for (std::size_t u = 0; u < 8; ++u) {
+    const float* ku = k + u * ld;
+    __m256 su = _mm256_mul_ps(qt[0], _mm256_broadcast_ss(ku));
+    for (std::size_t j = 1; j < 4; ++j) su = _mm256_add_ps(su, _mm256_mul_ps(qt[j], _mm256_broadcast_ss(ku + j)));
+    s[u] = _mm256_mul_ps(su, _mm256_set1_ps(scale));
+    peak = _mm256_max_ps(peak, _mm256_blendv_ps(_mm256_set1_ps(-FLT_MAX), s[u], mask[u]));
   }
+  for (std::size_t u = 0; u < 8; ++u)
+    s[u] = _mm256_and_ps(kernels::detail::expLanes(_mm256_max_ps(_mm256_sub_ps(s[u], peak), _mm256_set1_ps(-87.0f))), mask[u]);
+  const __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(s[0], s[4]), _mm256_add_ps(s[2], s[6])),
+                                   _mm256_add_ps(_mm256_add_ps(s[1], s[5]), _mm256_add_ps(s[3], s[7])));
+  const __m256 inverse = _mm256_div_ps(_mm256_set1_ps(1.0f), sum);
+  __m256 yt[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (std::size_t u = 0; u < 8; ++u) {
+    s[u] = _mm256_mul_ps(s[u], inverse);  // column u of p
+    const float* vu = v + u * ld;
+    for (std::size_t j = 0; j < 4; ++j)
+      yt[j] = _mm256_add_ps(yt[j], _mm256_and_ps(_mm256_mul_ps(s[u], _mm256_broadcast_ss(vu + j)), mask[u]));
+  }
+  transpose8(s);
+  for (std::size_t t = 0; t < 8; ++t) _mm256_storeu_ps(p + t * 8, s[t]);
+  storeHeads(yt, y, d);
 }
 
 // The backward of attendSmallHead (attention.hpp's attentionHeadBackward says what it computes):
