@@ -77,8 +77,9 @@ inline void transpose8(__m256 r[8]) noexcept {
 // queries, so that every step is lane by lane: a column of scores per key, the row's peak and
 // sum as maxima and sums of columns, each output's head of 4 as 4 columns: no sum across lanes,
 // no weight stored and read back. Each value is computed in the order a row at a time would take it
-// (the row's sum of exponentials in laneSum's), so the bits are those of a row at a time; a key u's
-// terms are masked out of the lanes t < u, not added as zeros.
+// (the row's sum of exponentials in laneSum's), so the bits are those of a row at a time. A key u's
+// products are masked in the lanes t < u, so that a value those queries do not see (even inf or NaN)
+// adds an exact zero to them.
 inline void attendSmallHead(const float* q, const float* k, const float* v, std::size_t ld, std::size_t d, float scale, float* p,
                             float* y) noexcept {
   __m256 qt[4], s[8], mask[8];
