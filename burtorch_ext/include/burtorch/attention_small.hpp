@@ -53,25 +53,6 @@ inline void storeHeads(const __m256 rows[4], float* x, std::size_t d) noexcept {
   }
 }
 
-// Eight rows of 8, each lane of row r written to row lane r: an 8 x 8 transpose in registers.
-inline void transpose8(__m256 r[8]) noexcept {
-  __m256 t[8], u[8];
-  for (std::size_t k = 0; k < 8; k += 2) {
-    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-  }
-  for (std::size_t k = 0; k < 8; k += 4) {
-    u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
-    u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
-    u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
-    u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
-  }
-  for (std::size_t k = 0; k < 4; ++k) {
-    r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
-    r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
-  }
-}
-
 // p (8 x 8, row t the softmax of token t's scaled scores over keys 0..t, zeros after) and
 // y = p v, one head of one sequence; q, k and v tokens ld apart, y's d apart. The lanes are the 8
 // queries, so that every step is lane by lane: a column of scores per key, the row's peak and
@@ -80,7 +61,7 @@ inline void transpose8(__m256 r[8]) noexcept {
 // (the row's sum of exponentials in laneSum's), so the bits are those of a row at a time. A key u's
 // products are masked in the lanes t < u, so that a value those queries do not see (even inf or NaN)
 // adds an exact zero to them.
-inline void attendSmallHead(const float* q, const float* k, const float* v, std::size_t ld, std::size_t d, float scale, float* p,
+BURTORCH_INLINE void attendSmallHead(const float* q, const float* k, const float* v, std::size_t ld, std::size_t d, float scale, float* p,
                             float* y) noexcept {
   __m256 qt[4], s[8], mask[8];
   transposeHeads(q, ld, qt);
@@ -105,7 +86,7 @@ inline void attendSmallHead(const float* q, const float* k, const float* v, std:
     for (std::size_t j = 0; j < 4; ++j)
       yt[j] = _mm256_add_ps(yt[j], _mm256_and_ps(_mm256_mul_ps(s[u], _mm256_broadcast_ss(vu + j)), mask[u]));
   }
-  transpose8(s);
+  kernels::transpose8(s);  // its rows
   for (std::size_t t = 0; t < 8; ++t) _mm256_storeu_ps(p + t * 8, s[t]);
   storeHeads(yt, y, d);
 }

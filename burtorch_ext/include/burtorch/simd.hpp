@@ -184,26 +184,33 @@ template <class T>
 void transposeTile(const T* const* src, std::size_t k, T* out, std::size_t stride) noexcept;
 
 #if BURTORCH_AVX
-template <>
-inline constexpr std::size_t kTransposeTile<float> = 8;
-template <>
-BURTORCH_INLINE void transposeTile(const float* const* src, std::size_t k, float* out, std::size_t stride) noexcept {
-  __m256 r[8], t[8];
-  for (std::size_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src[i] + k);
+// Eight rows of 8 in registers transposed: lane j of row i becomes lane i of row j.
+BURTORCH_INLINE void transpose8(__m256 r[8]) noexcept {
+  __m256 t[8], u[8];
   for (std::size_t i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
   }
   for (std::size_t i = 0; i < 8; i += 4) {
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
   }
   for (std::size_t i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(out + i * stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-    _mm256_storeu_ps(out + (i + 4) * stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
   }
+}
+
+template <>
+inline constexpr std::size_t kTransposeTile<float> = 8;
+template <>
+BURTORCH_INLINE void transposeTile(const float* const* src, std::size_t k, float* out, std::size_t stride) noexcept {
+  __m256 r[8];
+  for (std::size_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src[i] + k);
+  transpose8(r);
+  for (std::size_t i = 0; i < 8; ++i) _mm256_storeu_ps(out + i * stride, r[i]);
 }
 
 template <>
