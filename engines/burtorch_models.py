@@ -67,23 +67,15 @@ class Gpt:
         self.blocks.norm.load(lnf_g, lnf_b)
         self.head.load(head_w, head_b)
         self.vocab = head_w.shape[0]
-        # Rows of a table are handles of its parameters, which outlive every graph: the positions'
-        # rows for a shape of windows are looked up once (as a framework keeps a buffer of positions).
-        self.positions = {}
 
     @staticmethod
     def to_batch(x, y) -> tuple:
         """Token ids and targets (windows, tokens) as the calls read them, so that the timed step converts nothing."""
         return np.ascontiguousarray(x, dtype=np.int64), np.ascontiguousarray(y, dtype=np.int64)
 
-    def position_rows(self, shape):
-        if shape not in self.positions:
-            self.positions[shape] = self.wpe.rows(np.broadcast_to(np.arange(shape[1]), shape))
-        return self.positions[shape]
-
     def losses(self, bt, x, y):
         """Each window's mean loss over its tokens (Nodes) for the windows of x and y."""
-        h = self.blocks(self.wte.rows(x) + self.position_rows(x.shape), x.shape[1])
+        h = self.blocks(bt.embed(self.wte, self.wpe, x), x.shape[1])
         return bt.cross_entropy(self.head(h), y)
 
 

@@ -93,6 +93,28 @@ def test_ids_in_any_form_numpy_converts_name_the_same_rows(bt):
         table.rows(np.array([5]))
 
 
+def test_embed_is_each_tokens_row_plus_its_positions_row(bt):
+    """GPT-2's wte[idx] + wpe[pos] in one call: the values and the gradients of the two lookups and their sum."""
+    tokens, positions = bt.Embedding(6, 3, seed=1), bt.Embedding(4, 3, seed=2)
+    ids = np.array([[5, 0, 2], [1, 1, 4]])
+    fused = bt.embed(tokens, positions, ids)
+    summed = tokens.rows(ids) + positions.rows(np.array([[0, 1, 2], [0, 1, 2]]))
+    assert fused.data.tolist() == summed.data.tolist()
+    grads = []
+    for out in (fused, summed):
+        # A distinct weight per output, so that a row summed into the wrong place would show.
+        bt.backward(bt.reduce_sum([bt.mul_by_constant(v, k + 1.0) for k, v in enumerate(out.tolist())]))
+        grads.append([p.grad for table in (tokens, positions) for p in table.parameters()])
+        bt.zero_grad(tokens.parameters() + positions.parameters())
+    assert grads[0] == grads[1] and any(grads[0])
+    with pytest.raises(ValueError, match="windows, tokens"):
+        bt.embed(tokens, positions, np.array([[0, 1, 2, 3, 4]]))  # 5 tokens, 4 positions
+    with pytest.raises(ValueError, match="windows, tokens"):
+        bt.embed(tokens, positions, np.array([0, 1]))
+    with pytest.raises(IndexError, match="row id out of range"):
+        bt.embed(tokens, positions, np.array([[6]]))
+
+
 def test_a_transformer_block_is_its_layers_one_after_the_other(bt):
     """One call for the block gives the values and gradients of its seven steps called one by one."""
     block = bt.TransformerBlock(8, 2, seed=5)

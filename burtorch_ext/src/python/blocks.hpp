@@ -77,6 +77,25 @@ Nodes<T> rows(const Embedding<T>& table, const Ids& ids) {
   return out;
 }
 
+// Each token's row of `tokens` plus the row of `positions` at its place in its window (ids:
+// (windows, tokens)): GPT-2's wte[idx] + wpe[pos] in one call, as the driver's embedding sum,
+// not two lookups and a sum crossing from Python three times.
+template <class T>
+Nodes<T> embed(const Embedding<T>& tokens, const Embedding<T>& positions, const Ids& ids) {
+  if (ids.ndim() != 2 || ids.shape(1) == 0 || ids.shape(1) > positions.count() || tokens.dim() != positions.dim())
+    throw py::value_error("ids: (windows, tokens), at most a row of positions per token; tables of one dim");
+  const std::size_t d = tokens.dim(), window = ids.shape(1);
+  const Nodes<T> token = rows(tokens, ids);
+  std::vector<Value<T>> position(token.values.size());
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const NodeRange<T> row = positions[k % window];
+    for (std::size_t i = 0; i < d; ++i) position[k * d + i] = row[i];
+  }
+  Nodes<T> out{std::vector<Value<T>>(position.size())};
+  addBlock(std::span<const Value<T>>(token.values), std::span<const Value<T>>(position), std::span<Value<T>>(out.values));
+  return out;
+}
+
 template <class T>
 Nodes<T> linear(const Linear<T>& layer, const Nodes<T>& x) {
   if (x.values.empty() || x.values.size() % layer.inputs() != 0) throw py::value_error("wrong number of inputs");

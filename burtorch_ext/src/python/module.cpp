@@ -237,6 +237,9 @@ void bindLayers(py::module_& m) {
       .def("load", [flat](Embedding<T>& table, const Buffer& values) {
         if (!table.load(flat(values))) throw py::value_error("the table needs count*dim values, row-major");
       });
+  m.def("embed", &python::embed<T>, py::arg("tokens"), py::arg("positions"), py::arg("ids"),
+        "ids (windows, tokens): each token's row of `tokens` plus the row of `positions` at its place in its\n"
+        "window (GPT-2's wte[idx] + wpe[pos]), one after the other: Nodes.");
 
   py::class_<LayerNorm<T>>(m, "LayerNorm")
       .def(py::init<std::size_t, bool, T>(), py::arg("dim"), py::arg("affine") = true, py::arg("eps") = T(1e-5))
