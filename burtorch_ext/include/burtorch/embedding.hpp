@@ -5,6 +5,7 @@
 #include <cstring>
 #include <span>
 
+#include "burtorch/add_block.hpp"
 #include "burtorch/random.hpp"
 #include "burtorch/value.hpp"
 
@@ -41,5 +42,23 @@ class Embedding {
   std::size_t count_, dim_;
   NodeRange<T> table_;
 };
+
+// x = tokens[tokenOf(k)] + positions[k % window], token k after token k (windows of `window` tokens
+// one after the other): GPT-2's wte[idx] + wpe[pos], element by element. tokenRows and positionRows
+// (x's size) take the rows' handles: addBlock reads a list's element in one load, where runs of
+// rows would cost a division by the run's length.
+template <class T, class TokenOf>
+void embeddingSum(const Embedding<T>& tokens, const Embedding<T>& positions, std::size_t window, TokenOf tokenOf,
+                  std::span<Value<T>> tokenRows, std::span<Value<T>> positionRows, std::span<Value<T>> x) noexcept {
+  const std::size_t d = tokens.dim();
+  for (std::size_t k = 0; k < x.size() / d; ++k) {
+    const NodeRange<T> token = tokens[tokenOf(k)], position = positions[k % window];
+    for (std::size_t i = 0; i < d; ++i) {
+      tokenRows[k * d + i] = token[i];
+      positionRows[k * d + i] = position[i];
+    }
+  }
+  addBlock(tokenRows, positionRows, x);
+}
 
 }  // namespace burtorch

@@ -111,17 +111,9 @@ class Gpt {
     const std::size_t tokens = shape_.blockSize, width = shape_.sampleWidth(), all = count * tokens;
     fit(count);
     const std::size_t d = shape_.dModel;
-    for (std::size_t s = 0; s < count; ++s)
-      for (std::size_t t = 0; t < tokens; ++t) {
-        const NodeRange<T> token = wte_[windows[s * width + t]], position = wpe_[t];
-        for (std::size_t i = 0; i < d; ++i) {
-          tokenRows_[(s * tokens + t) * d + i] = token[i];
-          positionRows_[(s * tokens + t) * d + i] = position[i];
-        }
-      }
     const auto x = span(x_, all * d);
-    // Handles, not Runs of rows: a list's element is then one load, not a division by the run's length.
-    addBlock(span(tokenRows_, all * d), span(positionRows_, all * d), x);
+    embeddingSum(wte_, wpe_, tokens, [&](std::size_t k) { return windows[k / tokens * width + k % tokens]; },
+                 span(tokenRows_, all * d), span(positionRows_, all * d), x);
     stageDone(GptStage::Embedding);
     for (TransformerBlock<T>& block : blocks_)
       block.forward(x, tokens, scratch_, [&](BlockStage stage) { stageDone(stageOf(stage)); });

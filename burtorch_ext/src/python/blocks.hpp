@@ -78,21 +78,18 @@ Nodes<T> rows(const Embedding<T>& table, const Ids& ids) {
 }
 
 // Each token's row of `tokens` plus the row of `positions` at its place in its window (ids:
-// (windows, tokens)): GPT-2's wte[idx] + wpe[pos] in one call, as the driver's embedding sum,
-// not two lookups and a sum crossing from Python three times.
+// (windows, tokens)): one call, the driver's embedding sum, not two lookups and a sum crossing
+// from Python three times.
 template <class T>
 Nodes<T> embed(const Embedding<T>& tokens, const Embedding<T>& positions, const Ids& ids) {
   if (ids.ndim() != 2 || ids.shape(1) == 0 || ids.shape(1) > positions.count() || tokens.dim() != positions.dim())
     throw py::value_error("ids: (windows, tokens), at most a row of positions per token; tables of one dim");
-  const std::size_t d = tokens.dim(), window = ids.shape(1);
-  const Nodes<T> token = rows(tokens, ids);
-  std::vector<Value<T>> position(token.values.size());
-  for (std::size_t k = 0; k < ids.size(); ++k) {
-    const NodeRange<T> row = positions[k % window];
-    for (std::size_t i = 0; i < d; ++i) position[k * d + i] = row[i];
-  }
-  Nodes<T> out{std::vector<Value<T>>(position.size())};
-  addBlock(std::span<const Value<T>>(token.values), std::span<const Value<T>>(position), std::span<Value<T>>(out.values));
+  for (std::size_t k = 0; k < ids.size(); ++k) idOf(ids, k, tokens.count(), "row id");  // before any node is made
+  const std::size_t size = ids.size() * tokens.dim();
+  std::vector<Value<T>> tokenRows(size), positionRows(size);
+  Nodes<T> out{std::vector<Value<T>>(size)};
+  embeddingSum(tokens, positions, ids.shape(1), [&](std::size_t k) { return static_cast<std::size_t>(ids.data()[k]); },
+               std::span<Value<T>>(tokenRows), std::span<Value<T>>(positionRows), std::span<Value<T>>(out.values));
   return out;
 }
 
