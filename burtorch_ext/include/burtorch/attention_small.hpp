@@ -86,7 +86,7 @@ BURTORCH_INLINE void attendSmallHead(const float* q, const float* k, const float
     for (std::size_t j = 0; j < 4; ++j)
       yt[j] = _mm256_add_ps(yt[j], _mm256_and_ps(_mm256_mul_ps(s[u], _mm256_broadcast_ss(vu + j)), mask[u]));
   }
-  kernels::transpose8(s);  // its rows
+  kernels::transpose8(s);  // the weights' columns back to p's rows
   for (std::size_t t = 0; t < 8; ++t) _mm256_storeu_ps(p + t * 8, s[t]);
   storeHeads(yt, y, d);
 }

@@ -56,6 +56,11 @@ inline std::size_t idOf(const Ids& ids, std::size_t k, std::size_t rows, const c
   return static_cast<std::size_t>(id);
 }
 
+// Every id checked, before a call makes any node.
+inline void checkIds(const Ids& ids, std::size_t rows, const char* what) {
+  for (std::size_t k = 0; k < ids.size(); ++k) idOf(ids, k, rows, what);
+}
+
 template <class T>
 Nodes<T> sum(const Nodes<T>& x, const Nodes<T>& y) {
   if (x.values.size() != y.values.size()) throw py::value_error("Nodes of different lengths");
@@ -84,7 +89,7 @@ template <class T>
 Nodes<T> embed(const Embedding<T>& tokens, const Embedding<T>& positions, const Ids& ids) {
   if (ids.ndim() != 2 || ids.shape(1) == 0 || ids.shape(1) > positions.count() || tokens.dim() != positions.dim())
     throw py::value_error("ids: (windows, tokens), at most a row of positions per token; tables of one dim");
-  for (std::size_t k = 0; k < ids.size(); ++k) idOf(ids, k, tokens.count(), "row id");  // before any node is made
+  checkIds(ids, tokens.count(), "row id");
   const std::size_t size = ids.size() * tokens.dim();
   std::vector<Value<T>> tokenRows(size), positionRows(size);
   Nodes<T> out{std::vector<Value<T>>(size)};
@@ -184,7 +189,7 @@ Nodes<T> crossEntropyRows(const Nodes<T>& logits, const Ids& targets) {
     throw py::value_error("targets: (rows,) or (windows, tokens), one per row of logits");
   const std::span<const Value<T>> all = logits.live();
   const std::size_t vocab = all.size() / rows, tokens = targets.ndim() == 2 ? targets.shape(1) : 1;
-  for (std::size_t row = 0; row < rows; ++row) idOf(targets, row, vocab, "target");  // before any node is made
+  checkIds(targets, vocab, "target");
   Nodes<T> out{std::vector<Value<T>>(rows / tokens)};
   if (targets.ndim() == 1) {
     for (std::size_t row = 0; row < rows; ++row)
