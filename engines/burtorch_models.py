@@ -91,12 +91,14 @@ def build(workload, folder: Path | None) -> TrainingProgram:
     batch_size = int(data.config["batch"])
     trainer = bt.Trainer(first, last, batch_size, data.config["learning_rate"], burtorch.samples_per_graph(workload.name))
 
-    def train_step(batch):
-        return trainer.step(lambda first, count: model.losses(bt, *(a[first:first + count] for a in batch)))
+    one_graph = trainer.samples_per_graph >= batch_size
 
-    def one_graph_step(batch):  # the batch as it is, no slices
-        return trainer.step(lambda first, count: model.losses(bt, *batch))
+    def to_batch(x, y):
+        """The batch as Trainer.step takes it: the function that builds the graph of its samples
+        first..first+count-1. Made here, untimed, so that the timed step is Trainer.step itself."""
+        x, y = type(model).to_batch(x, y)
+        if one_graph:  # the batch as it is, no slices
+            return lambda first, count: model.losses(bt, x, y)
+        return lambda first, count: model.losses(bt, x[first:first + count], y[first:first + count])
 
-    return TrainingProgram(workload, data, type(model).to_batch,
-                           one_graph_step if trainer.samples_per_graph >= batch_size else train_step,
-                           f"burtorch {burtorch.__version__}")
+    return TrainingProgram(workload, data, to_batch, trainer.step, f"burtorch {burtorch.__version__}")

@@ -81,11 +81,14 @@ def test_nodes_layers_equal_their_list_calls(bt):
 
 
 def test_ids_in_any_form_numpy_converts_name_the_same_rows(bt):
-    """int64 arrays are read in place; lists, other integer types and strided views are converted."""
+    """int64 arrays are read in place; lists, other integer types, int64 of the other byte order and strided
+    views are converted."""
     table = bt.Embedding(5, 3, seed=1)
     ids = np.array([[4, 0, 1], [2, 2, 3]])
     expected = table.rows(ids).data.tolist()
-    for same in (ids.tolist(), ids.astype(np.int32), np.asfortranarray(ids), np.array([[4, 9, 0, 9, 1], [2, 9, 2, 9, 3]])[:, ::2]):
+    swapped = ids.astype(ids.dtype.newbyteorder())
+    strided = np.array([[4, 9, 0, 9, 1], [2, 9, 2, 9, 3]])[:, ::2]
+    for same in (ids.tolist(), ids.astype(np.int32), swapped, np.asfortranarray(ids), strided):
         assert table.rows(same).data.tolist() == expected
     with pytest.raises(TypeError):
         table.rows("not ids")

@@ -222,7 +222,8 @@ class Trainer {
     py::object held;  // the graph's losses, alive until its sweep is done
     return step_.template operator()<py::gil_scoped_release>([&](std::size_t first, std::size_t count) {
       held = losses(first, count);
-      const auto* graph = py::isinstance<Nodes<T>>(held) ? &held.cast<const Nodes<T>&>() : nullptr;
+      py::detail::make_caster<Nodes<T>> nodes;  // one type lookup, where isinstance and cast made two
+      const auto* graph = nodes.load(held, false) ? &py::detail::cast_op<const Nodes<T>&>(nodes) : nullptr;
       if (graph == nullptr || graph->values.size() != count)
         throw py::value_error("losses(first, count) must return a Nodes of count losses, one per sample");
       return graph->live();
@@ -286,7 +287,10 @@ struct type_caster<burtorch::python::Ids> {
     constexpr int kReadable = npy_api::NPY_ARRAY_C_CONTIGUOUS_ | npy_api::NPY_ARRAY_ALIGNED_;
     if (isinstance<array>(src)) {
       auto given = reinterpret_borrow<array>(src);
-      if ((given.flags() & kReadable) == kReadable && given.dtype().equal(dtype::of<std::int64_t>())) {
+      // The descriptor's fields read in place: dtype::of and equal() are two calls into numpy per array.
+      const dtype kind = given.dtype();
+      if ((given.flags() & kReadable) == kReadable && kind.normalized_num() == dtype::num_of<std::int64_t>() &&
+          kind.byteorder() == '=') {
         value.array = std::move(given);
         return true;
       }
