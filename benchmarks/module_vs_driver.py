@@ -10,8 +10,9 @@ variant once, in an order rotated round by round, each a fresh child pinned to -
 burtorch/eager/python/cpu), from each --module's CHECKOUT (another copy of the project: its worker, its
 engines/burtorch_models.py, and a burtorch.*.so at its root, where it holds one, before the installed
 module); the default variant "module" is this checkout with the installed module. A variant's time is
-the median over rounds of its run's median step; its ratio is the median over rounds of that round's
-ratio to the first variant. "bits" says whether its three checked losses equal the first variant's exactly.
+the median over rounds of its run's median step; its ratio to the first variant is the product's
+paired effect over the rounds (harness/analysis/effect.py: paired t on the rounds' log ratios, its
+95% interval widened for rounds that drift together), the interval a verdict would read. "bits" says whether its three checked losses equal the first variant's exactly.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engines import all_engines  # noqa: E402
 from engines.base import find_executable  # noqa: E402
+from harness.analysis.effect import effect  # noqa: E402
 from harness.paths import ROOT  # noqa: E402
 from harness.running.runner import param_args, worker_command  # noqa: E402
 from workloads import load  # noqa: E402
@@ -101,10 +103,12 @@ def main() -> None:
             base = names[0]
             print(f"{text}  ({args.rounds} rounds of {args.iterations} steps, core {args.cpu})", flush=True)
             for n in names:
-                ratio = statistics.median(a["step_s"] / b["step_s"] for a, b in zip(runs[n], runs[base]))
+                ratio = effect(dict(enumerate(x["step_s"] for x in runs[base])),
+                               dict(enumerate(x["step_s"] for x in runs[n])))
+                shown = f"×{ratio.estimate:.3f} {ratio.interval_text()}" if n != base else f"×1 {' ' * 16}"
                 same = all(x["losses"] == runs[base][0]["losses"] for x in runs[n])
                 print(f"  {n:>12}  {statistics.median(x['step_s'] for x in runs[n]) * 1e6:10.1f} µs  "
-                      f"×{ratio:.3f} of {base}  bits {'same' if same else 'DIFFER'}", flush=True)
+                      f"{shown} of {base}  bits {'same' if same else 'DIFFER'}", flush=True)
 
 
 if __name__ == "__main__":
