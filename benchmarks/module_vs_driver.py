@@ -12,7 +12,8 @@ engines/burtorch_models.py, and a burtorch.*.so at its root, where it holds one,
 module); the default variant "module" is this checkout with the installed module. A variant's time is
 the median over rounds of its run's median step; its ratio to the first variant is the product's
 paired effect over the rounds (harness/analysis/effect.py: paired t on the rounds' log ratios, its
-95% interval widened for rounds that drift together), the interval a verdict would read. "bits" says whether its three checked losses equal the first variant's exactly.
+95% interval widened for rounds that drift together), the interval a verdict would read. "bits" says
+whether its three checked losses equal the first variant's exactly.
 """
 from __future__ import annotations
 

@@ -288,9 +288,9 @@ struct type_caster<burtorch::python::Ids> {
     if (isinstance<array>(src)) {
       auto given = reinterpret_borrow<array>(src);
       // The descriptor's fields read in place: dtype::of and equal() are two calls into numpy per array.
-      const dtype kind = given.dtype();
-      if ((given.flags() & kReadable) == kReadable && kind.normalized_num() == dtype::num_of<std::int64_t>() &&
-          kind.byteorder() == '=') {
+      const dtype type = given.dtype();
+      if ((given.flags() & kReadable) == kReadable && type.normalized_num() == dtype::num_of<std::int64_t>() &&
+          type.byteorder() == '=') {
         value.array = std::move(given);
         return true;
       }
