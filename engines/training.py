@@ -1,7 +1,8 @@
 """The Program the training engines share: one SGD step per step(), batches prepared untimed.
 
 An engine supplies two functions in its framework's terms:
-  to_batch(x, y)     numpy token ids -> the framework's tensors (called from prepare(), untimed)
+  to_batch(x, y)     numpy token ids -> the batch as train_step takes it: the framework's tensors, or
+                     what builds the batch's graph (called from prepare(), untimed)
   train_step(batch)  forward + backward + SGD update of the parameters it holds; returns the loss
 The losses of the first CHECKED_STEPS steps (warm-up steps included) are kept as returned and
 turned into floats only in outputs(), after the timed loop. An engine whose paper row trains

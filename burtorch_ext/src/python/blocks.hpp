@@ -222,8 +222,7 @@ class Trainer {
     py::object held;  // the graph's losses, alive until its sweep is done
     return step_.template operator()<py::gil_scoped_release>([&](std::size_t first, std::size_t count) {
       held = losses(first, count);
-      py::detail::make_caster<Nodes<T>> nodes;  // one type lookup, where isinstance and cast made two
-      const auto* graph = nodes.load(held, false) ? &py::detail::cast_op<const Nodes<T>&>(nodes) : nullptr;
+      const auto* graph = py::isinstance<Nodes<T>>(held) ? &held.cast<const Nodes<T>&>() : nullptr;
       if (graph == nullptr || graph->values.size() != count)
         throw py::value_error("losses(first, count) must return a Nodes of count losses, one per sample");
       return graph->live();
