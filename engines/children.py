@@ -30,16 +30,21 @@ def run(cmd: list[str], doing: str, timeout: float | None, input=None, **popen) 
     if input is not None:
         popen["stdin"] = subprocess.PIPE
     group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
-    previous, proc = {}, None
+    previous, proc, pending = {}, None, []
     if threading.current_thread() is threading.main_thread():  # only its handlers can be set, and it hears them
 
         def stop(signum, _frame):
+            if proc is None:  # inside Popen, whose child may already run: stopped once Popen gives its pid
+                pending.append(signum)
+                return
             raise _Stopped(signum)
 
         # Before the child starts: a signal between its start and the handlers would end us and leave it running.
         previous = {sig: signal.signal(sig, stop) for sig in STOPPING}
     try:
         proc = subprocess.Popen(cmd, **group, **popen)
+        if pending:
+            raise _Stopped(pending[0])
         out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)

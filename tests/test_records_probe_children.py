@@ -50,6 +50,31 @@ def test_sigterm_during_the_bandwidth_probe_stops_the_probe_and_says_what_it_was
     assert not alive(sleeper), "the probe's own child is gone too"
 
 
+
+def test_a_stop_while_the_child_starts_stops_the_child_too(tmp_path):
+    """SIGTERM inside subprocess.Popen, its child already running (a loaded host can run the child before
+    Popen returns): the child is stopped once Popen gives its pid, not left behind."""
+    pid_file = tmp_path / "pid"
+    code = ("import os, signal, subprocess\n"
+            "from engines import children\n"
+            "real = subprocess.Popen\n"
+            "def popen(*args, **kwargs):\n"
+            "    proc = real(*args, **kwargs)\n"
+            f"    while not (os.path.exists({str(pid_file)!r}) and os.path.getsize({str(pid_file)!r})): pass\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    return proc\n"
+            "subprocess.Popen = popen\n"
+            f"children.run(['sh', '-c', 'sleep 300 & echo $! > {pid_file}; wait'], 'waiting', timeout=None)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert done.stderr.strip() == "burtbench: stopped while waiting; it and every process it started were stopped"
+    sleeper = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while alive(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(sleeper), "the child's own child is gone too"
+
 def test_every_child_but_a_trial_starts_through_the_one_helper():
     """Probes, library timings, venvs, builds, git, installers and SLURM's clients: each started through
     engines/children.py, which stops it with its command and says what it was doing; a trial's child
