@@ -1,8 +1,9 @@
 """The MLP and the GPT written with the `burtorch` Python module (FP32): the same C++ layers as the
-native driver, one call per layer over a graph's every token (a Nodes: the block of handles stays
-in C++; a Linear over every sample's tokens is one matrix product), the GPT's blocks one call
-(burtorch.TransformerStack: each block's seven steps, the driver's code), ids and targets as numpy
-arrays. burtorch.Trainer takes each step as the driver does (burtorch_ext/include/burtorch/
+native driver, ids and targets as numpy arrays. The MLP's graph is built by Python, one call per
+layer over a graph's every token (a Nodes: the block of handles stays in C++; a Linear over every
+sample's tokens is one matrix product). The GPT's layers are made and loaded here and composed as a
+burtorch.Gpt, whose graph is the driver's, built in one call (burtorch_ext/src/python/training.hpp
+says why). burtorch.Trainer takes each step as the driver does (burtorch_ext/include/burtorch/
 batch_step.hpp): the batch built as graphs of burtorch.samples_per_graph(model) samples, each
 backpropagated in turn, then the SGD step on the mean gradient; the losses are the driver's to
 the bit (tests/test_burtorch_models.py).
@@ -20,6 +21,7 @@ class Mlp:
     """h = tanh(w1 [wte rows of the context] + b1); logits = w2 h + b2 (workloads/catalog/mlp.py)."""
 
     def __init__(self, bt, tensors):
+        self.bt = bt
         wte, w1, b1, w2, b2 = tensors
         self.wte = bt.Embedding(*wte.shape)
         self.hidden = bt.Linear(w1.shape[1], w1.shape[0], True, "tanh")
@@ -27,16 +29,11 @@ class Mlp:
         self.wte.load(wte)
         self.hidden.load(w1, b1)
         self.head.load(w2, b2)
-        self.vocab = w2.shape[0]
 
-    @staticmethod
-    def to_batch(x, y) -> tuple:
-        """Row ids and targets as the calls read them, so that the timed step converts nothing."""
-        return np.ascontiguousarray(x, dtype=np.int64), np.ascontiguousarray(y, dtype=np.int64)
-
-    def losses(self, bt, x, y):
-        """Each sample's loss (Nodes) for the rows of x and y."""
-        return bt.cross_entropy(self.head(self.hidden.over_rows(self.wte, x)), y)
+    def to_batch(self, x, y):
+        """The function that builds the batch's graph (one graph: samples_per_graph("mlp") is None)."""
+        x, y, bt = ids(x), ids(y), self.bt
+        return lambda first, count: bt.cross_entropy(self.head(self.hidden.over_rows(self.wte, x)), y)
 
 
 class Gpt:
@@ -66,17 +63,16 @@ class Gpt:
         self.head = bt.Linear(d, head_w.shape[0], True, "identity")
         self.blocks.norm.load(lnf_g, lnf_b)
         self.head.load(head_w, head_b)
-        self.vocab = head_w.shape[0]
+        self.graph = bt.Gpt(self.wte, self.wpe, self.blocks, self.head)
 
-    @staticmethod
-    def to_batch(x, y) -> tuple:
-        """Token ids and targets (windows, tokens) as the calls read them, so that the timed step converts nothing."""
-        return np.ascontiguousarray(x, dtype=np.int64), np.ascontiguousarray(y, dtype=np.int64)
+    def to_batch(self, x, y):
+        """Token ids and targets (windows, tokens), checked once, for Trainer.step."""
+        return self.graph.batch(ids(x), ids(y))
 
-    def losses(self, bt, x, y):
-        """Each window's mean loss over its tokens (Nodes) for the windows of x and y."""
-        h = self.blocks(bt.embed(self.wte, self.wpe, x), x.shape[1])
-        return bt.cross_entropy(self.head(h), y)
+
+def ids(a) -> np.ndarray:
+    """Ids as the module reads them in place, so that the timed step converts nothing."""
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def build(workload, folder: Path | None) -> TrainingProgram:
@@ -90,15 +86,4 @@ def build(workload, folder: Path | None) -> TrainingProgram:
     first, last = model.wte.parameters()[0], model.head.parameters()[-1]
     batch_size = int(data.config["batch"])
     trainer = bt.Trainer(first, last, batch_size, data.config["learning_rate"], burtorch.samples_per_graph(workload.name))
-
-    one_graph = trainer.samples_per_graph >= batch_size
-
-    def to_batch(x, y):
-        """The batch as Trainer.step takes it: the function that builds the graph of its samples
-        first..first+count-1. Made here, untimed, so that the timed step is Trainer.step itself."""
-        x, y = type(model).to_batch(x, y)
-        if one_graph:  # the batch as it is, no slices
-            return lambda first, count: model.losses(bt, x, y)
-        return lambda first, count: model.losses(bt, x[first:first + count], y[first:first + count])
-
-    return TrainingProgram(workload, data, to_batch, trainer.step, f"burtorch {burtorch.__version__}")
+    return TrainingProgram(workload, data, model.to_batch, trainer.step, f"burtorch {burtorch.__version__}")

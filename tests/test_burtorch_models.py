@@ -217,6 +217,58 @@ def test_trainer_refuses_losses_that_are_not_one_per_sample(bt):
         trainer.step(lambda first, count: 1 / 0)
 
 
+def small_gpt(bt, norm=True):
+    """vocab 11, 4 positions, d_model 8, 2 heads, 2 blocks: its parameters consecutive, table to head."""
+    wte, wpe = bt.Embedding(11, 8, seed=1), bt.Embedding(4, 8, seed=2)
+    stack = bt.TransformerStack(2, 8, 2, ff=16, norm=norm, seed=3)
+    return wte, wpe, stack, bt.Linear(8, 11, True, "identity", seed=4)
+
+
+def test_a_gpt_trains_as_its_layers_called_from_python(bt):
+    """Trainer.step over a GptBatch gives the losses and the parameters that the layers' own calls give, to the
+    bit: 3 windows in graphs of 2 (one graph of a single window, sliced from the batch), two steps."""
+    rng = np.random.default_rng(7)
+    x, y = rng.integers(0, 11, (3, 4)), rng.integers(0, 11, (3, 4))
+
+    def train(step_of):
+        wte, wpe, stack, head = layers = small_gpt(bt)
+        trainer = bt.Trainer(wte.parameters()[0], head.parameters()[-1], batch=3, learning_rate=0.1, samples_per_graph=2)
+        losses = [trainer.step(step_of(*layers)) for _ in range(2)]
+        return losses, [p.data for p in wte.parameters() + wpe.parameters() + stack.parameters() + head.parameters()]
+
+    def by_layers(wte, wpe, stack, head):
+        def losses(first, count):
+            xs, ys = x[first:first + count], y[first:first + count]
+            return bt.cross_entropy(head(stack(bt.embed(wte, wpe, xs), xs.shape[1])), ys)
+        return losses
+
+    in_one_call = train(lambda *layers: bt.Gpt(*layers).batch(x, y))
+    assert in_one_call == train(by_layers)
+    assert in_one_call[0][1] < in_one_call[0][0]  # the step learned
+
+
+def test_a_gpt_refuses_what_does_not_fit_it(bt):
+    wte, wpe, stack, head = small_gpt(bt)
+    with pytest.raises(ValueError, match="layer norm"):
+        bt.Gpt(wte, wpe, small_gpt(bt, norm=False)[2], head)
+    with pytest.raises(ValueError, match="one d_model"):
+        bt.Gpt(wte, bt.Embedding(4, 6), stack, head)
+    gpt = bt.Gpt(wte, wpe, stack, head)
+    ok = np.zeros((2, 4), dtype=np.int64)
+    for x, y, error, message in [
+        (np.zeros((2, 5)), np.zeros((2, 5)), ValueError, "windows, tokens"),  # 5 tokens, 4 positions
+        (ok, np.zeros((2, 3)), ValueError, "windows, tokens"),
+        (np.zeros(4), np.zeros(4), ValueError, "windows, tokens"),
+        (ok + 11, ok, IndexError, "token id out of range"),
+        (ok, ok - 1, IndexError, "target out of range"),
+    ]:
+        with pytest.raises(error, match=message):
+            gpt.batch(x, y)
+    trainer = bt.Trainer(wte.parameters()[0], head.parameters()[-1], batch=3, learning_rate=0.1)
+    with pytest.raises(ValueError, match="batch size"):
+        trainer.step(gpt.batch(ok, ok))
+
+
 def test_nodes_of_a_rewound_graph_are_refused(bt):
     mark = bt.mark()
     nodes = bt.Nodes([bt.Value(1.0), bt.Value(2.0)])

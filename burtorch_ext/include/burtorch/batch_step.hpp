@@ -50,6 +50,7 @@ class BatchStep {
   }
 
   NodeRange<T> parameters() const noexcept { return params_; }
+  std::size_t batch() const noexcept { return batch_; }
   std::size_t samplesPerGraph() const noexcept { return samplesPerGraph_; }
 
   // losses(first, count): builds the graph of the batch's samples first..first+count-1 and

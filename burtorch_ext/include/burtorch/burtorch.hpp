@@ -19,6 +19,7 @@
 #include "burtorch/layer_norm.hpp"
 #include "burtorch/attention.hpp"
 #include "burtorch/transformer_block.hpp"
+#include "burtorch/gpt_graph.hpp"
 #include "burtorch/add_block.hpp"
 #include "burtorch/loss.hpp"
 #include "burtorch/backward.hpp"

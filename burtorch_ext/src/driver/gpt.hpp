@@ -77,10 +77,6 @@ struct GptShape {
   }
 };
 
-// The stages of a GPT graph's forward, in order; Gpt::losses tells a clock after each
-// (bench/gpt_stages.cpp times them; the driver passes none).
-enum class GptStage { Embedding, Ln1, Attention, Residual, Ln2, Ff1, Ff2, LnF, Head, CrossEntropy, Count };
-
 struct NoStageClock {
   void operator()(GptStage) const noexcept {}
 };
@@ -104,29 +100,14 @@ class Gpt {
         lnf_(shape.dModel),
         head_(shape.dModel, shape.vocab, true, Activation::Identity) {}
 
-  // Builds the graphs of `count` windows (one after the other in `windows`), every layer over
-  // all of their tokens at once (attention within each window); returns each window's loss.
+  // Builds the graphs of `count` windows (one after the other in `windows`); returns each
+  // window's loss (burtorch/gpt_graph.hpp).
   template <class StageClock = NoStageClock>
   std::span<const Value<T>> losses(const std::uint8_t* windows, std::size_t count, StageClock stageDone = {}) {
-    const std::size_t tokens = shape_.blockSize, width = shape_.sampleWidth(), all = count * tokens;
-    fit(count);
-    const std::size_t d = shape_.dModel;
-    const auto x = span(x_, all * d);
-    embeddingSum(wte_, wpe_, tokens, [&](std::size_t k) { return windows[k / tokens * width + k % tokens]; },
-                 span(tokenRows_, all * d), span(positionRows_, all * d), x);
-    stageDone(GptStage::Embedding);
-    for (TransformerBlock<T>& block : blocks_)
-      block.forward(x, tokens, scratch_, [&](BlockStage stage) { stageDone(stageOf(stage)); });
-    const auto normed = std::span<Value<T>>(scratch_.normed).first(all * d);
-    lnf_.forwardRows(x, normed);
-    stageDone(GptStage::LnF);
-    const auto logits = span(logits_, all * shape_.vocab);
-    head_.forward(normed, logits);
-    stageDone(GptStage::Head);
-    const auto target = [&](std::size_t row) { return windows[row / tokens * width + row % tokens + 1]; };
-    crossEntropyMeans<T>(logits, shape_.vocab, tokens, target, span(losses_, count));
-    stageDone(GptStage::CrossEntropy);
-    return span(losses_, count);
+    const std::size_t tokens = shape_.blockSize, width = shape_.sampleWidth();
+    return graph_.losses({wte_, wpe_, blocks_, lnf_, head_}, count, tokens,
+                         [&](std::size_t k) { return windows[k / tokens * width + k % tokens]; },
+                         [&](std::size_t k) { return windows[k / tokens * width + k % tokens + 1]; }, stageDone);
   }
 
  private:
@@ -138,39 +119,12 @@ class Gpt {
     return blocks;
   }
 
-  static GptStage stageOf(BlockStage stage) {
-    switch (stage) {
-      case BlockStage::Ln1: return GptStage::Ln1;
-      case BlockStage::Attention: return GptStage::Attention;
-      case BlockStage::Ln2: return GptStage::Ln2;
-      case BlockStage::Ff1: return GptStage::Ff1;
-      case BlockStage::Ff2: return GptStage::Ff2;
-      default: return GptStage::Residual;
-    }
-  }
-
-  static std::span<Value<T>> span(std::vector<Value<T>>& values, std::size_t count) { return std::span<Value<T>>(values).first(count); }
-
-  // Buffers for `count` windows: grown on the first step of a batch size, then reused.
-  void fit(std::size_t count) {
-    if (losses_.size() >= count) return;
-    const std::size_t all = count * shape_.blockSize;
-    x_.resize(all * shape_.dModel);
-    scratch_.fit(all, shape_.dModel, shape_.ff());
-    logits_.resize(all * shape_.vocab);
-    tokenRows_.resize(x_.size());
-    positionRows_.resize(x_.size());
-    losses_.resize(count);
-  }
-
   Shape shape_;
   Embedding<T> wte_, wpe_;
   std::vector<TransformerBlock<T>> blocks_;
   LayerNorm<T> lnf_;
   Linear<T> head_;
-  typename TransformerBlock<T>::Scratch scratch_;  // the blocks' intermediate handles; ln_f's output too
-  std::vector<Value<T>> x_, logits_, losses_;
-  std::vector<Value<T>> tokenRows_, positionRows_;  // each token's row of wte and of wpe, as handles
+  GptGraph<T> graph_;
 };
 
 }  // namespace burtorch::driver

@@ -1,9 +1,8 @@
 // Batch-level calls of the module: a Nodes is a block of node handles held in C++ (a layer's
 // outputs over every token of a graph), so that a model written in Python makes one call per
-// layer, not one Python object per node; ids and targets come as numpy arrays. Trainer takes an
-// SGD step over a batch as the native driver does (burtorch/batch_step.hpp): the same graphs of
-// samples, the same sweeps, the same bits. module.cpp binds these; it binds each layer's Nodes
-// call before its list call, as pybind11 would take a Nodes for a list of Values.
+// layer, not one Python object per node; ids and targets come as numpy arrays (training.hpp
+// trains with them). module.cpp binds these; it binds each layer's Nodes call before its list
+// call, as pybind11 would take a Nodes for a list of Values.
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -210,39 +209,6 @@ py::array_t<T> valuesOf(const Nodes<T>& nodes, bool grads) {
 }
 
 template <class T>
-class Trainer {
- public:
-  Trainer(Value<T> first, Value<T> last, std::size_t batch, double learningRate, std::optional<std::size_t> samplesPerGraph)
-      : step_(range(first, last, batch, samplesPerGraph), batch, learningRate, samplesPerGraph.value_or(kWholeBatch)) {}
-
-  std::size_t samplesPerGraph() const noexcept { return step_.samplesPerGraph(); }
-
-  // The GIL is released in each backward sweep, the bulk of a step.
-  double step(const py::function& losses) {
-    py::object held;  // the graph's losses, alive until its sweep is done
-    return step_.template operator()<py::gil_scoped_release>([&](std::size_t first, std::size_t count) {
-      held = losses(first, count);
-      const auto* graph = py::isinstance<Nodes<T>>(held) ? &held.cast<const Nodes<T>&>() : nullptr;
-      if (graph == nullptr || graph->values.size() != count)
-        throw py::value_error("losses(first, count) must return a Nodes of count losses, one per sample");
-      return graph->live();
-    });
-  }
-
- private:
-  static NodeRange<T> range(Value<T> first, Value<T> last, std::size_t batch, std::optional<std::size_t> samplesPerGraph) {
-    const std::size_t size = Pool<T>::local().size();
-    if (first.index() >= size || last.index() >= size) throw py::index_error("a parameter's node no longer exists");
-    if (last.index() < first.index()) throw py::value_error("last comes before first");
-    if (batch == 0 || samplesPerGraph == std::optional<std::size_t>(0))
-      throw py::value_error("batch and samples_per_graph must be positive");
-    return {first.index(), last.index() - first.index() + 1};
-  }
-
-  BatchStep<T> step_;
-};
-
-template <class T>
 void bindBlocks(py::module_& m) {
   using V = Value<T>;
   py::class_<Nodes<T>>(m, "Nodes", "A block of nodes held in C++: what the layers take and return over many tokens at once.")
@@ -258,19 +224,6 @@ void bindBlocks(py::module_& m) {
       .def_property_readonly("grad", [](const Nodes<T>& x) { return valuesOf(x, true); });
   m.def("cross_entropy", &crossEntropyRows<T>, py::arg("logits"), py::arg("targets"),
         "Over Nodes of rows of logits: targets (rows,) give a loss per row, (windows, tokens) each window's mean loss.");
-  py::class_<Trainer<T>>(m, "Trainer",
-                         "SGD steps over batches built as graphs of samples, as the native driver trains (batch_step.hpp).")
-      .def(py::init<V, V, std::size_t, double, std::optional<std::size_t>>(), py::arg("first"), py::arg("last"),
-           py::arg("batch"), py::arg("learning_rate"), py::arg("samples_per_graph") = py::none(),
-           "first..last: the model's parameters, made one after the other; the pool is marked here, after them.\n"
-           "samples_per_graph: None, the whole batch in one graph.")
-      .def_property_readonly("samples_per_graph", &Trainer<T>::samplesPerGraph)
-      .def("step", &Trainer<T>::step, py::arg("losses"),
-           "losses(first, count) builds the graph of the batch's samples first..first+count-1 and returns their\n"
-           "losses (a Nodes). Sums each graph's gradients, steps p <- p - learning_rate * mean gradient, zeroes\n"
-           "the gradients; returns the batch's mean loss before the update. Each layer may be called once per graph:\n"
-           "the last graph's sweep steps a layer's weights where their gradients are complete (optim.hpp), so a\n"
-           "layer called twice in one graph would be stepped before its earlier call's gradients are taken.");
 }
 
 }  // namespace burtorch::python

@@ -2,8 +2,8 @@
 // the top level are FP64 (burtorch.fp64); burtorch.fp32 has the same names in FP32. Each Python
 // Value is a handle to a node of this thread's pool, so everything made after a mark() is invalid
 // after the matching rewind(); operations check that the nodes they are given still exist.
-// Value itself is in value_type.hpp, the batch-level calls (Nodes, Trainer) in blocks.hpp; the
-// functions, the pool and the layers are bound here.
+// Value itself is in value_type.hpp, the batch-level calls (Nodes) in blocks.hpp, Trainer and Gpt
+// in training.hpp; the functions, the pool and the layers are bound here.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -15,6 +15,7 @@
 
 #include "burtorch/burtorch.hpp"
 #include "blocks.hpp"
+#include "training.hpp"
 #include "value_type.hpp"
 
 namespace py = pybind11;
@@ -355,6 +356,7 @@ void bindScalarType(py::module_& m, const char* valueName) {
   python::bindBlocks<T>(m);  // before the functions: cross_entropy's Nodes call first
   bindFunctions<T>(m);
   bindLayers<T>(m);
+  python::bindTraining<T>(m);
 }
 
 }  // namespace
