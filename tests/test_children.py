@@ -103,6 +103,13 @@ def test_sigterm_while_cargo_builds_burn_stops_cargo_and_says_so(tmp_path):
     assert gone(sleeper), "cargo's work outlived the command"
 
 
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def descendants(pid: int) -> set[int]:
     parents = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -127,9 +134,9 @@ def test_sighup_during_a_trial_stops_its_child_and_the_run_says_it_was_interrupt
     deadline, trial = time.monotonic() + 60, set()
     while not trial and time.monotonic() < deadline:
         time.sleep(0.5)
-        trial = descendants(proc.pid)
+        # The trial's own worker: the run's machine probes start children of their own before it.
+        trial = {pid for pid in descendants(proc.pid) if b"fake/hang" in cmdline(pid)}
     assert trial, "the trial's child never started"
-    time.sleep(1)
     proc.send_signal(signal.SIGHUP)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in out and "--resume" in out
