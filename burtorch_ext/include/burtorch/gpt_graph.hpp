@@ -25,6 +25,10 @@ namespace burtorch {
 // (bench/gpt_stages.cpp times them).
 enum class GptStage { Embedding, Ln1, Attention, Residual, Ln2, Ff1, Ff2, LnF, Head, CrossEntropy, Count };
 
+struct NoStageClock {
+  void operator()(GptStage) const noexcept {}
+};
+
 template <class T>
 struct GptLayers {
   const Embedding<T>& wte;
@@ -41,9 +45,9 @@ class GptGraph {
  public:
   // The graphs of `count` windows of `tokens` tokens: tokenOf(k) is the id of token k (window
   // k / tokens), targetOf(k) the id that follows it. Returns each window's loss.
-  template <class TokenOf, class TargetOf, class StageClock>
+  template <class TokenOf, class TargetOf, class StageClock = NoStageClock>
   std::span<const Value<T>> losses(const GptLayers<T>& m, std::size_t count, std::size_t tokens, TokenOf tokenOf,
-                                   TargetOf targetOf, StageClock stageDone) {
+                                   TargetOf targetOf, StageClock stageDone = {}) {
     const std::size_t all = count * tokens, d = m.wte.dim(), vocab = m.head.outputs();
     fit(count, all, d, m.blocks.empty() ? 0 : m.blocks.front().ff(), vocab);
     const auto x = span(x_, all * d);
@@ -60,12 +64,6 @@ class GptGraph {
     crossEntropyMeans<T>(logits, vocab, tokens, targetOf, span(losses_, count));
     stageDone(GptStage::CrossEntropy);
     return span(losses_, count);
-  }
-
-  template <class TokenOf, class TargetOf>
-  std::span<const Value<T>> losses(const GptLayers<T>& m, std::size_t count, std::size_t tokens, TokenOf tokenOf,
-                                   TargetOf targetOf) {
-    return losses(m, count, tokens, tokenOf, targetOf, [](GptStage) {});
   }
 
  private:

@@ -1,9 +1,5 @@
-// The character-level mini-GPT (workloads/gpt.py), for each window of block_size + 1 tokens:
-//
-//   x = wte[tokens] + wpe[positions]
-//   for each block:  x = x + proj(attention(ln1(x)));  x = x + ff2(relu(ff1(ln2(x))))  (transformer_block.hpp)
-//   logits = head(ln_f(x));  loss = mean over positions of cross-entropy(logits, next token)
-//
+// The character-level mini-GPT (workloads/gpt.py) over windows of block_size + 1 tokens: the
+// first block_size its inputs, each of them followed by its target; its graph: burtorch/gpt_graph.hpp.
 // Query, key and value have no bias; proj, ff1, ff2 and head do. LayerNorm: biased variance,
 // eps 1e-5. The parameters are the pool's first nodes in the inputs' order (wte, wpe, per block
 // ln1, wq, wk, wv, proj, ln2, ff1, ff2, then ln_f and head), each weight matrix (out, in)
@@ -75,10 +71,6 @@ struct GptShape {
     const std::size_t block = t * (2 * d + 3 * d + d + d + 2 * d + ff() + d);
     return t * d + layers * block + t * (d + vocab) + 1;
   }
-};
-
-struct NoStageClock {
-  void operator()(GptStage) const noexcept {}
 };
 
 template <class T>
