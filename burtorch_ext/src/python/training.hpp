@@ -108,8 +108,7 @@ class Trainer {
 template <class T>
 void bindTraining(py::module_& m) {
   using V = Value<T>;
-  py::class_<GptBatch<T>>(m, "GptBatch", "Windows of token ids and their targets for a Gpt (Gpt.batch), to pass to Trainer.step.")
-      .def("__len__", &GptBatch<T>::windows);
+  py::class_<GptBatch<T>>(m, "GptBatch", "Windows of token ids and their targets for a Gpt (Gpt.batch), to pass to Trainer.step.");
   py::class_<Gpt<T>>(m, "Gpt",
                      "A GPT of these layers whose graph is built in one call from Trainer.step (burtorch/gpt_graph.hpp, the\n"
                      "native driver's code): embed(wte, wpe, x), the stack, the head and cross_entropy, without returning to Python.")
@@ -128,7 +127,7 @@ void bindTraining(py::module_& m) {
            "first..last: the model's parameters, made one after the other; the pool is marked here, after them.\n"
            "samples_per_graph: None, the whole batch in one graph.")
       .def_property_readonly("samples_per_graph", &Trainer<T>::samplesPerGraph)
-      .def("step", &Trainer<T>::stepGpt, py::arg("batch"), "A GptBatch: each graph built by its Gpt in one call.")
+      .def("step", &Trainer<T>::stepGpt, py::arg("batch"), "batch: Gpt.batch(x, y); each graph built by its Gpt in one call, the step otherwise as with losses (below).")
       .def("step", &Trainer<T>::step, py::arg("losses"),
            "losses(first, count) builds the graph of the batch's samples first..first+count-1 and returns their\n"
            "losses (a Nodes). Sums each graph's gradients, steps p <- p - learning_rate * mean gradient, zeroes\n"
