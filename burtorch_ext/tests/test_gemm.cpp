@@ -223,6 +223,15 @@ TEST_CASE("gemm: the default choice is the running CPU's") {
   CHECK(c.registerBits == want.registerBits && c.kBytes == want.kBytes && c.mPanels == want.mPanels && c.nColumns == want.nColumns);
 }
 
+TEST_CASE("gemm: a product narrower than a panel of 512-bit registers runs in 256-bit ones") {
+  const KernelChoice wide{512, 1024, 16, 512}, narrow{256, 1024, 16, 512}, none{32, 256, 4, 64};
+  CHECK(registerBitsFor<float>(wide, 2 * kWidest<float> - 1) == 256);
+  CHECK(registerBitsFor<float>(wide, 2 * kWidest<float>) == 512);
+  CHECK(registerBitsFor<double>(wide, 2 * kWidest<double>) == 512);
+  CHECK(registerBitsFor<float>(narrow, 1) == 256);
+  CHECK(registerBitsFor<float>(none, 1) == 32);
+}
+
 TEST_CASE("gemm: one row of A or one k (the thin products) gives the blocked product's bits, stored or added") {
   for (const KernelChoice& choice : everyChoice())
     for (const auto& [m, n, k] : kThinShapes) {
