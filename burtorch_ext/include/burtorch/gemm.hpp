@@ -232,11 +232,9 @@ void blockedGemm(const Blocks& blocks, std::size_t m, std::size_t n, std::size_t
 }  // namespace detail
 
 // The register width for a product n columns wide: the choice's, but 256 bits where n would not
-// fill one row of a panel of B (two registers) of 512. On an Intel Xeon with AVX-512 (9
-// alternating rounds of 36 steps on core 1), the GPT's products of 24 columns in 512-bit tiles
-// partly empty made its b = 1 step 127.7 µs, 85.8 with this rule (b = 64: 4.95 -> 4.62 ms; the
-// MLP at b = 64: e = 4 76.4 -> 74.3 µs, e = 128 358.6 -> 363.1 µs). Widths compute the same
-// chains, and the choice's blocks stay: the same bits.
+// fill one row of a panel of B (two registers) of 512: on an Intel Xeon with AVX-512, the GPT's
+// products of 24 columns in 512-bit tiles partly empty made its b = 1 step 45% slower
+// (docs/engine.md). Widths compute the same chains, and the choice's blocks stay: the same bits.
 template <class T>
 constexpr std::size_t registerBitsFor(const KernelChoice& choice, std::size_t n) noexcept {
   return n < 2 * kWidest<T> ? std::min<std::size_t>(choice.registerBits, 256) : choice.registerBits;
