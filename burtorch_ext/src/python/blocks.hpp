@@ -84,11 +84,18 @@ Nodes<T> rows(const Embedding<T>& table, const Ids& ids) {
 // Each token's row of `tokens` plus the row of `positions` at its place in its window (ids:
 // (windows, tokens)): one call, the driver's embedding sum, not two lookups and a sum crossing
 // from Python three times.
+// Windows of token ids, (windows, tokens), each token with its row of `positions`, each id one of
+// `tokens`' rows (`what` names them in the error).
 template <class T>
-Nodes<T> embed(const Embedding<T>& tokens, const Embedding<T>& positions, const Ids& ids) {
+void checkWindows(const Ids& ids, const Embedding<T>& tokens, const Embedding<T>& positions, const char* what) {
   if (ids.ndim() != 2 || ids.shape(1) == 0 || ids.shape(1) > positions.count() || tokens.dim() != positions.dim())
     throw py::value_error("ids: (windows, tokens), at most a row of positions per token; tables of one dim");
-  checkIds(ids, tokens.count(), "row id");
+  checkIds(ids, tokens.count(), what);
+}
+
+template <class T>
+Nodes<T> embed(const Embedding<T>& tokens, const Embedding<T>& positions, const Ids& ids) {
+  checkWindows(ids, tokens, positions, "row id");
   const std::size_t size = ids.size() * tokens.dim();
   std::vector<Value<T>> tokenRows(size), positionRows(size);
   Nodes<T> out{std::vector<Value<T>>(size)};

@@ -31,10 +31,9 @@ class Gpt {
 
   // Checked here, before any step, so that a step reads them unchecked.
   void check(const Ids& x, const Ids& y) const {
-    if (x.ndim() != 2 || y.ndim() != 2 || x.shape(0) != y.shape(0) || x.shape(1) != y.shape(1) || x.shape(1) == 0 ||
-        x.shape(1) > wpe_.count())
-      throw py::value_error("x and y: (windows, tokens) each, at most a row of positions per token");
-    checkIds(x, wte_.count(), "token id");
+    checkWindows(x, wte_, wpe_, "token id");
+    if (y.ndim() != 2 || y.shape(0) != x.shape(0) || y.shape(1) != x.shape(1))
+      throw py::value_error("y: (windows, tokens), as x");
     checkIds(y, head_.outputs(), "target");
   }
 
